@@ -1,0 +1,338 @@
+"""Split-conformal building blocks shared by every method.
+
+Conventions (also in the README):
+
+* The threshold is the ``ceil((n+1)(1-alpha))``-th smallest of ``n``
+  calibration scores. When that index exceeds ``n`` there are too few points
+  for the requested level: the threshold is ``+inf``, every prediction is the
+  full range, and the rows are flagged ``full_range`` (never a silent finite
+  value).
+* A continuous interval ``[l, u]`` is clipped to the scale. Its *label set*
+  is ``{k : l <= k <= u} = [ceil(l), floor(u)]``; for integer labels it has
+  exactly the coverage of ``[l, u]`` and is never wider. The *expanded*
+  variant ``[floor(l), ceil(u)]`` exists only to compare with published
+  tables that used it, and is labelled so.
+* Widths are on the scale's units: ``u - l`` for intervals, ``max - min``
+  for label sets (an empty set has width 0 and is counted).
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from judgecp.errors import InputError
+from judgecp.scale import LikertScale
+
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+
+
+def check_alpha(alpha: float) -> float:
+    """Return ``alpha`` as a float, or raise if it is not in the open interval (0, 1)."""
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"alpha must be a number in (0, 1), got {alpha!r}") from exc
+    if not 0.0 < value < 1.0 or math.isnan(value):
+        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
+    return value
+
+
+def conformal_rank(n: int, alpha: float) -> int:
+    """1-based rank ``ceil((n+1)(1-alpha))`` of the split-conformal order statistic."""
+    # The small tolerance keeps e.g. (9+1)*(1-0.1) = 9.000000000000002 at rank 9.
+    return math.ceil((n + 1) * (1.0 - alpha) - 1e-9)
+
+
+def min_calibration_size(alpha: float) -> int:
+    """Smallest ``n`` for which the split-conformal threshold is finite."""
+    n = 1
+    while conformal_rank(n, alpha) > n:
+        n += 1
+    return n
+
+
+def conformal_quantile(scores: ArrayLike, alpha: float) -> float:
+    """Split-conformal threshold: the ``ceil((n+1)(1-alpha))``-th smallest score.
+
+    Returns ``+inf`` when that rank exceeds ``n`` (too few calibration points
+    for the level); callers turn that into a flagged full-range prediction.
+    NaN scores are an error: a method must never produce them silently.
+    """
+    alpha = check_alpha(alpha)
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    if np.isnan(s).any():
+        raise ValueError("conformity scores contain NaN")
+    n = s.size
+    k = conformal_rank(n, alpha)
+    if n == 0 or k > n:
+        return math.inf
+    return float(np.partition(s, k - 1)[k - 1])
+
+
+def _as_bool(a: ArrayLike) -> BoolArray:
+    return np.asarray(a, dtype=bool)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predictions of a conformal method for ``n`` test points.
+
+    Attributes
+    ----------
+    lower, upper:
+        Continuous interval, clipped to the scale; NaN for set-valued methods
+        (where no continuous interval is defined).
+    sets:
+        ``(n, K)`` boolean label sets; column ``j`` is label ``scale.minimum + j``.
+    full_range:
+        Rows whose prediction is the full range because the calibration set
+        was too small for the level (or the row's Mondrian group was unseen).
+    """
+
+    lower: FloatArray
+    upper: FloatArray
+    sets: BoolArray
+    full_range: BoolArray
+    scale: LikertScale
+
+    @classmethod
+    def from_interval(
+        cls,
+        lower: ArrayLike,
+        upper: ArrayLike,
+        scale: LikertScale,
+        full_range: ArrayLike | None = None,
+    ) -> Prediction:
+        lo = np.asarray(lower, dtype=np.float64)
+        hi = np.asarray(upper, dtype=np.float64)
+        full = np.zeros(lo.shape, bool) if full_range is None else _as_bool(full_range)
+        full = full | ~np.isfinite(lo) | ~np.isfinite(hi)
+        lo = np.where(full, scale.minimum, np.clip(lo, scale.minimum, scale.maximum))
+        hi = np.where(full, scale.maximum, np.clip(hi, scale.minimum, scale.maximum))
+        labels = scale.labels.astype(np.float64)[None, :]
+        sets = (labels >= lo[:, None]) & (labels <= hi[:, None])
+        return cls(lo, hi, sets, full, scale)
+
+    @classmethod
+    def from_sets(
+        cls, sets: ArrayLike, scale: LikertScale, full_range: ArrayLike | None = None
+    ) -> Prediction:
+        s = _as_bool(sets)
+        if s.ndim != 2 or s.shape[1] != scale.k:
+            raise ValueError(f"label sets must have shape (n, {scale.k}), got {s.shape}")
+        full = np.zeros(s.shape[0], bool) if full_range is None else _as_bool(full_range)
+        s = s | full[:, None]
+        nan = np.full(s.shape[0], np.nan)
+        return cls(nan, nan.copy(), s, full, scale)
+
+    @property
+    def n(self) -> int:
+        return int(self.sets.shape[0])
+
+    @property
+    def has_interval(self) -> bool:
+        return bool(np.isfinite(self.lower).all()) if self.n else True
+
+    def expanded_sets(self) -> BoolArray | None:
+        """Label sets of the expanded variant ``[floor(l), ceil(u)]`` (comparison only)."""
+        if not self.has_interval:
+            return None
+        labels = self.scale.labels.astype(np.float64)[None, :]
+        return (labels >= np.floor(self.lower)[:, None]) & (labels <= np.ceil(self.upper)[:, None])
+
+    def take(self, index: ArrayLike) -> Prediction:
+        idx = np.asarray(index)
+        return Prediction(
+            self.lower[idx], self.upper[idx], self.sets[idx], self.full_range[idx], self.scale
+        )
+
+    @staticmethod
+    def concatenate(parts: list[Prediction], order: NDArray[np.int64]) -> Prediction:
+        """Stack predictions of disjoint row subsets back into row order ``order``."""
+        scale = parts[0].scale
+        lower = np.concatenate([p.lower for p in parts])
+        upper = np.concatenate([p.upper for p in parts])
+        sets = np.concatenate([p.sets for p in parts])
+        full = np.concatenate([p.full_range for p in parts])
+        inv = np.empty_like(order)
+        inv[order] = np.arange(order.size)
+        return Prediction(lower[inv], upper[inv], sets[inv], full[inv], scale)
+
+
+class NotCalibratedError(RuntimeError):
+    """A method was asked to predict (or conformalize) before the earlier stage ran."""
+
+
+class ConformalMethod(abc.ABC):
+    """Base class of every interval and set method.
+
+    Stages (MAPIE-style): :meth:`fit` the method's model (if it has one) ->
+    :meth:`conformalize` on held-out data -> :meth:`predict`. :meth:`calibrate`
+    does the first two on one calibration split, fitting on a
+    ``fit_fraction`` part and conformalizing on the rest, so a fitted model
+    never sees the points that set its threshold, nor any test point.
+
+    ``X`` is an ``(n, d)`` float array whose first ``scale.k`` columns are the
+    judge's score-token log-probabilities log P("min")..log P("max"); further
+    columns are extra features (e.g. other judges', for fusion). ``y`` are
+    labels on the scale. Subclasses set the class attributes and implement
+    ``_conformalize`` and ``_predict`` (and ``_fit`` when ``fits_model``).
+    """
+
+    #: Registry name (CLI ``--methods``, JSON ``methods.<name>``).
+    name: ClassVar[str]
+    #: ``"interval"``: continuous interval + label set; ``"set"``: label set only.
+    output: ClassVar[Literal["interval", "set"]]
+    #: Whether the method fits a model on part of the calibration split.
+    fits_model: ClassVar[bool] = False
+    #: Whether the method relies on the labels being ordered (Likert only).
+    ordinal: ClassVar[bool] = True
+    #: Optional packages as ``(module, extra)``; imported lazily.
+    requires: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: Citation shown in ``judgecp methods`` and the README.
+    reference: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        alpha: float = 0.1,
+        *,
+        scale: LikertScale | None = None,
+        fit_fraction: float = 0.5,
+        random_state: int | np.random.Generator | None = None,
+    ) -> None:
+        self.alpha = alpha
+        self.scale = scale if scale is not None else LikertScale()
+        self.fit_fraction = fit_fraction
+        self.random_state = random_state
+
+    # -- parameters -----------------------------------------------------
+    def get_params(self) -> dict[str, Any]:
+        """Constructor arguments (scikit-learn convention), for specs and reports."""
+        import inspect
+
+        params = {}
+        for klass in type(self).__mro__:
+            if klass is object or "__init__" not in vars(klass):
+                continue
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.name != "self" and p.kind is p.KEYWORD_ONLY or p.name == "alpha":
+                    params.setdefault(p.name, getattr(self, p.name))
+        return params
+
+    # -- stages ---------------------------------------------------------
+    def fit(self, X: ArrayLike, y: ArrayLike) -> ConformalMethod:
+        """Fit the method's model (no-op for methods without one)."""
+        Xa, ya = self._check_xy(X, y)
+        self._rng_ = np.random.default_rng(self.random_state)
+        if self.fits_model:
+            if Xa.shape[0] < 2:
+                raise InputError(f"{self.name}: need at least 2 points to fit, got {Xa.shape[0]}")
+            self._fit(Xa, ya)
+        self.fitted_ = True
+        return self
+
+    def conformalize(self, X: ArrayLike, y: ArrayLike) -> ConformalMethod:
+        """Compute the conformal threshold(s) on held-out points."""
+        if not getattr(self, "fitted_", False):
+            if self.fits_model:
+                raise NotCalibratedError(f"{self.name}: call fit() before conformalize()")
+            self._rng_ = np.random.default_rng(self.random_state)
+            self.fitted_ = True
+        self.alpha = check_alpha(self.alpha)
+        Xa, ya = self._check_xy(X, y)
+        self.n_conformalize_ = int(Xa.shape[0])
+        self.insufficient_ = conformal_rank(self.n_conformalize_, self._rank_alpha()) > (
+            self.n_conformalize_
+        )
+        self._conformalize(Xa, ya)
+        self._predict_seed_ = int(self._rng_.integers(2**63 - 1))
+        self.conformalized_ = True
+        return self
+
+    def calibrate(self, X: ArrayLike, y: ArrayLike) -> ConformalMethod:
+        """Fit (on a ``fit_fraction`` part, if the method has a model) and conformalize."""
+        Xa, ya = self._check_xy(X, y)
+        if not self.fits_model:
+            return self.conformalize(Xa, ya)
+        if not 0.0 < self.fit_fraction < 1.0:
+            raise InputError(f"fit_fraction must be in (0, 1), got {self.fit_fraction!r}")
+        rng = np.random.default_rng(self.random_state)
+        perm = rng.permutation(Xa.shape[0])
+        n_fit = int(round(self.fit_fraction * Xa.shape[0]))
+        n_fit = min(max(n_fit, 1), Xa.shape[0] - 1) if Xa.shape[0] > 1 else Xa.shape[0]
+        fit_idx, conf_idx = perm[:n_fit], perm[n_fit:]
+        self.fit(Xa[fit_idx], ya[fit_idx])
+        return self.conformalize(Xa[conf_idx], ya[conf_idx])
+
+    def predict(self, X: ArrayLike) -> Prediction:
+        """Intervals and/or label sets for new points."""
+        if not getattr(self, "conformalized_", False):
+            raise NotCalibratedError(f"{self.name}: call calibrate() or conformalize() first")
+        Xa = self._check_x(X)
+        pred = self._predict(Xa, np.random.default_rng(self._predict_seed_))
+        if self.insufficient_:
+            full = np.ones(Xa.shape[0], bool)
+            if self.output == "interval":
+                return Prediction.from_interval(pred.lower, pred.upper, self.scale, full)
+            return Prediction.from_sets(pred.sets, self.scale, full)
+        return pred
+
+    # -- to implement ---------------------------------------------------
+    def _fit(self, X: FloatArray, y: FloatArray) -> None:  # pragma: no cover - optional
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
+        """Compute thresholds from held-out conformity scores."""
+
+    @abc.abstractmethod
+    def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
+        """Build predictions from the thresholds."""
+
+    def _rank_alpha(self) -> float:
+        """Miscoverage each threshold is computed at (alpha/2 for two-sided corrections)."""
+        return float(self.alpha)
+
+    # -- helpers --------------------------------------------------------
+    def _quantile(self, scores: ArrayLike, alpha: float | None = None) -> float:
+        return conformal_quantile(scores, self.alpha if alpha is None else alpha)
+
+    def _check_x(self, X: ArrayLike) -> FloatArray:
+        Xa = np.asarray(X, dtype=np.float64)
+        if Xa.ndim != 2:
+            raise InputError(f"{self.name}: X must be 2-D (n, d), got shape {Xa.shape}")
+        if Xa.shape[1] < self.scale.k:
+            raise InputError(
+                f"{self.name}: X needs the {self.scale.k} score-token logprobs of scale "
+                f"{self.scale} in its first columns, got {Xa.shape[1]} columns"
+            )
+        if not np.isfinite(Xa).all():
+            raise InputError(
+                f"{self.name}: X contains NaN or infinite values; floor or exclude them first"
+            )
+        return Xa
+
+    def _check_xy(self, X: ArrayLike, y: ArrayLike) -> tuple[FloatArray, FloatArray]:
+        Xa = self._check_x(X)
+        ya = np.asarray(y, dtype=np.float64).ravel()
+        if ya.shape[0] != Xa.shape[0]:
+            raise InputError(f"{self.name}: X has {Xa.shape[0]} rows but y has {ya.shape[0]}")
+        if not np.isfinite(ya).all():
+            raise InputError(f"{self.name}: y contains NaN or infinite values")
+        if ((ya < self.scale.minimum) | (ya > self.scale.maximum)).any():
+            bad = ya[(ya < self.scale.minimum) | (ya > self.scale.maximum)][:5]
+            raise InputError(f"{self.name}: labels off the scale {self.scale}: {bad.tolist()}")
+        if self.output == "set" and not np.all(ya == np.round(ya)):
+            raise InputError(f"{self.name}: set methods need integer labels")
+        return Xa, ya
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"

@@ -1,0 +1,48 @@
+"""Counted, reported exclusions and flags: nothing is dropped silently."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_EXAMPLES = 5
+
+
+@dataclass
+class Exclusions:
+    """Rows left out of an evaluation, counted by reason, with a few example ids.
+
+    Reported in JSON as ``[{"reason": ..., "count": ..., "examples": [...]}]``.
+    """
+
+    counts: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, reason: str, example: object | None = None, count: int = 1) -> None:
+        self.counts[reason] += count
+        if example is not None:
+            shown = self.examples.setdefault(reason, [])
+            if len(shown) < MAX_EXAMPLES:
+                shown.append(str(example))
+
+    def merge(self, other: Exclusions) -> None:
+        for reason, count in other.counts.items():
+            self.counts[reason] += count
+            shown = self.examples.setdefault(reason, [])
+            for ex in other.examples.get(reason, []):
+                if len(shown) < MAX_EXAMPLES:
+                    shown.append(ex)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def to_json(self, key: str = "reason") -> list[dict[str, Any]]:
+        return [
+            {key: reason, "count": count, "examples": self.examples.get(reason, [])}
+            for reason, count in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]

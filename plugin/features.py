@@ -1,0 +1,111 @@
+"""What a judge's score-token logprobs say: probabilities, expected score, model features.
+
+These are the only transformations of the judge's output that methods use,
+so every method sees the judge the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from judgecp.scale import LikertScale
+
+FloatArray = NDArray[np.float64]
+
+#: Log-probabilities below this are clipped in model features (about 2e-9):
+#: differences further down the tail are numerical noise, not judge signal.
+FEATURE_LOG_FLOOR = -20.0
+
+
+def judge_log_softmax(X: FloatArray, scale: LikertScale) -> FloatArray:
+    """Log-softmax over the scale's score tokens (the first ``scale.k`` columns).
+
+    Renormalising over the rating tokens is the judge's distribution over the
+    labels, given that it emits a rating at the score position.
+    """
+    lp = np.asarray(X, dtype=np.float64)[:, : scale.k]
+    m = lp.max(axis=1, keepdims=True)
+    return lp - (m + np.log(np.exp(lp - m).sum(axis=1, keepdims=True)))
+
+
+def judge_probabilities(X: FloatArray, scale: LikertScale) -> FloatArray:
+    """The judge's softmax over the scale's labels, ``(n, K)``."""
+    return np.exp(judge_log_softmax(X, scale))
+
+
+def expected_score(P: FloatArray, scale: LikertScale) -> FloatArray:
+    """``sum_k k p_k``: the judge's expected rating."""
+    return P @ scale.labels.astype(np.float64)
+
+
+def score_std(P: FloatArray, scale: LikertScale) -> FloatArray:
+    """Standard deviation of the judge's rating distribution."""
+    labels = scale.labels.astype(np.float64)
+    mean = P @ labels
+    var = P @ labels**2 - mean**2
+    return np.sqrt(np.clip(var, 0.0, None))
+
+
+def model_features(X: FloatArray, scale: LikertScale) -> FloatArray:
+    """Features for the models some methods fit on part of the calibration split.
+
+    Clipped log-softmax of the judge's K score tokens, its expected score and
+    spread, then any extra columns of ``X`` (other judges' features for fusion).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    ls = np.maximum(judge_log_softmax(X, scale), FEATURE_LOG_FLOOR)
+    P = np.exp(ls)
+    cols = [ls, expected_score(P, scale)[:, None], score_std(P, scale)[:, None]]
+    if X.shape[1] > scale.k:
+        cols.append(X[:, scale.k :])
+    return np.hstack(cols)
+
+
+class RecalibratedJudge:
+    """P(human label | judge logprobs) by multinomial logistic regression.
+
+    Used by methods with ``probabilities="recalibrated"`` and by CHR as its
+    conditional-histogram estimator. It is always fitted on the fit part of
+    the calibration split, never on the points that set a threshold.
+    """
+
+    def __init__(self, scale: LikertScale, C: float = 1.0) -> None:
+        self.scale = scale
+        self.C = C
+
+    def fit(self, X: FloatArray, y: FloatArray) -> RecalibratedJudge:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        idx = self.scale.index(np.round(y))
+        self.classes_ = np.unique(idx)
+        if self.classes_.size == 1:
+            self.model_: Any = None
+        else:
+            self.model_ = make_pipeline(
+                StandardScaler(), LogisticRegression(C=self.C, max_iter=2000)
+            ).fit(model_features(X, self.scale), idx)
+        return self
+
+    def predict_proba(self, X: FloatArray) -> FloatArray:
+        out = np.zeros((X.shape[0], self.scale.k))
+        if self.model_ is None:
+            out[:, self.classes_[0]] = 1.0
+        else:
+            out[:, self.classes_] = self.model_.predict_proba(model_features(X, self.scale))
+        return out
+
+
+def label_probabilities(
+    source: str, X: FloatArray, scale: LikertScale, model: RecalibratedJudge | None
+) -> FloatArray:
+    """Label distribution from ``source``: ``"judge"`` softmax or the fitted ``"recalibrated"`` model."""
+    if source == "judge":
+        return judge_probabilities(X, scale)
+    if model is None:  # pragma: no cover - guarded by the methods
+        raise RuntimeError("recalibrated probabilities need a fitted model")
+    return model.predict_proba(X)

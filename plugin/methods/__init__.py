@@ -1,0 +1,46 @@
+"""Built-in conformal methods, registered through the same hooks as plugins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgecp.hookspecs import hookimpl
+from judgecp.methods.boosted import BoostedCQR, BoostedLCP
+from judgecp.methods.histogram import CHR
+from judgecp.methods.lvd import LVD
+from judgecp.methods.mondrian import Mondrian
+from judgecp.methods.ordinal import OrdinalAPS, OrdinalCDFSet
+from judgecp.methods.quantile_regression import CQR, AsymmetricCQR
+from judgecp.methods.r2ccp import R2CCP
+from judgecp.methods.sets import APS, LAC, RAPS
+from judgecp.methods.split import NaiveSplit
+
+INTERVAL_METHODS = (NaiveSplit, CQR, AsymmetricCQR, CHR, LVD, BoostedCQR, BoostedLCP, R2CCP)
+SET_METHODS = (OrdinalAPS, LAC, APS, RAPS, OrdinalCDFSet)
+
+__all__ = [
+    "APS",
+    "CHR",
+    "CQR",
+    "LAC",
+    "LVD",
+    "R2CCP",
+    "RAPS",
+    "AsymmetricCQR",
+    "BoostedCQR",
+    "BoostedLCP",
+    "Mondrian",
+    "NaiveSplit",
+    "OrdinalAPS",
+    "OrdinalCDFSet",
+]
+
+
+@hookimpl
+def register_interval_methods() -> list[type[Any]]:
+    return list(INTERVAL_METHODS)
+
+
+@hookimpl
+def register_set_methods() -> list[type[Any]]:
+    return list(SET_METHODS)

@@ -1,0 +1,55 @@
+"""Shared base for methods that work on a distribution over the labels."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from judgecp.conformal import ConformalMethod, FloatArray
+from judgecp.errors import InputError
+from judgecp.features import RecalibratedJudge, label_probabilities
+from judgecp.scale import LikertScale
+
+ProbabilitySource = Literal["judge", "recalibrated"]
+PROBABILITY_SOURCES = ("judge", "recalibrated")
+
+
+class ProbabilityMethod(ConformalMethod):
+    """A method whose scores come from a distribution over the K labels.
+
+    ``probabilities="judge"`` (default) uses the judge's own softmax over its
+    score tokens: nothing is fitted and the whole calibration split sets the
+    threshold. ``probabilities="recalibrated"`` first fits
+    P(human label | judge logprobs) by multinomial logistic regression on a
+    ``fit_fraction`` part of the calibration split (see
+    :class:`judgecp.features.RecalibratedJudge`), which helps when the
+    judge's softmax is over-confident or biased.
+    """
+
+    def __init__(
+        self,
+        alpha: float = 0.1,
+        *,
+        probabilities: ProbabilitySource = "judge",
+        scale: LikertScale | None = None,
+        fit_fraction: float = 0.5,
+        random_state: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(
+            alpha, scale=scale, fit_fraction=fit_fraction, random_state=random_state
+        )
+        if probabilities not in PROBABILITY_SOURCES:
+            raise InputError(
+                f"probabilities must be one of {PROBABILITY_SOURCES}, got {probabilities!r}"
+            )
+        self.probabilities = probabilities
+        self.fits_model = probabilities == "recalibrated"
+
+    def _fit(self, X: FloatArray, y: FloatArray) -> None:
+        self.label_model_ = RecalibratedJudge(self.scale).fit(X, y)
+
+    def _proba(self, X: FloatArray) -> FloatArray:
+        return label_probabilities(
+            self.probabilities, X, self.scale, getattr(self, "label_model_", None)
+        )

@@ -1,0 +1,100 @@
+"""Contiguous label sets for ordinal labels: ordinal APS and the equal-tailed CDF set."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from judgecp.conformal import FloatArray, Prediction
+from judgecp.methods._probability import ProbabilityMethod
+from judgecp.methods.sets import sets_at, true_label_scores
+
+
+def greedy_contiguous_mass(P: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Grow a contiguous label range from the mode, one neighbour at a time.
+
+    At each step the neighbour (left or right of the current range) with the
+    larger probability joins (ties go left). Returns, for every label, the
+    probability mass of the range just after it joined (``after``) and just
+    before (``before``). ``after`` increases along the joining order, so
+    ``{k : after_k <= t}`` is contiguous for every ``t``.
+    """
+    n, k = P.shape
+    rows = np.arange(n)
+    after = np.zeros_like(P)
+    before = np.zeros_like(P)
+    lo = np.argmax(P, axis=1)
+    hi = lo.copy()
+    mass = P[rows, lo].copy()
+    after[rows, lo] = mass
+    for _ in range(k - 1):
+        left = np.where(lo > 0, P[rows, np.maximum(lo - 1, 0)], -1.0)
+        right = np.where(hi < k - 1, P[rows, np.minimum(hi + 1, k - 1)], -1.0)
+        go_left = left >= right
+        lo = np.where(go_left, lo - 1, lo)
+        hi = np.where(go_left, hi, hi + 1)
+        joined = np.where(go_left, lo, hi)
+        before[rows, joined] = mass
+        mass = mass + P[rows, joined]
+        after[rows, joined] = mass
+    return after, before
+
+
+class OrdinalAPS(ProbabilityMethod):
+    """Ordinal APS: contiguous sets grown from the mode until the mass reaches the threshold.
+
+    The score of a label is the mass of the smallest grown range that
+    contains it (:func:`greedy_contiguous_mass`); ``randomized=True`` gives
+    ``before + (1 - u) p_k`` for exact coverage. The deterministic version
+    (default, as in Lu et al.) is conservative when the softmax is peaked.
+    """
+
+    name = "ordinal_aps"
+    output = "set"
+    reference = "Lu, Angelopoulos & Pomerantz (2022), AAAI"
+
+    def __init__(self, alpha: float = 0.1, *, randomized: bool = False, **kwargs: object) -> None:
+        super().__init__(alpha, **kwargs)  # type: ignore[arg-type]
+        self.randomized = randomized
+
+    def _label_scores(self, P: FloatArray, rng: np.random.Generator) -> FloatArray:
+        after, before = greedy_contiguous_mass(P)
+        if not self.randomized:
+            return after
+        u = rng.uniform(size=P.shape[0])[:, None]
+        return after - u * (after - before)
+
+    def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
+        scores = self._label_scores(self._proba(X), self._rng_)
+        self.threshold_ = self._quantile(true_label_scores(scores, self.scale.index(y)))
+
+    def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
+        scores = self._label_scores(self._proba(X), rng)
+        return Prediction.from_sets(sets_at(scores, self.threshold_), self.scale)
+
+
+class OrdinalCDFSet(ProbabilityMethod):
+    """Equal-tailed ordinal set from the label CDF (distributional conformal prediction).
+
+    Score of label k: ``max(P(Y < k), P(Y > k))`` under the probabilities.
+    ``P(Y < k)`` rises and ``P(Y > k)`` falls with k, so every set
+    ``{k : score <= t}`` is a contiguous range: the labels that are neither
+    in the lower nor in the upper tail at level t.
+    """
+
+    name = "ordinal_set"
+    output = "set"
+    reference = "Chernozhukov, Wüthrich & Zhu (2021), PNAS (distributional CP)"
+
+    @staticmethod
+    def label_scores(P: FloatArray) -> FloatArray:
+        cdf = np.cumsum(P, axis=1)
+        below = np.hstack([np.zeros((P.shape[0], 1)), cdf[:, :-1]])
+        above = np.clip(1.0 - cdf, 0.0, None)
+        return np.maximum(below, above)
+
+    def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
+        scores = self.label_scores(self._proba(X))
+        self.threshold_ = self._quantile(true_label_scores(scores, self.scale.index(y)))
+
+    def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
+        return Prediction.from_sets(sets_at(self.label_scores(self._proba(X)), self.threshold_), self.scale)

@@ -1,0 +1,199 @@
+"""Classification-style conformal label sets: LAC, APS and RAPS.
+
+The score functions work on any ``(n, K)`` probability matrix with an
+optional validity mask, so the same code serves Likert labels (the judge's
+K-class softmax) and multiple-choice options (padded to a common width).
+
+Randomisation follows MAPIE's convention: the APS score of label ``y`` is the
+probability mass of the labels ranked before it plus ``(1 - u)`` times its own,
+written ``cumsum_incl(y) - u * p_y`` with ``u ~ U(0, 1)``; the same ``u``
+decides membership of the boundary label at prediction time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from judgecp.conformal import BoolArray, FloatArray, Prediction
+from judgecp.errors import InputError
+from judgecp.methods._probability import ProbabilityMethod
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Labels sorted by decreasing probability (stable: ties keep label order)."""
+
+    cumsum_incl: FloatArray  # (n, K): mass of labels ranked at or before each label
+    rank: IntArray  # (n, K): 1-based rank of each label
+
+
+def rank_labels(P: FloatArray) -> Ranking:
+    order = np.argsort(-P, axis=1, kind="stable")
+    sorted_p = np.take_along_axis(P, order, axis=1)
+    cum_sorted = np.cumsum(sorted_p, axis=1)
+    cumsum = np.empty_like(P)
+    np.put_along_axis(cumsum, order, cum_sorted, axis=1)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(1, P.shape[1] + 1)[None, :].repeat(P.shape[0], 0), 1)
+    return Ranking(cumsum, rank.astype(np.int64))
+
+
+def lac_scores(P: FloatArray) -> FloatArray:
+    """LAC score of every label: ``1 - p_k`` (Sadinle, Lei & Wasserman 2019)."""
+    return 1.0 - P
+
+
+def aps_scores(
+    P: FloatArray,
+    u: FloatArray | None = None,
+    *,
+    lam: float = 0.0,
+    k_reg: int = 0,
+) -> FloatArray:
+    """APS (and, with ``lam > 0``, RAPS) score of every label.
+
+    ``cumsum_incl(k) - u p_k + lam * max(0, rank(k) - k_reg)``; ``u=None``
+    gives the non-randomised score ``cumsum_incl(k)`` (+ penalty).
+    """
+    ranking = rank_labels(P)
+    s = ranking.cumsum_incl.copy()
+    if u is not None:
+        s -= np.asarray(u, dtype=np.float64)[:, None] * P
+    if lam:
+        s += lam * np.maximum(0, ranking.rank - k_reg)
+    return s
+
+
+def true_label_scores(all_scores: FloatArray, index: IntArray) -> FloatArray:
+    return np.take_along_axis(all_scores, index[:, None], axis=1)[:, 0]
+
+
+#: Absolute slack when comparing scores with a threshold: absorbs the rounding
+#: of cumulative sums (~1e-16) so a label whose score equals the threshold in
+#: exact arithmetic is never dropped. It can only enlarge sets.
+SCORE_TOLERANCE = 1e-10
+
+
+def sets_at(all_scores: FloatArray, threshold: float, valid: BoolArray | None = None) -> BoolArray:
+    """Label sets ``{k : s(x, k) <= threshold}`` (restricted to valid options)."""
+    sets = all_scores <= threshold + SCORE_TOLERANCE
+    return sets if valid is None else sets & valid
+
+
+class _SetMethod(ProbabilityMethod):
+    output = "set"
+    ordinal = False
+    randomized: bool
+
+    def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
+        raise NotImplementedError
+
+    def _uniforms(self, n: int, rng: np.random.Generator) -> FloatArray | None:
+        return rng.uniform(size=n) if self.randomized else None
+
+    def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
+        P = self._proba(X)
+        scores = self._label_scores(P, self._uniforms(X.shape[0], self._rng_))
+        self.threshold_ = self._quantile(true_label_scores(scores, self.scale.index(y)))
+
+    def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
+        P = self._proba(X)
+        scores = self._label_scores(P, self._uniforms(X.shape[0], rng))
+        return Prediction.from_sets(sets_at(scores, self.threshold_), self.scale)
+
+
+class LAC(_SetMethod):
+    """Least ambiguous set-valued classifier: ``{k : p_k >= 1 - q}``."""
+
+    name = "lac"
+    reference = "Sadinle, Lei & Wasserman (2019), JASA"
+    randomized = False
+
+    def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
+        return lac_scores(P)
+
+
+class APS(_SetMethod):
+    """Adaptive prediction sets; randomised by default (exact coverage)."""
+
+    name = "aps"
+    reference = "Romano, Sesia & Candès (2020), NeurIPS"
+
+    def __init__(self, alpha: float = 0.1, *, randomized: bool = True, **kwargs: object) -> None:
+        super().__init__(alpha, **kwargs)  # type: ignore[arg-type]
+        self.randomized = randomized
+
+    def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
+        return aps_scores(P, u)
+
+
+class RAPS(_SetMethod):
+    """Regularised APS: adds ``lam * max(0, rank - k_reg)`` to the APS score.
+
+    With the defaults ``lam=None, k_reg=None`` both are tuned as in
+    Angelopoulos et al. (2021) on a ``fit_fraction`` part of the calibration
+    split (``k_reg``: the (1 - alpha) quantile of the true label's rank under
+    the probabilities; ``lam``: the value in {0.001, 0.01, 0.1, 0.2, 0.5}
+    giving the smallest mean set size there); the rest sets the threshold.
+    """
+
+    name = "raps"
+    reference = "Angelopoulos, Bates, Malik & Jordan (2021), ICLR"
+    LAMBDA_GRID = (0.001, 0.01, 0.1, 0.2, 0.5)
+
+    def __init__(
+        self,
+        alpha: float = 0.1,
+        *,
+        lam: float | None = None,
+        k_reg: int | None = None,
+        randomized: bool = True,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(alpha, **kwargs)  # type: ignore[arg-type]
+        if lam is not None and lam < 0:
+            raise InputError(f"raps: lam must be >= 0, got {lam}")
+        self.lam = lam
+        self.k_reg = k_reg
+        self.randomized = randomized
+        self.fits_model = self.fits_model or lam is None or k_reg is None
+
+    def _fit(self, X: FloatArray, y: FloatArray) -> None:
+        if self.probabilities == "recalibrated":
+            super()._fit(X, y)
+        P = self._proba(X)
+        index = self.scale.index(y)
+        ranks = true_label_scores(rank_labels(P).rank.astype(np.float64), index)
+        from judgecp.conformal import conformal_quantile
+
+        k = self.k_reg
+        if k is None:
+            q = conformal_quantile(ranks, self.alpha)
+            k = int(q) if np.isfinite(q) else P.shape[1]
+        self.k_reg_ = k
+        lam = self.lam
+        if lam is None:
+            # Tune on the fit part itself: half sets a threshold, half measures size.
+            rng = np.random.default_rng(self._rng_.integers(2**63 - 1))
+            perm = rng.permutation(X.shape[0])
+            a, b = perm[: len(perm) // 2], perm[len(perm) // 2 :]
+            best = (np.inf, self.LAMBDA_GRID[0])
+            for cand in self.LAMBDA_GRID:
+                s_a = aps_scores(P[a], self._uniforms(a.size, rng), lam=cand, k_reg=k)
+                thr = conformal_quantile(true_label_scores(s_a, index[a]), self.alpha)
+                s_b = aps_scores(P[b], self._uniforms(b.size, rng), lam=cand, k_reg=k)
+                size = float(sets_at(s_b, thr).sum(axis=1).mean()) if b.size else np.inf
+                if size < best[0]:
+                    best = (size, cand)
+            lam = best[1]
+        self.lam_ = float(lam)
+
+    def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
+        lam = self.lam_ if hasattr(self, "lam_") else float(self.lam or 0.0)
+        k = self.k_reg_ if hasattr(self, "k_reg_") else int(self.k_reg or 0)
+        return aps_scores(P, u, lam=lam, k_reg=k)

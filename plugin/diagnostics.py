@@ -1,0 +1,102 @@
+"""Judge diagnostics: how well the judge's own scores agree with human labels.
+
+The point metrics of the seed paper's Table 1 (correlations, accuracy, MAE,
+bias overall and by ground-truth level, softmax over-confidence), its
+confusion matrix (Table 12), per-group tables (Table 11) and the
+ranking-scoring gap (eq. 7). Undefined values (a correlation of a constant
+column) are ``None``, never NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from judgecp.scale import LikertScale
+
+FloatArray = NDArray[np.float64]
+
+
+def _corr(kind: str, a: FloatArray, b: FloatArray) -> float | None:
+    from scipy import stats
+
+    if a.size < 2 or np.std(a) == 0 or np.std(b) == 0:
+        return None
+    if kind == "pearson":
+        return float(stats.pearsonr(a, b)[0])
+    if kind == "spearman":
+        return float(stats.spearmanr(a, b)[0])
+    return float(stats.kendalltau(a, b)[0])  # tau-b
+
+
+def point_metrics(
+    predicted: Any,
+    labels: Any,
+    scale: LikertScale,
+    probabilities: FloatArray | None = None,
+) -> dict[str, Any]:
+    """Agreement of the judge's score with the human label.
+
+    ``bias`` is the mean signed error judge - human; ``bias_by_label`` the
+    same within each ground-truth level. With the judge's label
+    probabilities, ``overconfident_99`` / ``overconfident_999`` are the
+    fractions of rows whose largest probability exceeds 0.99 / 0.999.
+    """
+    p = np.asarray(predicted, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.float64)
+    err = p - y
+    out: dict[str, Any] = {
+        "n": int(y.size),
+        "pearson": _corr("pearson", p, y),
+        "spearman": _corr("spearman", p, y),
+        "kendall": _corr("kendall", p, y),
+        "exact_accuracy": float(np.mean(err == 0)) if y.size else None,
+        "within1_accuracy": float(np.mean(np.abs(err) <= 1)) if y.size else None,
+        "within2_accuracy": float(np.mean(np.abs(err) <= 2)) if y.size else None,
+        "mae": float(np.mean(np.abs(err))) if y.size else None,
+        "bias": float(np.mean(err)) if y.size else None,
+        "bias_by_label": {
+            str(k): (float(np.mean(err[y == k])) if np.any(y == k) else None) for k in scale.labels
+        },
+        "n_by_label": {str(k): int(np.sum(y == k)) for k in scale.labels},
+    }
+    if probabilities is not None and y.size:
+        mx = probabilities.max(axis=1)
+        out["max_softmax_mean"] = float(mx.mean())
+        out["overconfident_99"] = float(np.mean(mx > 0.99))
+        out["overconfident_999"] = float(np.mean(mx > 0.999))
+    return out
+
+
+def confusion_matrix(predicted: Any, labels: Any, scale: LikertScale) -> dict[str, Any]:
+    """Counts with ground truth in rows and the judge's score in columns (Table 12 layout)."""
+    p = scale.index(np.asarray(predicted))
+    y = scale.index(np.asarray(labels))
+    k = scale.k
+    counts = np.zeros((k, k), dtype=np.int64)
+    np.add.at(counts, (y, p), 1)
+    totals = counts.sum(axis=1)
+    within1 = [
+        float(counts[i, max(0, i - 1) : i + 2].sum() / totals[i]) if totals[i] else None for i in range(k)
+    ]
+    return {
+        "labels": [int(v) for v in scale.labels],
+        "counts": counts.tolist(),
+        "row_percent": [
+            [float(100 * c / totals[i]) if totals[i] else None for c in counts[i]] for i in range(k)
+        ],
+        "within1_by_label": within1,
+    }
+
+
+def ranking_scoring_gap(pearson: float | None, width: float | None, scale: LikertScale) -> float | None:
+    """RSG = |rho| - (1 - w / (K - 1)) (seed paper, eq. 7).
+
+    ``K - 1`` is the span of the scale (4 on 1..5). Positive: the judge ranks
+    better than it scores (high correlation, wide intervals).
+    """
+    if pearson is None or width is None:
+        return None
+    return float(abs(pearson) - (1.0 - width / scale.span))

@@ -1,0 +1,116 @@
+"""Reports: strict JSON (no NaN, no Infinity) and a readable table."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, TextIO
+
+import numpy as np
+
+
+def to_strict(obj: Any) -> Any:
+    """Plain-Python, strictly JSON-serialisable copy: NaN/inf -> ``None``, numpy -> Python."""
+    if isinstance(obj, dict):
+        return {str(k): to_strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_strict(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_strict(v) for v in obj.tolist()]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    if obj is None or isinstance(obj, str):
+        return obj
+    return str(obj)
+
+
+def dumps(report: dict[str, Any]) -> str:
+    """Strict JSON text (``allow_nan=False``), stable key order as built."""
+    return json.dumps(to_strict(report), indent=2, allow_nan=False) + "\n"
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _pm(entry: dict[str, Any] | None, key: str, digits: int = 3) -> str:
+    if not entry:
+        return "-"
+    return f"{entry[key]:.{digits}f}±{entry[key + '_std']:.{digits}f}"
+
+
+def write_table(report: dict[str, Any], out: TextIO, *, max_group_methods: int = 3) -> None:
+    """Human-readable summary of a Likert report."""
+    w = out.write
+    w(f"judgecp evaluate: {report['input']['source']}\n")
+    excl = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"]) or "none"
+    w(f"  rows read {report['n_read']}, used {report['n']}; excluded: {excl}\n")
+    if report["flags"]:
+        w("  flags (rows kept): " + ", ".join(f"{e['flag']} {e['count']}" for e in report["flags"]) + "\n")
+    cols = report["input"]["columns"]
+    if cols:
+        lp = cols.get("logprobs")
+        lp_text = f"{lp[0]}..{lp[-1]}" if isinstance(lp, list) and lp else str(lp)
+        w(f"  columns: label={cols.get('label')}, logprobs={lp_text}, id={cols.get('id')}, parsed={cols.get('parsed')}\n")
+    proto = report["protocol"]
+    w(
+        f"  alpha {report['alpha']} (target coverage {1 - report['alpha']:.2f}), {len(proto['seeds'])} seeds, "
+        f"{proto['n_calibration']} calibration / {proto['n_test']} test rows"
+        + (f", Mondrian by {proto['mondrian']}" if proto["mondrian"] else "")
+        + "\n\n"
+    )
+    p = report["point"]
+    w("Judge vs human (all rows)\n")
+    w(
+        f"  pearson {_fmt(p['pearson'])}  spearman {_fmt(p['spearman'])}  kendall {_fmt(p['kendall'])}  "
+        f"exact {_fmt(p['exact_accuracy'])}  within-1 {_fmt(p['within1_accuracy'])}  "
+        f"MAE {_fmt(p['mae'])}  bias {p['bias']:+.3f}\n"
+    )
+    by = "  ".join(f"{k}:{v:+.2f}" if v is not None else f"{k}:-" for k, v in p["bias_by_label"].items())
+    w(f"  bias by label  {by}\n")
+    if "overconfident_99" in p:
+        w(f"  max softmax > 0.99: {p['overconfident_99']:.3f}   > 0.999: {p['overconfident_999']:.3f}\n")
+    w("\nConformal methods (mean±std over seeds; label set = [ceil l, floor u])\n")
+    header = f"  {'method':34s} {'interval cov':>13s} {'width':>11s} {'label cov':>13s} {'width':>11s} {'size':>5s} {'expanded cov':>13s} {'width':>11s}\n"
+    w(header)
+    for name, m in report["methods"].items():
+        w(
+            f"  {name:34s} {_pm(m['interval'], 'coverage'):>13s} {_pm(m['interval'], 'width', 2):>11s} "
+            f"{_pm(m['labels'], 'coverage'):>13s} {_pm(m['labels'], 'width', 2):>11s} "
+            f"{m['labels']['size']:5.2f} {_pm(m['expanded'], 'coverage'):>13s} {_pm(m['expanded'], 'width', 2):>11s}"
+            + ("  (full range on some rows)" if m["full_range"] else "")
+            + "\n"
+        )
+    for s in report.get("skipped", []):
+        w(f"  {s['method']:34s} skipped: {s['reason']}\n")
+    if "groups" in report:
+        names = list(report["methods"])[:max_group_methods]
+        w(f"\nBy {report['protocol']['mondrian'] or report['protocol']['group']} (label-set coverage / width; RSG)\n")
+        w(f"  {'group':22s} {'n':>6s} {'pearson':>8s}" + "".join(f" {n[:26]:>26s}" for n in names) + "\n")
+        for g, entry in report["groups"].items():
+            cells = []
+            for n in names:
+                m = entry["methods"].get(n)
+                if m is None:
+                    cells.append(f" {'-':>26s}")
+                    continue
+                rsg = m["rsg"]
+                cells.append(
+                    f" {m['labels']['coverage']:.3f} / {m['labels']['width']:.2f}; {_fmt(rsg, 2):>5s}".rjust(27)
+                )
+            w(f"  {g[:22]:22s} {entry['n']:6d} {_fmt(entry['point']['pearson']):>8s}" + "".join(cells) + "\n")
+        worst = report.get("worst_group", {})
+        for n in names:
+            if worst.get(n):
+                w(f"  worst group for {n}: {worst[n]['group']} (coverage {worst[n]['coverage']:.3f})\n")
+        if len(report["methods"]) > max_group_methods:
+            w("  (all methods in the JSON report)\n")

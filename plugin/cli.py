@@ -31,18 +31,25 @@ def parse_seeds(text: str) -> tuple[int, ...]:
 
 
 def resolve_methods(text: str) -> tuple[list[str], list[dict[str, str]]]:
-    """Method specs to run, and the ones ``all`` had to skip (missing optional dependency)."""
+    """Method specs to run, and the ones ``all`` had to skip (missing optional dependency).
+
+    ``all`` stands for every registered method at its defaults and may be
+    combined with further specs: ``all,lac(probabilities=recalibrated)``.
+    """
     from judgecp.plugins import is_available, method_classes, missing_dependency, split_method_list
 
-    if text.strip() == "all":
-        specs, skipped = [], []
+    specs: list[str] = []
+    skipped: list[dict[str, str]] = []
+    for item in split_method_list(text):
+        if item != "all":
+            specs.append(item)
+            continue
         for name, cls in method_classes().items():
             if is_available(cls):
                 specs.append(name)
             else:
                 skipped.append({"method": name, "reason": str(missing_dependency(cls))})
-        return specs, skipped
-    return split_method_list(text), []
+    return specs, skipped
 
 
 def _add_evaluate(sub: Any) -> None:
@@ -75,13 +82,14 @@ def _add_evaluate(sub: Any) -> None:
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="OUT", help="write the full report as strict JSON")
     out.add_argument("--quiet", action="store_true", help="do not print the table")
+    out.add_argument("--detail", metavar="METHOD", help="print coverage by label and by judge error, informativeness and midpoints for METHOD (default: the first)")
     p.set_defaults(func=cmd_evaluate)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import load_likert
     from judgecp.protocol import Protocol, evaluate
-    from judgecp.report import dumps, write_table
+    from judgecp.report import dumps, write_detail, write_table
     from judgecp.simulate import simulate_likert_judge
 
     scale = LikertScale.parse(args.scale)
@@ -123,6 +131,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         Path(args.json).write_text(dumps(report), encoding="utf-8")
     if not args.quiet:
         write_table(report, sys.stdout)
+        detail = args.detail or next(iter(report["methods"]))
+        if detail not in report["methods"]:
+            raise InputError(f"--detail {detail!r} is not among the methods run")
+        write_detail(report, detail, sys.stdout)
         if args.json:
             print(f"\nfull report: {args.json}")
     return 0

@@ -163,12 +163,15 @@ def label_logprobs(
 def _is_rating(i: int, norm: list[str], texts: list[str], labels: set[str]) -> bool:
     if norm[i] not in labels:
         return False
-    before = texts[i - 1] if i > 0 else ""
+    # Part of a longer number? Look at the text glued to the label on either side.
+    before = "".join(texts[max(0, i - 2) : i])
+    own = texts[i]
+    if not own[:1].isspace() and re.search(r"\d[.,]?$", before):
+        return False
     after = "".join(texts[i + 1 : i + 3])
-    # The token's own text may carry a leading space; a digit glued before it
-    # only counts when there is no space between.
-    glued_before = bool(before) and before[-1].isdigit() and not texts[i][:1].isspace()
-    return not glued_before and not re.match(r"\.?\d", after)
+    if not own[-1:].isspace() and re.match(r"[.,]?\d", after):
+        return False
+    return True
 
 
 def find_score_position(

@@ -10,6 +10,8 @@ data, options and seeds give the same report, byte for byte, whatever
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -77,6 +79,31 @@ class SplitResult:
     predictions: dict[str, Prediction]
     seconds: dict[str, float]
     insufficient_groups: dict[str, list[str]] = field(default_factory=dict)
+
+
+#: Thread-pool variables set to 1 in worker processes: one process per core,
+#: or OpenMP's spinning threads (scikit-learn, torch) oversubscribe the cores.
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _run_parallel(data: LikertData, protocol: Protocol, specs: Sequence[str]) -> list[SplitResult]:
+    # spawn, not fork: a forked child of a process that already started
+    # torch's (or OpenMP's) thread pool can deadlock. Children copy the
+    # environment at start, so the thread limits are set around the pool.
+    saved = {k: os.environ.get(k) for k in THREAD_ENV}
+    os.environ.update(dict.fromkeys(THREAD_ENV, "1"))
+    try:
+        ctx = multiprocessing.get_context("spawn")
+        workers = min(protocol.jobs, len(protocol.seeds))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = [pool.submit(_run_split, data, protocol, specs, s) for s in protocol.seeds]
+            return [f.result() for f in futures]
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _run_split(data: LikertData, protocol: Protocol, specs: Sequence[str], seed: int) -> SplitResult:
@@ -240,9 +267,7 @@ def evaluate(data: LikertData, protocol: Protocol) -> dict[str, Any]:
         build_method(spec, alpha=protocol.alpha, scale=data.scale)
 
     if protocol.jobs > 1 and len(protocol.seeds) > 1:
-        with ProcessPoolExecutor(max_workers=min(protocol.jobs, len(protocol.seeds))) as pool:
-            futures = [pool.submit(_run_split, data, protocol, specs, s) for s in protocol.seeds]
-            splits = [f.result() for f in futures]
+        splits = _run_parallel(data, protocol, specs)
     else:
         splits = [_run_split(data, protocol, specs, s) for s in protocol.seeds]
 

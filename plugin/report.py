@@ -48,6 +48,30 @@ def _pm(entry: dict[str, Any] | None, key: str, digits: int = 3) -> str:
     return f"{entry[key]:.{digits}f}±{entry[key + '_std']:.{digits}f}"
 
 
+def write_detail(report: dict[str, Any], name: str, out: TextIO) -> None:
+    """Coverage by ground-truth level and by judge error, informativeness, midpoints for one method."""
+    m = report["methods"][name]
+    kind = "interval" if m["interval"] is not None else "labels"
+    w = out.write
+    w(f"\nDiagnostics for {name} ({kind}; pooled over seeds)\n")
+    for title, key in (("by ground-truth label", "coverage_by_label"), ("by judge error |parsed - label|", "coverage_by_error")):
+        cells = "  ".join(
+            f"{k}: {v[kind]['coverage']:.3f}/{v[kind]['width']:.2f} (n {v['n']:.0f})" for k, v in m[key].items()
+        )
+        w(f"  coverage/width {title}:  {cells}\n")
+    inf = m["informativeness"]
+    w(
+        f"  label sets decisive (width<=1) {inf['decisive']:.3f}, moderate (1-3] {inf['moderate']:.3f}, "
+        f"uninformative (>3) {inf['uninformative']:.3f}\n"
+    )
+    mid = m["midpoint"]
+    w(
+        "  point estimate  raw score: pearson {} MAE {}   interval midpoint: pearson {} MAE {}\n".format(
+            _fmt(mid["raw"]["pearson"]), _fmt(mid["raw"]["mae"]), _fmt(mid["midpoint"]["pearson"]), _fmt(mid["midpoint"]["mae"])
+        )
+    )
+
+
 def write_table(report: dict[str, Any], out: TextIO, *, max_group_methods: int = 3) -> None:
     """Human-readable summary of a Likert report."""
     w = out.write

@@ -5,7 +5,7 @@ them by gradient boosting so that the interval *after* conformalization is
 short. The loss is the average conformalized length on the boosting data,
 made differentiable with a smoothed quantile; the number of boosting rounds
 is chosen by k-fold cross-validation on the exact (unsmoothed) conformalized
-length. Everything happens on the fit part of the calibration split; the
+length (each fold stops after ``patience`` rounds without improvement). Everything happens on the fit part of the calibration split; the
 held-out part conformalizes the boosted score, which is what carries the
 coverage guarantee, whatever the boosting did.
 
@@ -70,6 +70,7 @@ class _BoostedMethod(ConformalMethod):
         learning_rate: float = 0.1,
         max_depth: int = 2,
         n_folds: int = 3,
+        patience: int = 10,
         temperature: float = 0.1,
         scale: LikertScale | None = None,
         fit_fraction: float = 0.5,
@@ -80,6 +81,7 @@ class _BoostedMethod(ConformalMethod):
         self.learning_rate = learning_rate
         self.max_depth = max_depth
         self.n_folds = n_folds
+        self.patience = patience
         self.temperature = temperature
 
     # -- per-method pieces ----------------------------------------------
@@ -122,6 +124,8 @@ class _BoostedMethod(ConformalMethod):
 
         record()
         for _ in range(rounds):
+            if evals and self._stalled(evals[0]):
+                break
             grad = self._gradient(G, y)
             pair = []
             for c in range(2):
@@ -139,6 +143,10 @@ class _BoostedMethod(ConformalMethod):
             record()
         return trees, evals
 
+    def _stalled(self, curve: list[float]) -> bool:
+        """No improvement of the validation length in the last ``patience`` rounds."""
+        return len(curve) > self.patience and min(curve[-self.patience :]) >= min(curve[: -self.patience])
+
     def _fit(self, X: FloatArray, y: FloatArray) -> None:
         from sklearn.model_selection import KFold
 
@@ -151,7 +159,8 @@ class _BoostedMethod(ConformalMethod):
             kf = KFold(n_splits=n_folds, shuffle=True, random_state=int(self._rng_.integers(2**31 - 1)))
             for tr, va in kf.split(F):
                 _, (curve,) = self._boost(F[tr], G0[tr], y[tr], self.max_rounds, [(F[va], G0[va], y[va])])
-                curves += np.asarray(curve)
+                # A fold stopped early keeps its last value for the rounds it did not run.
+                curves += np.asarray(curve + [curve[-1]] * (self.max_rounds + 1 - len(curve)))
             self.rounds_ = int(np.argmin(curves))
         else:
             self.rounds_ = 0

@@ -1,0 +1,146 @@
+"""``judgecp evaluate`` end to end: the JSON schema users' scripts rely on, strictness, determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from judgecp.cli import main
+from judgecp.simulate import simulate_likert_judge
+
+METHOD_NAMES = ["naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp",
+                "ordinal_aps", "lac", "aps", "raps", "ordinal_set"]
+
+
+def strict_load(text: str) -> Any:
+    def reject(token: str) -> None:
+        raise AssertionError(f"non-strict JSON constant {token}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+@pytest.fixture
+def judge_csv(tmp_path: Path) -> Path:
+    d = simulate_likert_judge(n=400, seed=3)
+    lines = ["sample_id,s2_lp1,s2_lp2,s2_lp3,s2_lp4,s2_lp5,gt_score,parsed_score,task"]
+    for i in range(d.n):
+        lp = ",".join(f"{v:.8f}" for v in d.logprobs[i])
+        lines.append(f"{d.ids[i]},{lp},{d.labels[i]:.1f},{d.parsed[i]},{d.fields['group'][i]}")
+    lines.append("bad1," + ",".join(["-11.512925464970229"] * 5) + ",4.0,-1,easy")  # a parse failure
+    p = tmp_path / "features.csv"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_report_schema(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_json = tmp_path / "r.json"
+    code, out, _ = run(["evaluate", str(judge_csv), "--methods", "all", "--seeds", "3", "--group", "task",
+                        "--json", str(out_json)], capsys)
+    assert code == 0
+    r = strict_load(out_json.read_text())
+    assert r["n"] == 400 and r["alpha"] == 0.1
+    assert r["excluded"] == [{"reason": "no_score_logprobs", "count": 1, "examples": ["bad1"]}]
+    for key in ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae", "bias"):
+        assert isinstance(r["point"][key], float)
+    assert list(r["methods"]) == METHOD_NAMES
+    for name, m in r["methods"].items():
+        variants = ("interval", "labels", "expanded") if m["interval"] is not None else ("labels",)
+        for v in variants:
+            assert set(m[v]) >= {"coverage", "coverage_std", "width", "width_std"}, (name, v)
+        if m["interval"] is None:
+            assert m["expanded"] is None
+    assert set(r["groups"]) == {"easy", "medium", "hard"}
+    g = r["groups"]["hard"]
+    assert g["n"] > 0 and "rsg" in g["methods"]["naive"] and "pearson" in g["point"]
+    assert r["worst_group"]["naive"]["group"] in r["groups"]
+    assert "Conformal methods" in out and "naive" in out
+
+
+def test_same_seed_same_bytes(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    outs = []
+    for i, jobs in enumerate(("1", "1", "2")):
+        p = tmp_path / f"r{i}.json"
+        run(["evaluate", str(judge_csv), "--methods", "naive,lac,aps,chr,r2ccp(epochs=5)", "--seeds", "2",
+             "--jobs", jobs, "--json", str(p), "--quiet"], capsys)
+        outs.append(p.read_bytes())
+    assert outs[0] == outs[1] == outs[2]
+    p = tmp_path / "other.json"
+    run(["evaluate", str(judge_csv), "--methods", "naive,lac,aps,chr,r2ccp(epochs=5)", "--seeds", "5,6",
+         "--json", str(p), "--quiet"], capsys)
+    assert p.read_bytes() != outs[0]
+
+
+def test_mondrian_groups(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "m.json"
+    code, out, _ = run(["evaluate", str(judge_csv), "--methods", "naive,lac", "--seeds", "3",
+                        "--mondrian", "task", "--json", str(p)], capsys)
+    assert code == 0
+    r = strict_load(p.read_text())
+    assert r["protocol"]["mondrian"] == "task"
+    for g in ("easy", "medium", "hard"):
+        assert r["groups"][g]["methods"]["naive"]["insufficient_calibration_seeds"] == 0
+    assert "Mondrian by task" in out
+
+
+def test_group_too_small_for_the_level_is_flagged(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = judge_csv.read_text().splitlines()
+    # five rows of a tiny task: at most ~3 land in calibration, alpha 0.1 needs 9
+    text = text + [line.rsplit(",", 1)[0] + ",tiny" for line in text[1:6]]
+    text = [line.replace(f"{line.split(',')[0]},", f"{line.split(',')[0]}x,", 1) if line.endswith(",tiny") else line for line in text]
+    judge_csv.write_text("\n".join(text) + "\n")
+    p = tmp_path / "m.json"
+    code, out, _ = run(["evaluate", str(judge_csv), "--methods", "naive", "--seeds", "3", "--mondrian", "task",
+                        "--json", str(p)], capsys)
+    assert code == 0
+    tiny = strict_load(p.read_text())["groups"]["tiny"]["methods"]["naive"]
+    assert tiny["insufficient_calibration_seeds"] == 3 and tiny["full_range"] == 1.0
+    assert tiny["labels"]["coverage"] == 1.0 and tiny["labels"]["width"] == 4.0
+
+
+@pytest.mark.parametrize("alpha", ["0", "1", "-0.2", "1.5"])
+def test_alpha_outside_unit_interval(judge_csv: Path, alpha: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["evaluate", str(judge_csv), "--alpha", alpha, "--methods", "naive"], capsys)
+    assert code == 2 and "alpha must be in (0, 1)" in err
+
+
+def test_errors_exit_2_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    code, _, err = run(["evaluate", str(empty)], capsys)
+    assert code == 2 and err.startswith("judgecp: error:") and "empty" in err
+    code, _, err = run(["evaluate", str(empty), "--example"], capsys)
+    assert code == 2 and "not both" in err
+    code, _, err = run(["evaluate", "--example", "--methods", "naive,nope"], capsys)
+    assert code == 2 and "unknown method 'nope'" in err
+    code, _, err = run(["evaluate", "--example", "--seeds", "x"], capsys)
+    assert code == 2 and "--seeds" in err
+
+
+def test_example_runs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    p = tmp_path / "e.json"
+    code, out, _ = run(["evaluate", "--example", "--methods", "naive,lac", "--seeds", "2", "--json", str(p)], capsys)
+    assert code == 0 and "synthetic judge" in out and "not a real model" in out
+    assert strict_load(p.read_text())["groups"]
+
+
+def test_methods_listing(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["methods"], capsys)
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == METHOD_NAMES
+
+
+def test_strict_json_turns_nan_into_null() -> None:
+    from judgecp.report import dumps
+
+    text = dumps({"a": float("nan"), "b": [np.float64("inf"), np.int64(3)], "c": {"d": np.bool_(True)}})
+    assert strict_load(text) == {"a": None, "b": [None, 3], "c": {"d": True}}

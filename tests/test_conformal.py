@@ -1,0 +1,221 @@
+"""The split-conformal building blocks and the contract every method keeps."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from judgecp.conformal import (
+    NotCalibratedError,
+    Prediction,
+    check_alpha,
+    conformal_quantile,
+    conformal_rank,
+    min_calibration_size,
+)
+from judgecp.errors import InputError
+from judgecp.plugins import build_method, method_classes
+from judgecp.scale import LikertScale
+from tests.helpers import judge_draw
+
+SCALE = LikertScale()
+FAST = {
+    "r2ccp": "r2ccp(epochs=5)",
+    "boosted_cqr": "boosted_cqr(max_rounds=5)",
+    "boosted_lcp": "boosted_lcp(max_rounds=5)",
+    "chr": "chr(n_levels=100)",
+}
+ALL = list(method_classes())
+
+
+def spec(name: str) -> str:
+    return FAST.get(name, name)
+
+
+# -- quantile ---------------------------------------------------------------
+
+
+def test_quantile_is_the_ceil_rank_order_statistic() -> None:
+    s = np.arange(1.0, 11.0)  # 1..10, n = 10
+    assert conformal_quantile(s, 0.1) == 10.0  # ceil(11 * 0.9) = 10
+    assert conformal_quantile(s, 0.2) == 9.0  # ceil(11 * 0.8) = 9
+    assert conformal_quantile(s[::-1], 0.5) == 6.0  # ceil(5.5) = 6, order does not matter
+
+
+def test_rank_survives_float_rounding() -> None:
+    # (9 + 1) * (1 - 0.1) is 9.000000000000002 in floating point
+    assert conformal_rank(9, 0.1) == 9
+    assert conformal_quantile(np.arange(9.0), 0.1) == 8.0
+
+
+def test_too_few_points_give_infinity() -> None:
+    assert conformal_quantile(np.arange(8.0), 0.1) == math.inf
+    assert conformal_quantile([], 0.1) == math.inf
+    assert min_calibration_size(0.1) == 9
+    assert min_calibration_size(0.05) == 19
+
+
+def test_nan_scores_are_an_error() -> None:
+    with pytest.raises(ValueError, match="NaN"):
+        conformal_quantile([0.1, float("nan"), 0.3], 0.1)
+
+
+@pytest.mark.parametrize("alpha", [0, 1, -0.1, 1.5, float("nan"), "abc", None])
+def test_alpha_outside_unit_interval(alpha: object) -> None:
+    with pytest.raises(InputError, match="alpha"):
+        check_alpha(alpha)  # type: ignore[arg-type]
+
+
+# -- predictions ------------------------------------------------------------
+
+
+def test_label_set_is_ceil_floor_and_expanded_is_floor_ceil() -> None:
+    p = Prediction.from_interval([1.2, 0.2, 2.2, 3.0], [3.7, 6.0, 2.8, 3.0], SCALE)
+    assert p.sets.tolist() == [
+        [False, True, True, False, False],  # [1.2, 3.7] -> {2, 3}
+        [True, True, True, True, True],  # clipped to [1, 5]
+        [False, False, False, False, False],  # [2.2, 2.8] holds no label
+        [False, False, True, False, False],  # a point interval on a label
+    ]
+    exp = p.expanded_sets()
+    assert exp is not None
+    assert exp[0].tolist() == [True, True, True, True, False]  # [1, 4]
+    assert exp[2].tolist() == [False, True, True, False, False]  # [2, 3]
+    assert p.lower[1] == 1 and p.upper[1] == 5
+
+
+def test_label_set_has_exactly_the_interval_coverage() -> None:
+    rng = np.random.default_rng(0)
+    lo = rng.uniform(0, 5, 1000)
+    hi = lo + rng.uniform(0, 3, 1000)
+    y = rng.integers(1, 6, 1000).astype(float)
+    p = Prediction.from_interval(lo, hi, SCALE)
+    in_interval = (y >= p.lower) & (y <= p.upper)
+    in_set = p.sets[np.arange(1000), SCALE.index(y)]
+    np.testing.assert_array_equal(in_interval, in_set)
+
+
+def test_infinite_bounds_are_flagged_full_range() -> None:
+    p = Prediction.from_interval([-np.inf, 2.0], [np.inf, 3.0], SCALE)
+    assert p.full_range.tolist() == [True, False]
+    assert p.sets[0].all()
+
+
+# -- the method contract ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_too_few_calibration_points_give_flagged_full_range(name: str) -> None:
+    rng = np.random.default_rng(1)
+    X, y = judge_draw(40, rng)
+    m = build_method(spec(name), alpha=0.05, scale=SCALE, random_state=0)
+    if m.fits_model:
+        m.fit(X[:30], y[:30])
+    m.conformalize(X[30:40], y[30:40])  # 10 points; alpha 0.05 needs 19
+    assert m.insufficient_
+    pred = m.predict(X[:7])
+    assert pred.full_range.all() and pred.sets.all()
+    if pred.has_interval:
+        assert (pred.lower == 1).all() and (pred.upper == 5).all()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_same_random_state_same_predictions(name: str) -> None:
+    rng = np.random.default_rng(2)
+    X, y = judge_draw(400, rng)
+    a = build_method(spec(name), alpha=0.1, scale=SCALE, random_state=3).calibrate(X[:300], y[:300]).predict(X[300:])
+    b = build_method(spec(name), alpha=0.1, scale=SCALE, random_state=3).calibrate(X[:300], y[:300]).predict(X[300:])
+    np.testing.assert_array_equal(a.sets, b.sets)
+    np.testing.assert_array_equal(a.lower, b.lower)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_stages_in_order(name: str) -> None:
+    rng = np.random.default_rng(3)
+    X, y = judge_draw(100, rng)
+    m = build_method(spec(name), alpha=0.1, scale=SCALE)
+    with pytest.raises(NotCalibratedError):
+        m.predict(X)
+    if m.fits_model:
+        with pytest.raises(NotCalibratedError, match="fit"):
+            m.conformalize(X, y)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_bad_inputs_are_clear_errors(name: str) -> None:
+    rng = np.random.default_rng(4)
+    X, y = judge_draw(60, rng)
+    m = build_method(spec(name), alpha=0.1, scale=SCALE)
+    with pytest.raises(InputError, match="off the scale"):
+        m.calibrate(X, np.where(np.arange(60) == 5, 6.0, y))
+    X_nan = X.copy()
+    X_nan[3, 2] = np.nan
+    with pytest.raises(InputError, match="NaN"):
+        m.calibrate(X_nan, y)
+    with pytest.raises(InputError, match="5 score-token logprobs"):
+        m.calibrate(X[:, :4], y)
+    with pytest.raises(InputError, match="rows"):
+        m.calibrate(X, y[:-1])
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if method_classes()[n].output == "set"])
+def test_set_methods_need_integer_labels(name: str) -> None:
+    X, y = judge_draw(60, np.random.default_rng(5))
+    with pytest.raises(InputError, match="integer"):
+        build_method(spec(name), alpha=0.1, scale=SCALE).calibrate(X, y + 0.5 * (y < 5))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_extra_feature_columns_are_accepted(name: str) -> None:
+    """Multi-judge fusion: columns after the K logprobs feed the fitted models."""
+    rng = np.random.default_rng(6)
+    X, y = judge_draw(200, rng)
+    X2, _ = judge_draw(200, rng)
+    fused = np.hstack([X, X2])
+    pred = build_method(spec(name), alpha=0.1, scale=SCALE, random_state=0).calibrate(fused[:150], y[:150]).predict(fused[150:])
+    assert pred.sets.shape == (50, 5)
+
+
+def test_other_scales() -> None:
+    scale = LikertScale(0, 10)
+    rng = np.random.default_rng(7)
+    X, y = judge_draw(400, rng, scale=scale)
+    for name in ("naive", "lac", "chr(n_levels=100)", "ordinal_set"):
+        pred = build_method(name, alpha=0.1, scale=scale, random_state=0).calibrate(X[:300], y[:300]).predict(X[300:])
+        assert pred.sets.shape == (100, 11)
+        assert pred.sets[np.arange(100), scale.index(y[300:])].mean() > 0.75
+
+
+def test_unknown_method_and_bad_spec() -> None:
+    with pytest.raises(InputError, match="unknown method 'nope'"):
+        build_method("nope", alpha=0.1, scale=SCALE)
+    with pytest.raises(InputError, match="probabilities"):
+        build_method("lac(probabilities=magic)", alpha=0.1, scale=SCALE)
+    with pytest.raises(InputError, match="unexpected keyword"):
+        build_method("naive(bogus=1)", alpha=0.1, scale=SCALE)
+    with pytest.raises(InputError, match="cannot read"):
+        build_method("lac(", alpha=0.1, scale=SCALE)
+
+
+def test_recalibrated_probabilities_fit_a_model() -> None:
+    m = build_method("lac(probabilities=recalibrated)", alpha=0.1, scale=SCALE)
+    assert m.fits_model
+    assert not build_method("lac", alpha=0.1, scale=SCALE).fits_model
+
+
+def test_cqr_and_asymmetric_cqr_are_named_correctly() -> None:
+    """The reference code swapped them: CQR corrects both ends by one quantile at alpha,
+    the asymmetric variant each end separately at alpha/2."""
+    rng = np.random.default_rng(8)
+    X, y = judge_draw(2000, rng, continuous=True)
+    sym = build_method("cqr", alpha=0.1, scale=SCALE, random_state=0).calibrate(X, y)
+    asym = build_method("cqr_asym", alpha=0.1, scale=SCALE, random_state=0).calibrate(X, y)
+    assert hasattr(sym, "correction_") and not hasattr(sym, "correction_lower_")
+    assert hasattr(asym, "correction_lower_") and hasattr(asym, "correction_upper_")
+    # same fitted quantile models (same seed and fit part), different corrections
+    lo_s, hi_s = sym.quantiles(X[:5])
+    lo_a, hi_a = asym.quantiles(X[:5])
+    np.testing.assert_allclose(lo_s, lo_a)
+    assert (asym.correction_lower_, asym.correction_upper_) != (sym.correction_, sym.correction_)

@@ -70,12 +70,12 @@ def test_same_seed_same_bytes(judge_csv: Path, tmp_path: Path, capsys: pytest.Ca
     outs = []
     for i, jobs in enumerate(("1", "1", "2")):
         p = tmp_path / f"r{i}.json"
-        run(["evaluate", str(judge_csv), "--methods", "naive,lac,aps,chr,r2ccp(epochs=5)", "--seeds", "2",
+        run(["evaluate", str(judge_csv), "--methods", "naive,lac,aps,chr,r2ccp(epochs=5),boosted_cqr(max_rounds=10),boosted_lcp(max_rounds=10),raps,lvd,cqr", "--seeds", "2",
              "--jobs", jobs, "--json", str(p), "--quiet"], capsys)
         outs.append(p.read_bytes())
     assert outs[0] == outs[1] == outs[2]
     p = tmp_path / "other.json"
-    run(["evaluate", str(judge_csv), "--methods", "naive,lac,aps,chr,r2ccp(epochs=5)", "--seeds", "5,6",
+    run(["evaluate", str(judge_csv), "--methods", "naive,lac,aps,chr,r2ccp(epochs=5),boosted_cqr(max_rounds=10),boosted_lcp(max_rounds=10),raps,lvd,cqr", "--seeds", "5,6",
          "--json", str(p), "--quiet"], capsys)
     assert p.read_bytes() != outs[0]
 

@@ -114,6 +114,8 @@ class _BoostedMethod(ConformalMethod):
 
         G = G0.copy()
         trees: list[tuple[Any, Any]] = []
+        # Trees break ties between equally good splits at random: seed them.
+        tree_seed = int(self._rng_.integers(2**31 - 1))
         evals = [list[float]() for _ in eval_sets or []]
         eval_G = [g.copy() for _, g, _ in eval_sets or []]
 
@@ -133,7 +135,7 @@ class _BoostedMethod(ConformalMethod):
                 # function by about learning_rate, whatever the loss scale.
                 rms = float(np.sqrt(np.mean(grad[:, c] ** 2)))
                 target = -grad[:, c] / rms if rms > 0 else np.zeros(y.size)
-                tree = DecisionTreeRegressor(max_depth=self.max_depth, min_samples_leaf=20)
+                tree = DecisionTreeRegressor(max_depth=self.max_depth, min_samples_leaf=20, random_state=tree_seed)
                 tree.fit(F, target)
                 G[:, c] += self.learning_rate * tree.predict(F)
                 for i, (Fv, _, _) in enumerate(eval_sets or []):

@@ -190,8 +190,9 @@ class ConformalMethod(abc.ABC):
     name: ClassVar[str]
     #: ``"interval"``: continuous interval + label set; ``"set"``: label set only.
     output: ClassVar[Literal["interval", "set"]]
-    #: Whether the method fits a model on part of the calibration split.
-    fits_model: ClassVar[bool] = False
+    #: Whether the method fits a model on part of the calibration split
+    #: (a class default; parameters such as ``probabilities=`` may change it).
+    fits_model: bool = False
     #: Whether the method relies on the labels being ordered (Likert only).
     ordinal: ClassVar[bool] = True
     #: Optional packages as ``(module, extra)``; imported lazily.
@@ -217,14 +218,15 @@ class ConformalMethod(abc.ABC):
         """Constructor arguments (scikit-learn convention), for specs and reports."""
         import inspect
 
-        params = {}
+        names: list[str] = []
         for klass in type(self).__mro__:
-            if klass is object or "__init__" not in vars(klass):
+            init = vars(klass).get("__init__")
+            if klass is object or init is None:
                 continue
-            for p in inspect.signature(klass.__init__).parameters.values():
-                if p.name != "self" and p.kind is p.KEYWORD_ONLY or p.name == "alpha":
-                    params.setdefault(p.name, getattr(self, p.name))
-        return params
+            for p in inspect.signature(init).parameters.values():
+                if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in names:
+                    names.append(p.name)
+        return {n: getattr(self, n) for n in names if hasattr(self, n)}
 
     # -- stages ---------------------------------------------------------
     def fit(self, X: ArrayLike, y: ArrayLike) -> ConformalMethod:
@@ -265,7 +267,7 @@ class ConformalMethod(abc.ABC):
             raise InputError(f"fit_fraction must be in (0, 1), got {self.fit_fraction!r}")
         rng = np.random.default_rng(self.random_state)
         perm = rng.permutation(Xa.shape[0])
-        n_fit = int(round(self.fit_fraction * Xa.shape[0]))
+        n_fit = round(self.fit_fraction * Xa.shape[0])
         n_fit = min(max(n_fit, 1), Xa.shape[0] - 1) if Xa.shape[0] > 1 else Xa.shape[0]
         fit_idx, conf_idx = perm[:n_fit], perm[n_fit:]
         self.fit(Xa[fit_idx], ya[fit_idx])

@@ -238,9 +238,9 @@ def resolve_logprob_columns(pattern: str | None, columns: Sequence[str], scale: 
         if label in by_label:
             raise InputError(f"--logprobs {pattern!r}: columns {by_label[label]!r} and {c!r} both end in {label}")
         by_label[label] = c
-    wanted = [int(v) for v in scale.labels]
-    missing = [v for v in wanted if v not in by_label]
-    extra = sorted(c for v, c in by_label.items() if v not in wanted) + unnumbered
+    labels = [int(v) for v in scale.labels]
+    missing = [v for v in labels if v not in by_label]
+    extra = sorted(c for v, c in by_label.items() if v not in labels) + unnumbered
     if missing or extra:
         parts = []
         if missing:
@@ -248,7 +248,7 @@ def resolve_logprob_columns(pattern: str | None, columns: Sequence[str], scale: 
         if extra:
             parts.append(f"column(s) {extra} are not labels of the scale {scale}")
         raise InputError(f"--logprobs {pattern!r}: " + "; ".join(parts))
-    return [by_label[v] for v in wanted]
+    return [by_label[v] for v in labels]
 
 
 def _to_float(value: Any) -> float | None:

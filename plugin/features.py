@@ -28,7 +28,8 @@ def judge_log_softmax(X: FloatArray, scale: LikertScale) -> FloatArray:
     """
     lp = np.asarray(X, dtype=np.float64)[:, : scale.k]
     m = lp.max(axis=1, keepdims=True)
-    return lp - (m + np.log(np.exp(lp - m).sum(axis=1, keepdims=True)))
+    out: FloatArray = lp - (m + np.log(np.exp(lp - m).sum(axis=1, keepdims=True)))
+    return out
 
 
 def judge_probabilities(X: FloatArray, scale: LikertScale) -> FloatArray:

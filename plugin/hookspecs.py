@@ -23,7 +23,7 @@ hookimpl = pluggy.HookimplMarker("judgecp")
 
 
 @hookspec
-def register_interval_methods() -> list[type[Any]]:
+def register_interval_methods() -> list[type[Any]]:  # type: ignore[empty-body]
     """Return conformal methods whose prediction is an interval on the rating scale.
 
     Each item is a subclass of :class:`judgecp.conformal.ConformalMethod` with
@@ -34,7 +34,7 @@ def register_interval_methods() -> list[type[Any]]:
 
 
 @hookspec
-def register_set_methods() -> list[type[Any]]:
+def register_set_methods() -> list[type[Any]]:  # type: ignore[empty-body]
     """Return conformal methods whose prediction is a set of labels.
 
     Each item is a subclass of :class:`judgecp.conformal.ConformalMethod` with

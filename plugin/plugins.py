@@ -117,7 +117,9 @@ def canonical_spec(name: str, kwargs: dict[str, Any]) -> str:
 
 def split_method_list(text: str) -> list[str]:
     """Split ``"naive,lac(probabilities=recalibrated, fit_fraction=0.3),aps"`` at top-level commas."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1

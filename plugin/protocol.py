@@ -30,7 +30,6 @@ from judgecp.methods.mondrian import Mondrian
 from judgecp.plugins import build_method, canonical_spec, parse_method_spec
 
 
-
 def informativeness(widths: NDArray[np.float64]) -> dict[str, float]:
     """Fractions of label sets that are decisive (width <= 1), moderate (1-3] or uninformative (> 3).
 
@@ -67,7 +66,7 @@ class Protocol:
 
 def split_indices(n: int, seed: int, cal_fraction: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     perm = np.random.default_rng(seed).permutation(n)
-    n_cal = int(round(cal_fraction * n))
+    n_cal = round(cal_fraction * n)
     n_cal = min(max(n_cal, 1), n - 1)
     return perm[:n_cal], perm[n_cal:]
 

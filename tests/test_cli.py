@@ -99,7 +99,7 @@ def test_group_too_small_for_the_level_is_flagged(judge_csv: Path, tmp_path: Pat
     text = [line.replace(f"{line.split(',')[0]},", f"{line.split(',')[0]}x,", 1) if line.endswith(",tiny") else line for line in text]
     judge_csv.write_text("\n".join(text) + "\n")
     p = tmp_path / "m.json"
-    code, out, _ = run(["evaluate", str(judge_csv), "--methods", "naive", "--seeds", "3", "--mondrian", "task",
+    code, _out, _ = run(["evaluate", str(judge_csv), "--methods", "naive", "--seeds", "3", "--mondrian", "task",
                         "--json", str(p)], capsys)
     assert code == 0
     tiny = strict_load(p.read_text())["groups"]["tiny"]["methods"]["naive"]

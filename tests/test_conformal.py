@@ -215,7 +215,7 @@ def test_cqr_and_asymmetric_cqr_are_named_correctly() -> None:
     assert hasattr(sym, "correction_") and not hasattr(sym, "correction_lower_")
     assert hasattr(asym, "correction_lower_") and hasattr(asym, "correction_upper_")
     # same fitted quantile models (same seed and fit part), different corrections
-    lo_s, hi_s = sym.quantiles(X[:5])
-    lo_a, hi_a = asym.quantiles(X[:5])
+    lo_s, _hi_s = sym.quantiles(X[:5])
+    lo_a, _hi_a = asym.quantiles(X[:5])
     np.testing.assert_allclose(lo_s, lo_a)
     assert (asym.correction_lower_, asym.correction_upper_) != (sym.correction_, sym.correction_)

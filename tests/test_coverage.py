@@ -189,7 +189,7 @@ def test_pooled_calibration_misses_the_hard_group() -> None:
     alpha = 0.1
     rng = np.random.default_rng(12)
     covs = []
-    for r in range(40):
+    for _r in range(40):
         X0, y0 = judge_draw(400, rng)
         X1, y1 = judge_draw(400, rng)
         X1 = X1[rng.permutation(y1.size)]  # group 1: logprobs unrelated to labels

@@ -28,10 +28,10 @@ class ExpectedScore(RegressorMixin, BaseEstimator):
 
     fitted_ = True
 
-    def fit(self, X, y):  # noqa: ANN001, ANN201
+    def fit(self, X, y):
         return self
 
-    def predict(self, X):  # noqa: ANN001, ANN201
+    def predict(self, X):
         return expected_score(judge_probabilities(np.asarray(X), SCALE), SCALE)
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -43,13 +43,13 @@ class JudgeSoftmax(ClassifierMixin, BaseEstimator):
 
     classes_ = SCALE.labels
 
-    def fit(self, X, y):  # noqa: ANN001, ANN201
+    def fit(self, X, y):
         return self
 
-    def predict_proba(self, X):  # noqa: ANN001, ANN201
+    def predict_proba(self, X):
         return judge_probabilities(np.asarray(X), SCALE)
 
-    def predict(self, X):  # noqa: ANN001, ANN201
+    def predict(self, X):
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -119,7 +119,7 @@ def test_aps_matches_mapie(split: tuple[np.ndarray, ...], alpha: float) -> None:
 
 def test_aps_class_is_the_same_procedure(split: tuple[np.ndarray, ...]) -> None:
     """The APS class uses exactly these score functions (its own uniforms)."""
-    Xc, yc, Xt, yt = split
+    Xc, yc, Xt, _yt = split
     m = APS(0.1, random_state=0).conformalize(Xc, yc)
     rng = np.random.default_rng(m._predict_seed_)
     u = rng.uniform(size=Xt.shape[0])

@@ -194,7 +194,7 @@ class BoostedLCP(_BoostedMethod):
 
     def _fit_base(self, X: FloatArray, y: FloatArray) -> None:
         mu = expected_score(judge_probabilities(X, self.scale), self.scale)
-        self.base_log_sigma_ = float(np.log(max(np.mean(np.abs(y - mu)), 1e-3)))
+        self.base_log_sigma_ = float(np.log(max(float(np.mean(np.abs(y - mu))), 1e-3)))
 
     def _base(self, X: FloatArray) -> FloatArray:
         mu = expected_score(judge_probabilities(X, self.scale), self.scale)

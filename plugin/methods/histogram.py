@@ -40,7 +40,8 @@ def nested_shortest_ranges(P: FloatArray, levels: FloatArray, start_level: float
 
     def pick(level: float, allowed: NDArray[np.bool_]) -> NDArray[np.int64]:
         ok = allowed & (mass >= level - MASS_TOLERANCE)
-        return np.argmin(np.where(ok, preference, np.inf), axis=1)
+        picked: NDArray[np.int64] = np.argmin(np.where(ok, preference, np.inf), axis=1)
+        return picked
 
     chain = np.empty((n, levels.size), dtype=np.int64)
     start = int(np.searchsorted(levels, start_level))

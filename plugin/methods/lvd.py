@@ -13,7 +13,7 @@ BANDWIDTH_GRID = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.5)
 
 
 def _sq_dists(A: FloatArray, B: FloatArray) -> FloatArray:
-    d = (A**2).sum(1)[:, None] + (B**2).sum(1)[None, :] - 2.0 * A @ B.T
+    d: FloatArray = (A**2).sum(1)[:, None] + (B**2).sum(1)[None, :] - 2.0 * A @ B.T
     return np.maximum(d, 0.0)
 
 
@@ -52,7 +52,8 @@ class LVD(ConformalMethod):
         self.min_scale = min_scale
 
     def _standardize(self, X: FloatArray) -> FloatArray:
-        return (model_features(X, self.scale) - self.mean_) / self.std_
+        z: FloatArray = (model_features(X, self.scale) - self.mean_) / self.std_
+        return z
 
     def _fit(self, X: FloatArray, y: FloatArray) -> None:
         F = model_features(X, self.scale)

@@ -60,8 +60,9 @@ class OrdinalAPS(ProbabilityMethod):
         after, before = greedy_contiguous_mass(P)
         if not self.randomized:
             return after
-        u = rng.uniform(size=P.shape[0])[:, None]
-        return after - u * (after - before)
+        u: FloatArray = rng.uniform(size=(P.shape[0], 1))
+        randomized: FloatArray = after - u * (after - before)
+        return randomized
 
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
         scores = self._label_scores(self._proba(X), self._rng_)

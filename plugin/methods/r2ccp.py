@@ -75,7 +75,7 @@ class R2CCP(ConformalMethod):
     @property
     def grid(self) -> FloatArray:
         lo, hi = self.scale.minimum - 0.5, self.scale.maximum + 0.5
-        n = int(round((hi - lo) / self.resolution)) + 1
+        n = round((hi - lo) / self.resolution) + 1
         return np.linspace(lo, hi, n)
 
     def _nearest(self, y: FloatArray) -> Any:
@@ -131,7 +131,8 @@ class R2CCP(ConformalMethod):
         Z = (model_features(X, self.scale) - self.mean_) / self.std_
         with torch.no_grad():
             logp = torch.log_softmax(self.net_(torch.as_tensor(Z, dtype=torch.float32)), dim=1)
-        return np.minimum(-logp.double().numpy(), -np.log(PROB_FLOOR))
+        scores: FloatArray = np.minimum(-logp.double().numpy(), -np.log(PROB_FLOOR))
+        return scores
 
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
         s = self.grid_scores(X)

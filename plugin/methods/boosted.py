@@ -170,7 +170,7 @@ class _BoostedMethod(ConformalMethod):
 
     def boosted(self, X: FloatArray) -> FloatArray:
         """The boosted function values ``(n, 2)``."""
-        G = self._base(X).copy()
+        G: FloatArray = self._base(X).copy()
         if self.trees_:
             F = model_features(X, self.scale)
             for t0, t1 in self.trees_:

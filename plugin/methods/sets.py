@@ -61,7 +61,7 @@ def aps_scores(
     gives the non-randomised score ``cumsum_incl(k)`` (+ penalty).
     """
     ranking = rank_labels(P)
-    s = ranking.cumsum_incl.copy()
+    s: FloatArray = ranking.cumsum_incl.copy()
     if u is not None:
         s -= np.asarray(u, dtype=np.float64)[:, None] * P
     if lam:

@@ -1,0 +1,54 @@
+"""Judge diagnostics on hand-computed cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from judgecp.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
+from judgecp.protocol import informativeness
+from judgecp.scale import LikertScale
+
+SCALE = LikertScale()
+
+
+def test_point_metrics_by_hand() -> None:
+    judge = np.array([1, 2, 3, 5, 5, 4])
+    human = np.array([1, 3, 3, 3, 5, 5])
+    p = point_metrics(judge, human, SCALE)
+    assert p["exact_accuracy"] == pytest.approx(3 / 6)
+    assert p["within1_accuracy"] == pytest.approx(5 / 6)
+    assert p["within2_accuracy"] == 1.0
+    assert p["mae"] == pytest.approx((0 + 1 + 0 + 2 + 0 + 1) / 6)
+    assert p["bias"] == pytest.approx((0 - 1 + 0 + 2 + 0 - 1) / 6)
+    assert p["bias_by_label"] == {"1": 0.0, "2": None, "3": pytest.approx(1 / 3), "4": None, "5": -0.5}
+    assert p["pearson"] == pytest.approx(np.corrcoef(judge, human)[0, 1])
+
+
+def test_constant_scores_have_no_correlation() -> None:
+    p = point_metrics(np.full(5, 3), np.array([1, 2, 3, 4, 5]), SCALE)
+    assert p["pearson"] is None and p["spearman"] is None and p["kendall"] is None
+
+
+def test_overconfidence() -> None:
+    P = np.array([[0.995, 0.005, 0, 0, 0], [0.9995, 0.0005, 0, 0, 0], [0.5, 0.5, 0, 0, 0]])
+    p = point_metrics([1, 1, 1], [1, 1, 2], SCALE, P)
+    assert p["overconfident_99"] == pytest.approx(2 / 3) and p["overconfident_999"] == pytest.approx(1 / 3)
+
+
+def test_confusion_rows_are_ground_truth() -> None:
+    cm = confusion_matrix([1, 2, 2, 5], [1, 1, 2, 4], SCALE)
+    assert cm["counts"][0] == [1, 1, 0, 0, 0]
+    assert cm["counts"][3] == [0, 0, 0, 0, 1]
+    assert cm["within1_by_label"][0] == 1.0 and cm["within1_by_label"][2] is None
+
+
+def test_ranking_scoring_gap_eq7() -> None:
+    # ChartQA in the paper: rho .507, width 3.0794 -> RSG .2763
+    assert ranking_scoring_gap(0.5065, 3.0794, SCALE) == pytest.approx(0.2763, abs=1e-4)
+    assert ranking_scoring_gap(None, 3.0, SCALE) is None
+
+
+def test_informativeness_bins() -> None:
+    assert informativeness(np.array([0, 1, 1.5, 3, 3.5, 4])) == {
+        "decisive": pytest.approx(2 / 6), "moderate": pytest.approx(2 / 6), "uninformative": pytest.approx(2 / 6)}

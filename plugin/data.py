@@ -300,12 +300,58 @@ def load_likert(
     nan: str = "exclude",
 ) -> LikertData:
     """Read a Likert judge file; see the module docstring for the rules."""
+    excluded = Exclusions()
+    columns, rows = read_table(path, excluded)
+    return likert_from_rows(
+        columns, rows, source=str(path), excluded=excluded, label=label, logprobs=logprobs,
+        logprobs_json=logprobs_json, id_column=id_column, parsed=parsed, group=group, joins=joins,
+        features=features, scale=scale, floor=floor, nan=nan,
+    )
+
+
+def likert_from_records(records: Sequence[dict[str, Any]], *, source: str = "records", **options: Any) -> LikertData:
+    """Build :class:`LikertData` from record dicts (the adapters' currency).
+
+    A Likert record is ``{"id", "label", "logprobs": {"1": lp, ...}, "parsed",
+    "group", "flags": [...]}``; the same rules as :func:`load_likert` apply
+    (options: ``label``, ``group``, ``scale``, ``floor``, ``nan``, ...). A
+    record whose ``flags`` contain ``no_score`` (the extractor found no score
+    position) is excluded as ``no_score``; its other flags are counted.
+    """
+    if not records:
+        raise InputError(f"{source}: no records")
+    columns: list[str] = []
+    for r in records:
+        for key in r:
+            if key not in columns:
+                columns.append(key)
+    return likert_from_rows(columns, [dict(r) for r in records], source=source, **options)
+
+
+def likert_from_rows(
+    columns: list[str],
+    rows: list[dict[str, Any]],
+    *,
+    source: str,
+    excluded: Exclusions | None = None,
+    label: str | None = None,
+    logprobs: str | None = None,
+    logprobs_json: str | None = None,
+    id_column: str | None = None,
+    parsed: str | None = None,
+    group: str | None = None,
+    joins: Sequence[str] = (),
+    features: str | None = None,
+    scale: LikertScale | None = None,
+    floor: float = DEFAULT_FLOOR,
+    nan: str = "exclude",
+) -> LikertData:
+    """The validation shared by files and records."""
     scale = scale or LikertScale()
     if nan not in ("exclude", "floor"):
         raise InputError(f"nan must be 'exclude' or 'floor', got {nan!r}")
-    excluded = Exclusions()
+    excluded = excluded if excluded is not None else Exclusions()
     flags = Exclusions()
-    columns, rows = read_table(path, excluded)
     n_read = len(rows) + excluded.total
 
     # ids
@@ -385,6 +431,13 @@ def load_likert(
     label_set = {int(v) for v in scale.labels}
     tokens = scale.tokens
     for rid, r in zip(ids, rows, strict=True):
+        record_flags = r.get("flags")
+        if isinstance(record_flags, (list, tuple)):
+            if "no_score" in record_flags:
+                excluded.add("no_score", rid)
+                continue
+            for f in record_flags:
+                flags.add(str(f), rid)
         raw_label = r.get(label_col)
         if _is_blank(raw_label):
             excluded.add("label_missing", rid)
@@ -466,8 +519,8 @@ def load_likert(
 
     if not keep_ids:
         reasons = ", ".join(f"{k}: {v}" for k, v in excluded.counts.items())
-        raise InputError(f"{path}: no usable rows ({reasons})")
-    special = {label_col, parsed_col, json_col, *(lp_cols or [])}
+        raise InputError(f"{source}: no usable rows ({reasons})")
+    special = {label_col, parsed_col, json_col, "flags", *(lp_cols or [])}
     fields = {
         c: np.asarray(["" if _is_blank(r.get(c)) else str(r.get(c)) for r in keep_rows])
         for c in columns
@@ -484,7 +537,7 @@ def load_likert(
         excluded=excluded,
         flags=flags,
         n_read=n_read,
-        source=str(path),
+        source=source,
         columns={
             "label": label_col,
             "logprobs": lp_cols if lp_cols else {"json": json_col},

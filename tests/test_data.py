@@ -169,3 +169,22 @@ def test_other_scale_and_logits(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="score.*not labels of the scale 0:2"):
         load_likert(p, label="score", logprobs="*", scale=scale)
     assert d.n == 2 and d.parsed.tolist() == [1, 2] and math.isclose(d.labels[1], 2)
+
+
+def test_records_from_an_adapter() -> None:
+    from judgecp.data import likert_from_records
+
+    lp = {"1": -3.0, "2": -2.0, "3": -1.0, "4": -0.5, "5": -2.5}
+    records = [
+        {"id": "a", "label": 4, "logprobs": lp, "parsed": 4, "group": "chart", "flags": []},
+        {"id": "b", "label": 2, "logprobs": lp, "parsed": 4, "group": "chart", "flags": ["missing_token"]},
+        {"id": "c", "label": 3, "logprobs": None, "parsed": None, "group": "coco", "flags": ["no_score"]},
+        {"id": "d", "label": 7, "logprobs": lp, "parsed": 4, "group": "coco", "flags": []},
+    ]
+    d = likert_from_records(records, group="group")
+    assert d.n == 2 and d.ids.tolist() == ["a", "b"]
+    assert reasons(d) == {"no_score": 1, "label_off_scale": 1}
+    assert dict(d.flags.counts) == {"missing_token": 1}
+    assert d.field("group").tolist() == ["chart", "chart"]
+    with pytest.raises(InputError, match="no records"):
+        likert_from_records([])

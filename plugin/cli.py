@@ -59,6 +59,13 @@ def _add_evaluate(sub: Any) -> None:
         description="Evaluate a Likert judge from its score-token logprobs and human labels.",
     )
     p.add_argument("input", nargs="?", help="CSV/TSV or JSONL file, one row per judged item")
+    p.add_argument(
+        "--kind",
+        choices=("likert", "pairwise", "mcq", "parc"),
+        default="likert",
+        help="likert: scores on a scale (default); pairwise: A/B verdicts in both orders; "
+        "mcq: multiple-choice answers; parc: multiple choice across prompt variations",
+    )
     p.add_argument("--example", action="store_true", help="run on the embedded synthetic example instead of INPUT")
     cols = p.add_argument_group("columns")
     cols.add_argument("--label", help="human label column (default: label, gt_score, human_score, human_label)")
@@ -79,6 +86,15 @@ def _add_evaluate(sub: Any) -> None:
     run.add_argument("--cal-fraction", type=float, default=0.5, help="fraction of rows that calibrate (default 0.5)")
     run.add_argument("--mondrian", metavar="FIELD", help="calibrate separately for each value of FIELD")
     run.add_argument("--jobs", type=int, default=1, help="processes for the seeds (default 1)")
+    pw = p.add_argument_group("pairwise (--kind pairwise)")
+    pw.add_argument("--alphas", default="0.05,0.1,0.15,0.2,0.25", help="target risk levels")
+    pw.add_argument("--splits", type=int, default=1000, help="random calibration/test splits (default 1000)")
+    pw.add_argument("--signal", default="bpe", help="uncertainty signal for the controllers: bpe, predictive, verbalized, agreement")
+    pw.add_argument("--controllers", default="scope,clopper_pearson,naive,heuristic,vanilla")
+    pw.add_argument("--delta", type=float, default=0.1, help="Clopper-Pearson controller: 1 - confidence (default 0.1)")
+    pa = p.add_argument_group("parc (--kind parc)")
+    pa.add_argument("--reference", choices=("variation", "original"), default="variation",
+                    help="prompts whose calibration half sets the certainty threshold")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="OUT", help="write the full report as strict JSON")
     out.add_argument("--quiet", action="store_true", help="do not print the table")
@@ -86,15 +102,93 @@ def _add_evaluate(sub: Any) -> None:
     p.set_defaults(func=cmd_evaluate)
 
 
+def _write(report: dict[str, Any], args: argparse.Namespace, table: Any) -> None:
+    from judgecp.report import dumps
+
+    if args.json:
+        Path(args.json).write_text(dumps(report), encoding="utf-8")
+    if not args.quiet:
+        table(report, sys.stdout)
+        if args.json:
+            print(f"\nfull report: {args.json}")
+
+
+def _parse_floats(text: str, option: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise InputError(f"{option} takes numbers separated by commas, got {text!r}") from exc
+
+
+def cmd_evaluate_pairwise(args: argparse.Namespace) -> int:
+    from judgecp.pairwise import (
+        PairwiseProtocol,
+        evaluate_pairwise,
+        load_pairwise,
+        simulate_pairwise_judge,
+    )
+    from judgecp.report import write_pairwise_table
+
+    data = simulate_pairwise_judge() if args.example else load_pairwise(args.input, group=args.group)
+    protocol = PairwiseProtocol(
+        alphas=_parse_floats(args.alphas, "--alphas"),
+        n_splits=args.splits,
+        cal_fraction=args.cal_fraction,
+        signal=args.signal,
+        controllers=tuple(c.strip() for c in args.controllers.split(",") if c.strip()),
+        delta=args.delta,
+    )
+    _write(evaluate_pairwise(data, protocol), args, write_pairwise_table)
+    return 0
+
+
+def cmd_evaluate_mcq(args: argparse.Namespace) -> int:
+    from judgecp.mcq import (
+        DEFAULT_MCQ_METHODS,
+        MCQProtocol,
+        evaluate_mcq,
+        load_mcq,
+        mcq_from_records,
+    )
+    from judgecp.plugins import split_method_list
+    from judgecp.report import write_mcq_table
+    from judgecp.simulate import simulate_mcq_records
+
+    data = mcq_from_records(simulate_mcq_records(), source="example: synthetic MCQ model") if args.example else load_mcq(args.input)
+    methods = DEFAULT_MCQ_METHODS if args.methods == "all" else tuple(split_method_list(args.methods))
+    group_by = (args.group,) if args.group else ("dataset", "category")
+    protocol = MCQProtocol(args.alpha, methods, parse_seeds(args.seeds), args.cal_fraction, group_by)
+    _write(evaluate_mcq(data, protocol), args, write_mcq_table)
+    return 0
+
+
+def cmd_evaluate_parc(args: argparse.Namespace) -> int:
+    from judgecp.mcq import load_mcq, mcq_from_records
+    from judgecp.parc import PARCProtocol, evaluate_parc
+    from judgecp.report import write_parc_table
+    from judgecp.simulate import simulate_parc_records
+
+    data = mcq_from_records(simulate_parc_records(), source="example: synthetic PARC records") if args.example else load_mcq(args.input)
+    protocol = PARCProtocol(args.alpha, parse_seeds(args.seeds), args.cal_fraction, args.reference)
+    _write(evaluate_parc(data, protocol), args, write_parc_table)
+    return 0
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    if args.example == bool(args.input):
+        raise InputError("give an INPUT file or --example (not both)")
+    if args.kind != "likert":
+        return {"pairwise": cmd_evaluate_pairwise, "mcq": cmd_evaluate_mcq, "parc": cmd_evaluate_parc}[args.kind](args)
+    return cmd_evaluate_likert(args)
+
+
+def cmd_evaluate_likert(args: argparse.Namespace) -> int:
     from judgecp.data import load_likert
     from judgecp.protocol import Protocol, evaluate
-    from judgecp.report import dumps, write_detail, write_table
+    from judgecp.report import write_detail, write_table
     from judgecp.simulate import simulate_likert_judge
 
     scale = LikertScale.parse(args.scale)
-    if args.example == bool(args.input):
-        raise InputError("give an INPUT file or --example (not both)")
     if args.example:
         data = simulate_likert_judge(scale=scale)
         group = args.group or ("group" if not args.mondrian else None)
@@ -127,16 +221,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     report = evaluate(data, protocol)
     if skipped:
         report["skipped"] = skipped
-    if args.json:
-        Path(args.json).write_text(dumps(report), encoding="utf-8")
-    if not args.quiet:
-        write_table(report, sys.stdout)
-        detail = args.detail or next(iter(report["methods"]))
-        if detail not in report["methods"]:
-            raise InputError(f"--detail {detail!r} is not among the methods run")
-        write_detail(report, detail, sys.stdout)
-        if args.json:
-            print(f"\nfull report: {args.json}")
+    detail = args.detail or next(iter(report["methods"]))
+    if detail not in report["methods"]:
+        raise InputError(f"--detail {detail!r} is not among the methods run")
+
+    def table(rep: dict[str, Any], out: Any) -> None:
+        write_table(rep, out)
+        write_detail(rep, detail, out)
+
+    _write(report, args, table)
     return 0
 
 

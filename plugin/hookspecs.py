@@ -44,6 +44,19 @@ def register_set_methods() -> list[type[Any]]:  # type: ignore[empty-body]
     """
 
 
+@hookspec
+def register_risk_controllers() -> list[type[Any]]:  # type: ignore[empty-body]
+    """Return selective risk controllers for pairwise (or any accept/abstain) judges.
+
+    Each item is a subclass of :class:`judgecp.selective.RiskController` with
+    a unique ``name`` and a ``thresholds(u_sorted, e_sorted, alpha, signal)``
+    method that returns one acceptance threshold per calibration split
+    (accept a judgment iff its uncertainty <= threshold; ``-inf`` abstains on
+    everything). Set ``guaranteed = True`` only for controllers with a
+    finite-sample guarantee, and test it.
+    """
+
+
 @hookspec(firstresult=True)
 def extract_score_logprobs(
     tokens: Sequence[str],

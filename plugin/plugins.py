@@ -22,7 +22,7 @@ from judgecp.scale import LikertScale
 
 ENTRY_POINT_GROUP = "judgecp"
 DISABLE_AUTOLOAD_ENV = "JUDGECP_DISABLE_PLUGIN_AUTOLOAD"
-BUILTIN_PLUGINS = ("judgecp.methods", "judgecp.extraction")
+BUILTIN_PLUGINS = ("judgecp.methods", "judgecp.extraction", "judgecp.selective")
 
 
 def make_plugin_manager(*, autoload: bool | None = None) -> pluggy.PluginManager:

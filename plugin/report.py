@@ -138,3 +138,55 @@ def write_table(report: dict[str, Any], out: TextIO, *, max_group_methods: int =
                 w(f"  worst group for {n}: {worst[n]['group']} (coverage {worst[n]['coverage']:.3f})\n")
         if len(report["methods"]) > max_group_methods:
             w("  (all methods in the JSON report)\n")
+
+
+def _head(report: dict[str, Any], out: TextIO, title: str) -> None:
+    out.write(f"judgecp evaluate --kind {report['kind']}: {report['source']}\n")
+    excl = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"]) or "none"
+    out.write(f"  {title} used {report['n']} (read {report['n_read']}); excluded: {excl}\n")
+    if report["flags"]:
+        out.write("  flags (kept): " + ", ".join(f"{e['flag']} {e['count']}" for e in report["flags"]) + "\n")
+
+
+def write_pairwise_table(report: dict[str, Any], out: TextIO) -> None:
+    """Uncertainty quality per signal and risk/coverage per controller and level."""
+    w = out.write
+    _head(report, out, "pairs")
+    p = report["protocol"]
+    w(f"  {p['n_splits']} random splits, {p['cal_fraction']:.0%} calibration; controllers use {p['signal']}\n\n")
+    w(f"  {'signal':12s} {'accuracy':>9s} {'ECE':>7s} {'AUROC':>7s} {'AUPRC':>7s}\n")
+    for name, q in report["uncertainty"].items():
+        w(f"  {name:12s} {q['accuracy']:9.3f} {q['ece']:7.3f} {_fmt(q['auroc']):>7s} {_fmt(q['auprc']):>7s}\n")
+    alphas = list(next(iter(report["controllers"].values())))
+    w("\n  risk among accepted (FDR) / coverage, mean over splits\n")
+    w(f"  {'controller':16s}" + "".join(f" {'alpha ' + a:>16s}" for a in alphas) + "\n")
+    for name, per in report["controllers"].items():
+        cells = "".join(f" {per[a]['risk']:7.3f} / {per[a]['coverage']:5.3f}" for a in alphas)
+        w(f"  {name:16s}{cells}\n")
+
+
+def write_mcq_table(report: dict[str, Any], out: TextIO) -> None:
+    """Coverage and set sizes per method."""
+    w = out.write
+    _head(report, out, "items")
+    w(f"  alpha {report['alpha']}, {len(report['protocol']['seeds'])} seeds; model accuracy {report['accuracy']:.3f}; "
+      f"options per item {report['options']['mean']:.2f}\n\n")
+    w(f"  {'method':24s} {'coverage':>14s} {'set size':>14s} {'size|correct':>13s} {'size|wrong':>11s} {'empty':>6s}\n")
+    for name, m in report["methods"].items():
+        w(f"  {name:24s} {_pm(m, 'coverage'):>14s} {_pm(m, 'set_size', 2):>14s} {_fmt(m['set_size_correct'], 2):>13s} "
+          f"{_fmt(m['set_size_incorrect'], 2):>11s} {m['empty']:6.3f}\n")
+
+
+def write_parc_table(report: dict[str, Any], out: TextIO) -> None:
+    """PARC's calibrated scores by variation."""
+    w = out.write
+    _head(report, out, "records")
+    p = report["protocol"]
+    w(f"  certainty from {1 - p['alpha']:.0%} LAC sets, threshold from the {p['reference']} prompts, {len(p['seeds'])} seeds\n\n")
+    w(f"  {'variation':10s} {'reliability':>12s} {'accuracy':>9s} {'certainty':>10s} {'consistency':>12s}   (calibrated)\n")
+    for v in report["reliability"]["variation"]:
+        cells = []
+        for score in ("reliability", "accuracy", "certainty", "consistency"):
+            entry = report[score]["variation"].get(v)
+            cells.append(_fmt(entry.get("calibrated")) if entry else "-")
+        w(f"  {v:10s} {cells[0]:>12s} {cells[1]:>9s} {cells[2]:>10s} {cells[3]:>12s}\n")

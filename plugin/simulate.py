@@ -54,3 +54,94 @@ def simulate_likert_judge(
     )
     data.source = f"example: synthetic judge (simulate_likert_judge, n={n}, seed={seed}); not a real model"
     return data
+
+
+def simulate_mcq_records(
+    n: int = 2000,
+    *,
+    seed: int = 0,
+    option_counts: Sequence[int] = (2, 3, 4, 5),
+    n_correct: int = 1,
+    skill: float = 1.5,
+    temperature: float = 1.0,
+    datasets: Sequence[str] = ("sqa", "ai2d"),
+) -> list[dict[str, object]]:
+    """Multiple-choice records from a model that knows the answer with some skill.
+
+    Options are letters ``A..``; ``n_correct`` of them are correct. The
+    model's logit is ``skill`` + noise for correct options and noise for the
+    others; logprobs are its softmax at ``temperature``; its prediction is
+    the argmax. Items are exchangeable.
+    """
+    rng = np.random.default_rng(seed)
+    letters = "ABCDEFGHIJ"
+    out: list[dict[str, object]] = []
+    for i in range(n):
+        k = int(rng.choice(option_counts))
+        opts = list(letters[:k])
+        correct = sorted(rng.choice(k, size=min(n_correct, k), replace=False).tolist())
+        z = rng.normal(size=k) + skill * np.isin(np.arange(k), correct)
+        lp = z / temperature - np.logaddexp.reduce(z / temperature)
+        out.append({
+            "id": f"q{i:05d}",
+            "options": opts,
+            "correct": [opts[c] for c in correct],
+            "logprobs": {o: float(v) for o, v in zip(opts, lp, strict=True)},
+            "prediction": opts[int(np.argmax(lp))],
+            "dataset": datasets[i % len(datasets)],
+            "category": f"cat{rng.integers(3)}",
+        })
+    return out
+
+
+def simulate_parc_records(
+    n_sources: int = 600,
+    *,
+    seed: int = 0,
+    option_counts: Sequence[int] = (2,),
+    skill: float = 2.0,
+    negation_blindness: float = 0.4,
+    models: Sequence[str] = ("model",),
+    dataset: str = "comparative",
+) -> list[dict[str, object]]:
+    """PARC-style records: an original prompt and four variations per source item.
+
+    ``O`` (original), ``LR-I`` (instruction reformulation, same answer, a
+    little harder), ``VR-B`` (blurred image, same answer, harder), ``LS-N``
+    (negation: every originally wrong option becomes correct) and, for
+    two-option comparative items, ``VS-S`` (images swapped: the answer
+    flips). With probability ``negation_blindness`` the model ignores a
+    negation and answers as for the original prompt.
+    """
+    rng = np.random.default_rng(seed)
+    letters = "ABCDEFGHIJ"
+    out: list[dict[str, object]] = []
+
+    def record(model: str, sid: str, var: str, opts: list[str], correct: list[int], logits: np.ndarray) -> None:
+        lp = logits - np.logaddexp.reduce(logits)
+        out.append({
+            "id": f"{model}/{sid}/{var}", "source_id": sid, "variation": var, "dataset": dataset, "model": model,
+            "options": opts, "correct": [opts[c] for c in correct],
+            "logprobs": {o: float(v) for o, v in zip(opts, lp, strict=True)}, "prediction": opts[int(np.argmax(lp))],
+        })
+
+    for model in models:
+        for s in range(n_sources):
+            sid = f"s{s:05d}"
+            k = int(rng.choice(option_counts))
+            opts = list(letters[:k])
+            c = int(rng.integers(k))
+            onehot = np.eye(k)[c]
+            base = rng.normal(size=k) + skill * onehot
+            record(model, sid, "O", opts, [c], base)
+            record(model, sid, "LR-I", opts, [c], base + rng.normal(scale=0.7, size=k))
+            record(model, sid, "VR-B", opts, [c], 0.7 * base + rng.normal(scale=0.7, size=k))
+            others = [j for j in range(k) if j != c]
+            if rng.random() < negation_blindness:
+                neg = base + rng.normal(scale=0.3, size=k)
+            else:
+                neg = rng.normal(size=k) + skill * (1 - onehot)
+            record(model, sid, "LS-N", opts, others, neg)
+            if k == 2:
+                record(model, sid, "VS-S", opts, [1 - c], base[::-1] + rng.normal(scale=0.5, size=k))
+    return out

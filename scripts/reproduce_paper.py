@@ -27,7 +27,7 @@ DEFAULT_SHARED = REPO.parent / "shared" / "data"
 START, END = "<!-- reproduction:start -->", "<!-- reproduction:end -->"
 
 ALL = ("naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp",
-       "ordinal_aps", "lac", "aps", "raps", "ordinal_set")
+       "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin")
 EXTRA = ("lac(probabilities=recalibrated)", "ordinal_set(probabilities=recalibrated)", "naive(predictor=regressor)")
 MONDRIAN = ("naive", "r2ccp")
 
@@ -115,7 +115,7 @@ def markdown(reports: dict[str, Any], shared: Path) -> str:
         w(f"| {ours} | {float(row['cov_raw']):.3f} | {float(row['width_raw']):.2f} | {float(row['cov_adj']):.3f} | "
           f"{float(row['width_adj']):.2f} | {_f(iv and iv['coverage'])} | {_f(iv and iv['width'], 2)} | "
           f"{lab['coverage']:.3f} | {lab['width']:.2f} | {_f(ex and ex['coverage'])} | {_f(ex and ex['width'], 2)} | {why} |")
-    for name in ("lac", "aps", "raps", "ordinal_set", *EXTRA):
+    for name in ("lac", "aps", "raps", "ordinal_set", "margin", *EXTRA):
         e = m[name]
         iv, lab, ex = e["interval"], e["labels"], e["expanded"]
         w(f"| {name} | - | - | - | - | {_f(iv and iv['coverage'])} | {_f(iv and iv['width'], 2)} | "

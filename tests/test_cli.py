@@ -13,7 +13,7 @@ from judgecp.cli import main
 from judgecp.simulate import simulate_likert_judge
 
 METHOD_NAMES = ["naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp",
-                "ordinal_aps", "lac", "aps", "raps", "ordinal_set"]
+                "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin"]
 
 
 def strict_load(text: str) -> Any:

@@ -45,13 +45,13 @@ FAST = {
     "chr": "chr(n_levels=200)",
 }
 ALL = ["naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp",
-       "ordinal_aps", "lac", "aps", "raps", "ordinal_set"]
+       "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin"]
 INTERVAL = ["naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp"]
 # Methods whose reported prediction is exactly {y : score <= threshold} with
 # continuous scores. R2CCP reports the hull of its (possibly non-contiguous)
 # grid set, a superset, so it is tested one-sided here and its exact set is
 # tested two-sided in test_r2ccp_exact_set_band.
-TWO_SIDED_DISCRETE = {"naive", "lvd", "boosted_lcp", "lac", "aps", "raps", "ordinal_set"}
+TWO_SIDED_DISCRETE = {"naive", "lvd", "boosted_lcp", "lac", "aps", "raps", "ordinal_set", "margin"}
 TWO_SIDED_CONTINUOUS = {"naive", "cqr", "cqr_asym", "lvd", "boosted_cqr", "boosted_lcp"}
 Z = 4.0
 

@@ -43,7 +43,7 @@ def test_builtins_register_through_the_hooks() -> None:
     pm = make_plugin_manager(autoload=False)
     names = set(method_classes(pm))
     assert {"naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp",
-            "ordinal_aps", "lac", "aps", "raps", "ordinal_set"} == names
+            "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin"} == names
     assert {p for p in pm.get_plugins() if isinstance(p, types.ModuleType)} >= {
         sys.modules["judgecp.methods"], sys.modules["judgecp.extraction"]}
 

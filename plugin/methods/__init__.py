@@ -12,11 +12,11 @@ from judgecp.methods.mondrian import Mondrian
 from judgecp.methods.ordinal import OrdinalAPS, OrdinalCDFSet
 from judgecp.methods.quantile_regression import CQR, AsymmetricCQR
 from judgecp.methods.r2ccp import R2CCP
-from judgecp.methods.sets import APS, LAC, RAPS
+from judgecp.methods.sets import APS, LAC, RAPS, Margin
 from judgecp.methods.split import NaiveSplit
 
 INTERVAL_METHODS = (NaiveSplit, CQR, AsymmetricCQR, CHR, LVD, BoostedCQR, BoostedLCP, R2CCP)
-SET_METHODS = (OrdinalAPS, LAC, APS, RAPS, OrdinalCDFSet)
+SET_METHODS = (OrdinalAPS, LAC, APS, RAPS, OrdinalCDFSet, Margin)
 
 __all__ = [
     "APS",
@@ -29,6 +29,7 @@ __all__ = [
     "AsymmetricCQR",
     "BoostedCQR",
     "BoostedLCP",
+    "Margin",
     "Mondrian",
     "NaiveSplit",
     "OrdinalAPS",

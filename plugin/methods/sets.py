@@ -48,6 +48,23 @@ def lac_scores(P: FloatArray) -> FloatArray:
     return 1.0 - P
 
 
+def margin_scores(P: FloatArray) -> FloatArray:
+    """Margin score of every label: ``max_{j != k} p_j - p_k``.
+
+    This is the label-dependent margin. The benchmark seed prints
+    ``f_(1) - f_(2)`` (top-1 minus top-2), which does not depend on the
+    label at all: every label would get the same score, so its sets would be
+    either empty or all options. We use the standard form instead.
+    """
+    top2 = -np.partition(-P, 1, axis=1)[:, :2]  # largest, second largest
+    best_other = np.where(P >= top2[:, :1], top2[:, 1:2], top2[:, :1])
+    # A label tied with the maximum has the other (equal) maximum as its best rival.
+    ties = (P == top2[:, :1]).sum(axis=1, keepdims=True) > 1
+    best_other = np.where(ties & (P == top2[:, :1]), top2[:, :1], best_other)
+    out: FloatArray = best_other - P
+    return out
+
+
 def aps_scores(
     P: FloatArray,
     u: FloatArray | None = None,
@@ -116,6 +133,17 @@ class LAC(_SetMethod):
 
     def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
         return lac_scores(P)
+
+
+class Margin(_SetMethod):
+    """Margin sets: ``{k : max_{j != k} p_j - p_k <= q}``."""
+
+    name = "margin"
+    reference = "Angelopoulos & Bates (2021); the margin score of the VLM conformal benchmark (2025), label-dependent form"
+    randomized = False
+
+    def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
+        return margin_scores(P)
 
 
 class APS(_SetMethod):

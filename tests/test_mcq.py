@@ -11,7 +11,14 @@ import pytest
 
 from judgecp.conformal import conformal_quantile
 from judgecp.errors import InputError
-from judgecp.mcq import MCQProtocol, evaluate_mcq, load_mcq, mcq_from_records, option_scale, option_sets
+from judgecp.mcq import (
+    MCQProtocol,
+    evaluate_mcq,
+    load_mcq,
+    mcq_from_records,
+    option_scale,
+    option_sets,
+)
 from judgecp.methods.sets import aps_scores, sets_at, true_label_scores
 from judgecp.plugins import build_method
 from judgecp.simulate import simulate_mcq_records
@@ -25,7 +32,7 @@ STRUCTURES = {"varying": {"option_counts": (2, 3, 4, 5)},
 
 
 @functools.cache
-def pool(structure: str):  # noqa: ANN201
+def pool(structure: str):
     """Enough exchangeable items for every repetition to use fresh, disjoint ones."""
     data = mcq_from_records(simulate_mcq_records(REPS * (N_CAL + N_TEST), seed=77, **STRUCTURES[structure]))
     X, valid, truth = data.merged()
@@ -65,7 +72,7 @@ def four_options() -> tuple[np.ndarray, np.ndarray]:
     return data.probabilities(), np.argmax(data.correct, axis=1)
 
 
-def _fixed(P: np.ndarray):  # noqa: ANN202
+def _fixed(P: np.ndarray):
     from sklearn.base import BaseEstimator, ClassifierMixin
 
     class Fixed(ClassifierMixin, BaseEstimator):
@@ -73,13 +80,13 @@ def _fixed(P: np.ndarray):  # noqa: ANN202
 
         classes_ = np.arange(P.shape[1])
 
-        def fit(self, X, y):  # noqa: ANN001, ANN201
+        def fit(self, X, y):
             return self
 
-        def predict_proba(self, X):  # noqa: ANN001, ANN201
+        def predict_proba(self, X):
             return P[np.asarray(X)[:, 0].astype(int)]
 
-        def predict(self, X):  # noqa: ANN001, ANN201
+        def predict(self, X):
             return self.predict_proba(X).argmax(axis=1)
 
         def __sklearn_is_fitted__(self) -> bool:
@@ -88,7 +95,7 @@ def _fixed(P: np.ndarray):  # noqa: ANN202
     return Fixed()
 
 
-def _mapie(P: np.ndarray, y: np.ndarray, score: str, seed: int, alpha: float):  # noqa: ANN202
+def _mapie(P: np.ndarray, y: np.ndarray, score: str, seed: int, alpha: float):
     from mapie.classification import SplitConformalClassifier
 
     X = np.arange(P.shape[0])[:, None]

@@ -57,7 +57,7 @@ def true_risk(thresholds: np.ndarray, population: tuple[np.ndarray, np.ndarray])
     return np.where(k > 0, errors / np.maximum(k, 1), 0.0), k / u.size
 
 
-def run(data: PairwiseData, name: str, alpha: float, splits: int = 1000, seed: int = 0, delta: float = 0.1):  # noqa: ANN201
+def run(data: PairwiseData, name: str, alpha: float, splits: int = 1000, seed: int = 0, delta: float = 0.1):
     protocol = PairwiseProtocol(alphas=(alpha,), n_splits=splits, seed=seed, delta=delta)
     sig = signals(data)["bpe"]
     sp = Splits.of(sig, data.labels, protocol)

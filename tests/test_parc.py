@@ -143,8 +143,8 @@ def test_eq6_with_the_linear_calibration_fails_below_half_random_accuracy() -> N
     assert rel == pytest.approx(2 * math.sqrt(0.5) - 1)  # m = 0.5
     assert calibrated(0.5, 0.25) == pytest.approx(1 / 3)
     assert calibrated(0.5, 0.25) < rel
-    # and on the other side for acc_rand > 0.5
-    assert calibrated(0.6, 0.75) < reliability(0.6, 1.0, 0.75) < 0
+    # and for negative reliability when acc_rand > 0.5: eq. 6 wants acc_calib <= rel
+    assert reliability(0.6, 1.0, 0.75) < calibrated(0.6, 0.75) < 0
 
 
 def test_variation_without_original_and_unknown_family_are_counted() -> None:

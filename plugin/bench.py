@@ -46,3 +46,30 @@ def bench_protocol(path: str | None, specs: Sequence[str], seeds: Sequence[int],
     t0 = time.perf_counter()
     evaluate(data, Protocol(methods=tuple(specs), seeds=tuple(seeds), jobs=jobs))
     out.write(f"  full `evaluate` (metrics and diagnostics included, jobs={jobs}): {time.perf_counter() - t0:.2f} s\n")
+
+
+def bench_scope(n_pairs: int, n_splits: int, alphas: Sequence[float], out: TextIO) -> None:
+    """SCOPE (and every controller) over splits x levels on a simulated pool."""
+    from judgecp.pairwise import PairwiseProtocol, Splits, make_controller, signals, simulate_pairwise_judge
+    from judgecp.selective import apply
+
+    data = simulate_pairwise_judge(n_pairs, seed=0)
+    sig = signals(data)["bpe"]
+    protocol = PairwiseProtocol(alphas=tuple(alphas), n_splits=n_splits)
+    out.write(f"bench scope: {n_pairs} pairs, {n_splits} splits x {len(alphas)} levels (synthetic position-biased judge)\n")
+    t0 = time.perf_counter()
+    sp = Splits.of(sig, data.labels, protocol)
+    t_split = time.perf_counter() - t0
+    out.write(f"  splits and per-split sorting: {t_split:.3f} s\n")
+    for name in ("scope", "clopper_pearson", "naive", "heuristic", "vanilla"):
+        ctrl = make_controller(name, protocol)
+        t0 = time.perf_counter()
+        for alpha in alphas:
+            apply(ctrl.thresholds(sp.u_sorted, sp.e_sorted, alpha, sig), sp.u_test, sp.e_test)
+        out.write(f"  {name:16s} {time.perf_counter() - t0:7.3f} s (thresholds + test risk, all levels)\n")
+    t0 = time.perf_counter()
+    Splits.of(sig, data.labels, protocol)
+    ctrl = make_controller("scope", protocol)
+    for alpha in alphas:
+        apply(ctrl.thresholds(sp.u_sorted, sp.e_sorted, alpha, sig), sp.u_test, sp.e_test)
+    out.write(f"  SCOPE end to end (splits, sorting, {len(alphas)} levels): {time.perf_counter() - t0:.3f} s\n")

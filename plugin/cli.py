@@ -258,6 +258,11 @@ def _add_bench(sub: Any) -> None:
     b.add_argument("--methods", default="all")
     b.add_argument("--jobs", type=int, default=1)
     b.set_defaults(func=cmd_bench_protocol)
+    b = bsub.add_parser("scope", help="time SCOPE and the other controllers over splits x levels")
+    b.add_argument("--pairs", type=int, default=2000)
+    b.add_argument("--splits", type=int, default=1000)
+    b.add_argument("--alphas", default="0.05,0.1,0.15,0.2,0.25")
+    b.set_defaults(func=cmd_bench_scope)
 
 
 def cmd_bench_protocol(args: argparse.Namespace) -> int:
@@ -267,6 +272,13 @@ def cmd_bench_protocol(args: argparse.Namespace) -> int:
     bench_protocol(args.data, specs, parse_seeds(args.seeds), args.jobs, sys.stdout)
     for s in skipped:
         print(f"  {s['method']}: skipped ({s['reason']})")
+    return 0
+
+
+def cmd_bench_scope(args: argparse.Namespace) -> int:
+    from judgecp.bench import bench_scope
+
+    bench_scope(args.pairs, args.splits, _parse_floats(args.alphas, "--alphas"), sys.stdout)
     return 0
 
 

@@ -144,3 +144,42 @@ def test_strict_json_turns_nan_into_null() -> None:
 
     text = dumps({"a": float("nan"), "b": [np.float64("inf"), np.int64(3)], "c": {"d": np.bool_(True)}})
     assert strict_load(text) == {"a": None, "b": [None, 3], "c": {"d": True}}
+
+
+def test_pairwise_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json as _json
+
+    from judgecp.pairwise import simulate_pairwise_judge
+
+    d = simulate_pairwise_judge(300, seed=2)
+    rows = []
+    for i in range(d.n):
+        label = "A" if d.labels[i] else "B"
+        lp_a = float(np.log(d.p_fwd[i]))
+        rows.append({"pair_id": d.pair_ids[i], "order": "fwd", "lp_A": lp_a, "lp_B": float(np.log1p(-d.p_fwd[i])), "label": label})
+        if i % 10:  # every tenth pair judged in one order only
+            rows.append({"pair_id": d.pair_ids[i], "order": "rev", "lp_A": float(np.log1p(-d.p_rev[i])),
+                         "lp_B": float(np.log(d.p_rev[i])), "label": label})
+    p = tmp_path / "pairs.jsonl"
+    p.write_text("\n".join(_json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "r.json"
+    code, text, _ = run(["evaluate", "--kind", "pairwise", str(p), "--splits", "100", "--json", str(out)], capsys)
+    assert code == 0 and "scope" in text
+    r = strict_load(out.read_text())
+    assert r["n"] == 300 and r["flags"][0]["flag"] == "single_order" and r["flags"][0]["count"] == 30
+    assert r["controllers"]["scope"]["0.1"]["risk"] <= 0.12
+    assert set(r["uncertainty"]) == {"bpe", "predictive"}
+
+
+def test_mcq_and_parc_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for kind, key in (("mcq", "methods"), ("parc", "reliability")):
+        out = tmp_path / f"{kind}.json"
+        code, text, _ = run(["evaluate", "--kind", kind, "--example", "--seeds", "2", "--json", str(out)], capsys)
+        assert code == 0, kind
+        r = strict_load(out.read_text())
+        assert r["kind"] == kind and key in r
+    r = strict_load((tmp_path / "parc.json").read_text())
+    for score in ("reliability", "accuracy", "certainty", "consistency"):
+        assert set(r[score]["variation"]["LR-I"]) >= {"raw", "calibrated"}
+    code, _, err = run(["evaluate", "--kind", "mcq", "--example", "--methods", "ordinal_aps"], capsys)
+    assert code == 2 and "no order" in err

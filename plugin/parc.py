@@ -34,6 +34,11 @@ stays under variation, relative to its calibrated behaviour on the original;
 only then can a confidently wrong model reach reliability -1). Every score is
 measured on the test half and averaged over seeds.
 
+Counted in ``excluded``: ``variation_unknown`` (no family), ``too_few_items``
+(fewer than 2 source items for a model and dataset), and
+``no_original_prompt`` (a variation whose original prompt is missing: it
+still counts for accuracy and certainty, but has no consistency).
+
 Guarantees (eq. 6): ``cert >= |rel|`` always. The accuracy guarantee holds
 exactly for the power-calibrated accuracy ``2 acc^m - 1`` (reported as
 ``accuracy.power_calibrated``): ``rel`` is that times ``cert``. Read with
@@ -142,7 +147,7 @@ def evaluate_parc(data: MCQData, protocol: PARCProtocol) -> dict[str, Any]:
     has_original = np.array([(model[i], dataset[i], source[i]) in original for i in range(n)])
     missing = usable & (variation != "O") & ~has_original
     for i in np.flatnonzero(missing):
-        excluded.add("no_original", data.ids[i])  # kept for accuracy/certainty, not consistency
+        excluded.add("no_original_prompt", data.ids[i])  # kept for accuracy and certainty, not consistency
     answer = [data.options[i][data.prediction[i]] for i in range(n)]
     k = data.n_options
     correct_pred = data.correct[np.arange(n), data.prediction]

@@ -153,7 +153,7 @@ def test_variation_without_original_and_unknown_family_are_counted() -> None:
     recs.append({**recs[0], "id": "odd", "variation": "XX-1"})
     r = evaluate_parc(mcq_from_records(recs), PARCProtocol(seeds=(0,)))
     excluded = {e["reason"]: e["count"] for e in r["excluded"]}
-    assert excluded == {"no_original": 2, "variation_unknown": 1}
+    assert excluded == {"no_original_prompt": 2, "variation_unknown": 1}
     with pytest.raises(InputError, match="source_id"):
         evaluate_parc(mcq_from_records([{k: v for k, v in x.items() if k != "source_id"} for x in recs[:9]]), PARCProtocol())
 

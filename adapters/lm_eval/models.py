@@ -1,0 +1,403 @@
+"""Hugging Face judge models for lm-eval: ``hf-judge`` (text) and ``hf-multimodal-judge`` (image + text).
+
+They are lm-eval's ``hf`` and ``hf-multimodal`` with two changes:
+
+* ``loglikelihood`` groups a document's requests (same context, same images)
+  and reads every label's log-likelihood from **one forward pass** per
+  document (``scoring=per_label`` restores one pass per choice, for
+  comparison). Identical documents in several tasks (a category task and the
+  pooled task) are scored once.
+* ``generate_until`` generates with ``output_logits=True,
+  return_dict_in_generate=True`` and returns a JSON judge response: the text
+  and the rating-token logprobs at the score position found by judgecp's
+  extractor, from raw logits.
+
+Extra ``--model_args``: ``scale`` (``1:5``), ``floor`` (log 1e-5, for a label
+missing from a top-k list; full-vocabulary logprobs are never floored),
+``scoring`` (``one_pass`` | ``per_label``), ``record`` (a JSONL path: write
+every document's scores, for :mod:`judgecp.adapters.lm_eval.replay`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from lm_eval.models.hf_vlms import DEFAULT_IMAGE_PLACEHOLDER, HFMultimodalLM
+from lm_eval.models.huggingface import HFLM
+from lm_eval.models.utils import replace_placeholders, resize_image
+
+from judgecp.adapters.lm_eval.capture import (
+    GenerationCapture,
+    RatingVocabulary,
+    capture_generation,
+    judge_response_from_ids,
+    plan_document,
+    read_continuation,
+)
+from judgecp.adapters.lm_eval.records import judge_response
+from judgecp.extraction import DEFAULT_FLOOR
+from judgecp.scale import LikertScale
+
+logger = logging.getLogger("judgecp.lm_eval")
+
+SCORING_MODES = ("one_pass", "per_label")
+
+
+def image_fingerprint(images: Sequence[Any]) -> str:
+    """Content hash of a request's images (PIL): equal images, equal documents."""
+    digest = hashlib.blake2b(digest_size=16)
+    for img in images:
+        digest.update(f"{img.mode}{img.size}".encode())
+        digest.update(img.tobytes())
+    return digest.hexdigest()
+
+
+class _PairingHook:
+    """Stands in for lm-eval's cache hook during ``generate_until``.
+
+    lm-eval reports each decoded answer to the cache hook right after the
+    batch that produced it, in batch order; the captures of that batch were
+    queued in the same order by ``_model_generate``. Pairing them here turns
+    each answer into a judge response, which is also what gets cached.
+    """
+
+    def __init__(self, inner: Any, model: JudgeCaptureMixin) -> None:
+        self.inner = inner
+        self.model = model
+
+    def add_partial(self, attr: str, req: Any, res: Any) -> None:
+        if attr == "generate_until" and self.model._judgecp_pending:
+            context = req[0]
+            response = self.model._judgecp_respond(res, self.model._judgecp_pending.popleft())
+            self.model._judgecp_done[(context, res)].append(response)
+            res = response
+        if self.inner is not None:
+            self.inner.add_partial(attr, req, res)
+
+
+class JudgeCaptureMixin:
+    """One-pass direct scoring and logprob-capturing generation for HF models (see the module doc)."""
+
+    def _judgecp_init(self, scale: str, floor: float | str | None, scoring: str, record: str | None) -> None:
+        if scoring not in SCORING_MODES:
+            raise ValueError(f"scoring must be one of {SCORING_MODES}, got {scoring!r}")
+        self.judgecp_scale = LikertScale.parse(str(scale))
+        self.judgecp_floor = DEFAULT_FLOOR if floor in (None, "") else float(floor)  # type: ignore[arg-type]
+        self.judgecp_scoring = scoring
+        self.judgecp_record = None if not record else Path(str(record))
+        #: forward_passes (model calls of direct scoring), documents, per_label_documents (fallbacks)
+        self.judgecp_stats: Counter[str] = Counter()
+        self._judgecp_vocabulary: RatingVocabulary | None = None
+        self._judgecp_pending: deque[GenerationCapture] = deque()
+        self._judgecp_done: defaultdict[tuple[str, str], deque[str]] = defaultdict(deque)
+        self._judgecp_capturing = False
+
+    # -- direct scoring ------------------------------------------------------
+
+    def _judgecp_score(
+        self,
+        documents: Sequence[tuple[list[int], list[list[int]], dict[str, Any] | None]],
+        call: Callable[[torch.Tensor, dict[str, Any] | None], torch.Tensor],
+    ) -> list[list[tuple[float, bool]]]:
+        """Log-likelihood and greediness of every continuation of every document.
+
+        ``documents``: (context ids, continuation ids, extra model inputs such as
+        pixel values, batch dimension 1). Rows (one per document, or one per
+        choice when the choices differ in more than their last token) are run
+        in batches of ``batch_size``, right-padded.
+        """
+        one_pass = self.judgecp_scoring == "one_pass"
+        rows: list[tuple[int, list[int], int]] = []  # (document, input ids, context length)
+        plans = []
+        for d, (context, continuations, _extra) in enumerate(documents):
+            plan = plan_document(continuations, one_pass=one_pass)
+            plans.append(plan)
+            if not plan.single_pass:
+                self.judgecp_stats["per_label_documents"] += 1
+            for extension in plan.rows:
+                ids, context_length = self._judgecp_fit(context, extension, multimodal=_extra is not None)
+                rows.append((d, ids, context_length))
+        self.judgecp_stats["documents"] += len(documents)
+        batch_size = self.batch_size if isinstance(self.batch_size, int) and self.batch_size > 0 else 1
+        order = sorted(range(len(rows)), key=lambda i: -len(rows[i][1]))
+        row_logits: dict[int, torch.Tensor] = {}
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            width = max(len(rows[i][1]) for i in batch)
+            pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+            inputs = torch.tensor(
+                [rows[i][1] + [pad] * (width - len(rows[i][1])) for i in batch], dtype=torch.long, device=self.device
+            )
+            extras = [documents[rows[i][0]][2] for i in batch]
+            extra = None if extras[0] is None else {k: torch.cat([e[k] for e in extras], dim=0) for k in extras[0]}  # type: ignore[index]
+            logits = call(inputs, extra)
+            self.judgecp_stats["forward_passes"] += 1
+            for b, i in enumerate(batch):
+                row_logits[i] = logits[b, : len(rows[i][1])]
+        results: list[list[tuple[float, bool]]] = []
+        first_row = 0
+        for plan in plans:
+            out = []
+            for row, tokens in plan.reads:
+                i = first_row + row
+                out.append(read_continuation(row_logits[i], rows[i][2], tokens))
+            results.append(out)
+            first_row += len(plan.rows)
+        return results
+
+    def _judgecp_fit(self, context: list[int], extension: list[int], *, multimodal: bool) -> tuple[list[int], int]:
+        """Context + extension within the model's length (left-truncating text contexts, like lm-eval)."""
+        ids = context + extension
+        if len(ids) <= self.max_length:
+            return ids, len(context)
+        if multimodal:
+            raise ValueError(
+                f"a judge prompt with its image is {len(ids)} tokens, longer than max_length={self.max_length}; "
+                "pass a larger max_length in --model_args"
+            )
+        cut = len(ids) - self.max_length
+        return ids[cut:], len(context) - cut
+
+    def _loglikelihood_tokens(
+        self, requests: list[tuple[tuple[str, str], list[int], list[int]]], disable_tqdm: bool = False, override_bs: int | None = None
+    ) -> list[tuple[float, bool]]:
+        """Text requests, grouped by context: one row per distinct context."""
+        by_context: dict[tuple[int, ...], list[int]] = {}
+        for i, (_strings, context, _continuation) in enumerate(requests):
+            by_context.setdefault(tuple(context), []).append(i)
+        documents = []
+        members = []
+        for context, idx in by_context.items():
+            unique = list(dict.fromkeys(tuple(requests[i][2]) for i in idx))
+            documents.append((list(context), [list(c) for c in unique], None))
+            members.append((idx, unique))
+        scored = self._judgecp_score(documents, lambda inputs, _extra: self._model_call(inputs))
+        results: list[tuple[float, bool] | None] = [None] * len(requests)
+        for (idx, unique), values in zip(members, scored, strict=True):
+            lookup = dict(zip(unique, values, strict=True))
+            for i in idx:
+                results[i] = lookup[tuple(requests[i][2])]
+                self.cache_hook.add_partial("loglikelihood", requests[i][0], results[i])
+        self._judgecp_log_stats()
+        return results  # type: ignore[return-value]
+
+    def _judgecp_log_stats(self) -> None:
+        s = self.judgecp_stats
+        logger.info(
+            "judgecp: %d documents scored in %d forward passes (%d needed one pass per choice)",
+            s["documents"], s["forward_passes"], s["per_label_documents"],
+        )
+
+    # -- chain of thought ----------------------------------------------------
+
+    def _judgecp_vocab(self) -> RatingVocabulary:
+        if self._judgecp_vocabulary is None:
+            self._judgecp_vocabulary = RatingVocabulary(self.tokenizer, self.judgecp_scale)
+        return self._judgecp_vocabulary
+
+    def _judgecp_stop_ids(self) -> set[int]:
+        ids = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
+        eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        ids.update(eos if isinstance(eos, (list, tuple)) else [eos])
+        return {i for i in ids if i is not None}
+
+    def _judgecp_generate(self, generate: Callable[..., Any], prompt_length: int, **kwargs: Any) -> Any:
+        """Run ``generate`` capturing raw logits; queue the captures; return the sequences."""
+        if not self._judgecp_capturing:
+            return generate(**kwargs)
+        out = generate(output_logits=True, return_dict_in_generate=True, **kwargs)
+        self._judgecp_pending.extend(
+            capture_generation(out, prompt_length, self._judgecp_vocab(), self._judgecp_stop_ids())
+        )
+        return out.sequences
+
+    def _model_generate(self, context: torch.Tensor, max_length: int, stop: list[str], **generation_kwargs: Any) -> Any:
+        parent = super()._model_generate  # type: ignore[misc]
+
+        def generate(**extra: Any) -> Any:
+            return parent(context, max_length, stop, **generation_kwargs, **extra)
+
+        return self._judgecp_generate(generate, context.shape[1])
+
+    def _judgecp_respond(self, text: str, capture: GenerationCapture) -> str:
+        return judge_response_from_ids(text, capture, self.tokenizer, self._judgecp_vocab(), floor=self.judgecp_floor)
+
+    def _judgecp_request_key(self, request: Any) -> tuple[Any, ...] | None:
+        """Identity of a generation request; ``None`` when sampling (never merged)."""
+        context, gen_kwargs = request.args[0], request.args[1]
+        if isinstance(gen_kwargs, dict) and gen_kwargs.get("do_sample"):
+            return None
+        return (context, json.dumps(gen_kwargs, sort_keys=True, default=str))
+
+    def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
+        """Generate once per distinct request and return JSON judge responses."""
+        unique: list[Any] = []
+        slot: list[int] = []
+        seen: dict[tuple[Any, ...], int] = {}
+        for req in requests:
+            key = self._judgecp_request_key(req)
+            if key is not None and len(req.args) > 2:
+                key = (*key, image_fingerprint(req.args[2].get("visual") or []))
+            if key is None or key not in seen:
+                if key is not None:
+                    seen[key] = len(unique)
+                slot.append(len(unique))
+                unique.append(req)
+            else:
+                slot.append(seen[key])
+        inner = self.cache_hook
+        self.cache_hook = _PairingHook(inner, self)
+        self._judgecp_capturing = True
+        self._judgecp_pending.clear()
+        self._judgecp_done.clear()
+        try:
+            texts = super().generate_until(unique, disable_tqdm=disable_tqdm)  # type: ignore[misc]
+        finally:
+            self.cache_hook = inner
+            self._judgecp_capturing = False
+        responses = [self._judgecp_take(req.args[0], text) for req, text in zip(unique, texts, strict=True)]
+        out = [responses[s] for s in slot]
+        self._judgecp_write_record("cot", requests, out)
+        return out
+
+    def _judgecp_take(self, context: str, text: str) -> str:
+        queue = self._judgecp_done.get((context, text))
+        if queue:
+            return queue.popleft()
+        # Should not happen: lm-eval reported an answer without a generate call we saw.
+        logger.error("judgecp: no captured logits for a generation; its document is excluded (no_score)")
+        return judge_response(text, None, parsed=None, flags=("no_score", "capture_missing"))
+
+    # -- recording -------------------------------------------------------------
+
+    def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple[float, bool]]:
+        results = super().loglikelihood(requests, disable_tqdm=disable_tqdm)  # type: ignore[misc]
+        self._judgecp_write_record("direct", requests, results)
+        return results  # type: ignore[no-any-return]
+
+    def _judgecp_write_record(self, kind: str, requests: Sequence[Any], results: Sequence[Any]) -> None:
+        """Append each document's scores to ``record`` (one file per rank), for the replay model."""
+        if self.judgecp_record is None or not requests:
+            return
+        path = self.judgecp_record
+        if getattr(self, "world_size", 1) > 1:
+            path = path.with_name(f"{path.stem}.rank{self.rank}{path.suffix}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        by_doc: dict[str, dict[str, Any]] = {}
+        for req, res in zip(requests, results, strict=True):
+            doc_id = str((req.doc or {}).get("id", req.doc_id))
+            entry = by_doc.setdefault(doc_id, {"id": doc_id, "kind": kind})
+            if kind == "direct":
+                entry.setdefault("loglikelihoods", {})[req.args[1]] = [float(res[0]), bool(res[1])]
+            else:
+                entry["response"] = res
+        with path.open("a", encoding="utf-8") as handle:
+            for entry in by_doc.values():
+                handle.write(json.dumps(entry) + "\n")
+
+
+class HFJudgeLM(JudgeCaptureMixin, HFLM):
+    """``hf-judge``: lm-eval's ``hf`` with one-pass direct scoring and logprob capture."""
+
+    def __init__(
+        self,
+        *args: Any,
+        scale: str = "1:5",
+        floor: float | str | None = None,
+        scoring: str = "one_pass",
+        record: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._judgecp_init(scale, floor, scoring, record)
+
+
+class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
+    """``hf-multimodal-judge``: lm-eval's ``hf-multimodal`` with image ``multiple_choice`` scoring
+    (one forward pass per document) and logprob capture."""
+
+    def __init__(
+        self,
+        *args: Any,
+        scale: str = "1:5",
+        floor: float | str | None = None,
+        scoring: str = "one_pass",
+        record: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._judgecp_init(scale, floor, scoring, record)
+
+    def _model_multimodal_generate(self, inputs: Any, max_length: int, stop: list[str], **generation_kwargs: Any) -> Any:
+        def generate(**extra: Any) -> Any:
+            return HFMultimodalLM._model_multimodal_generate(self, inputs, max_length, stop, **generation_kwargs, **extra)
+
+        return self._judgecp_generate(generate, inputs["input_ids"].shape[1])
+
+    def _judgecp_encode_image_document(self, context: str, visuals: list[Any]) -> tuple[list[int], str, dict[str, Any]]:
+        """Context ids with the image tokens expanded, the context text, and the pixel inputs."""
+        text = context
+        if not self.chat_applied:
+            text = replace_placeholders(context, DEFAULT_IMAGE_PLACEHOLDER, self.image_token, self.max_images)
+        visuals = [resize_image(img, self.image_width, self.image_height, self.image_max_side) for img in visuals]
+        visuals = visuals[: self.max_images]
+        if self.rgb:
+            visuals = [img.convert("RGB") for img in visuals]
+        encoding = self.processor(text=[text], images=visuals, return_tensors="pt")
+        ids = encoding.pop("input_ids")[0].tolist()
+        encoding.pop("attention_mask", None)
+        extra = {k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device)) for k, v in encoding.items()}
+        return ids, text, extra
+
+    def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple[float, bool]]:
+        if not requests or len(requests[0].args) < 3:
+            return super().loglikelihood(requests, disable_tqdm=disable_tqdm)
+        # Group by context, then by image content when several documents share a context.
+        by_context: dict[str, list[int]] = defaultdict(list)
+        for i, req in enumerate(requests):
+            by_context[req.args[0]].append(i)
+        groups: list[list[int]] = []
+        for idx in by_context.values():
+            by_images: dict[Any, list[int]] = defaultdict(list)
+            visuals_of = {id(requests[i].args[2]["visual"]) for i in idx}
+            for i in idx:
+                key = id(requests[i].args[2]["visual"]) if len(visuals_of) == 1 else image_fingerprint(requests[i].args[2]["visual"])
+                by_images[key].append(i)
+            groups.extend(by_images.values())
+        documents = []
+        members = []
+        for idx in groups:
+            context, _, aux = requests[idx[0]].args
+            # Trailing whitespace moves to the continuations, as lm-eval's own encoding does.
+            stripped = context.rstrip()
+            spaces = context[len(stripped) :]
+            ids, text, extra = self._judgecp_encode_image_document(stripped, list(aux["visual"]))
+            continuations = {}
+            for i in idx:
+                continuation = requests[i].args[1]
+                if continuation not in continuations:
+                    continuations[continuation] = self._judgecp_continuation_ids(text, spaces + continuation)
+            unique = list(continuations)
+            documents.append((ids, [continuations[c] for c in unique], extra))
+            members.append((idx, unique))
+        scored = self._judgecp_score(documents, lambda inputs, extra: self._model_multimodal_call(inputs, extra))
+        results: list[tuple[float, bool] | None] = [None] * len(requests)
+        for (idx, unique), values in zip(members, scored, strict=True):
+            lookup = dict(zip(unique, values, strict=True))
+            for i in idx:
+                results[i] = lookup[requests[i].args[1]]
+        self._judgecp_log_stats()
+        self._judgecp_write_record("direct", requests, results)
+        return results  # type: ignore[return-value]
+
+    def _judgecp_continuation_ids(self, context_text: str, continuation: str) -> list[int]:
+        """The continuation's tokens as lm-eval splits them: encode context + continuation, drop the context's."""
+        whole = self.tok_encode(context_text + continuation)
+        return whole[len(self.tok_encode(context_text)) :]

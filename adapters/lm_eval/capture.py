@@ -193,3 +193,21 @@ def response_from_candidates(
     return judge_response(
         text, result.logprobs, parsed=result.parsed, flags=result.flags, stage=result.stage, position=result.position
     )
+
+
+# -- top-k backends (vLLM) -------------------------------------------------------------
+
+
+def capture_from_vllm_output(output: Any) -> tuple[list[int], list[dict[int, float]]]:
+    """Generated ids and per-position ``{token id: logprob}`` (top-k) of a vLLM ``RequestOutput``."""
+    completion = output.outputs[0]
+    positions = [{int(tid): float(lp.logprob) for tid, lp in (step or {}).items()} for step in (completion.logprobs or [])]
+    return list(completion.token_ids), positions
+
+
+def response_from_vllm_capture(text: str, capture: tuple[list[int], list[dict[int, float]]], tokenizer: Any, scale: LikertScale, floor: float) -> str:
+    ids, positions = capture
+    n = min(_aligned_length(tokenizer, ids, text), len(positions))
+    tokens = tokenizer.convert_ids_to_tokens(ids[:n])
+    candidates = [dict(zip(tokenizer.convert_ids_to_tokens(list(p)), p.values(), strict=True)) for p in positions[:n]]
+    return response_from_candidates(text, tokens, candidates, scale, floor=floor)

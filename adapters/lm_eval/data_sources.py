@@ -50,11 +50,11 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
             yield lineno, obj if isinstance(obj, dict) else None
 
 
-def as_dataset_dict(rows: list[dict[str, Any]], split: str = "test") -> Any:
+def as_dataset_dict(rows: list[dict[str, Any]], split: str = "test", *, what: str = "this task") -> Any:
     """A ``datasets.DatasetDict`` with one split (every value a string or None, so types never clash)."""
     datasets = require("datasets", "lm-eval", "judge tasks")
     if not rows:
-        raise InputError("no documents to evaluate")
+        raise InputError(f"no documents for {what}")
     return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})  # type: ignore[attr-defined]
 
 

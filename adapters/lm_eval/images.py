@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-logger = logging.getLogger("judgecp.lm_eval")
+logger = logging.getLogger("lm_eval.judgecp")
 
 #: Size of the blank image sent in place of one that failed to load.
 PLACEHOLDER_SIZE = (32, 32)

@@ -35,7 +35,7 @@ from judgecp.adapters.lm_eval.records import split_excluded
 from judgecp.errors import InputError
 from judgecp.scale import LikertScale
 
-logger = logging.getLogger("judgecp.lm_eval")
+logger = logging.getLogger("lm_eval.judgecp")
 
 DEFAULT_METHODS = "naive,lac"
 SETTING_KEYS = ("alpha", "methods", "seeds", "cal_fraction", "mondrian")

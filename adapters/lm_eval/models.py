@@ -20,12 +20,9 @@ every document's scores, for :mod:`judgecp.adapters.lm_eval.replay`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -41,48 +38,16 @@ from judgecp.adapters.lm_eval.capture import (
     plan_document,
     read_continuation,
 )
-from judgecp.adapters.lm_eval.records import judge_response
+from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin, image_fingerprint
 from judgecp.extraction import DEFAULT_FLOOR
 from judgecp.scale import LikertScale
 
-logger = logging.getLogger("judgecp.lm_eval")
+logger = logging.getLogger("lm_eval.judgecp")
 
 SCORING_MODES = ("one_pass", "per_label")
 
 
-def image_fingerprint(images: Sequence[Any]) -> str:
-    """Content hash of a request's images (PIL): equal images, equal documents."""
-    digest = hashlib.blake2b(digest_size=16)
-    for img in images:
-        digest.update(f"{img.mode}{img.size}".encode())
-        digest.update(img.tobytes())
-    return digest.hexdigest()
-
-
-class _PairingHook:
-    """Stands in for lm-eval's cache hook during ``generate_until``.
-
-    lm-eval reports each decoded answer to the cache hook right after the
-    batch that produced it, in batch order; the captures of that batch were
-    queued in the same order by ``_model_generate``. Pairing them here turns
-    each answer into a judge response, which is also what gets cached.
-    """
-
-    def __init__(self, inner: Any, model: JudgeCaptureMixin) -> None:
-        self.inner = inner
-        self.model = model
-
-    def add_partial(self, attr: str, req: Any, res: Any) -> None:
-        if attr == "generate_until" and self.model._judgecp_pending:
-            context = req[0]
-            response = self.model._judgecp_respond(res, self.model._judgecp_pending.popleft())
-            self.model._judgecp_done[(context, res)].append(response)
-            res = response
-        if self.inner is not None:
-            self.inner.add_partial(attr, req, res)
-
-
-class JudgeCaptureMixin:
+class JudgeCaptureMixin(GenerationPairingMixin):
     """One-pass direct scoring and logprob-capturing generation for HF models (see the module doc)."""
 
     def _judgecp_init(self, scale: str, floor: float | str | None, scoring: str, record: str | None) -> None:
@@ -91,13 +56,10 @@ class JudgeCaptureMixin:
         self.judgecp_scale = LikertScale.parse(str(scale))
         self.judgecp_floor = DEFAULT_FLOOR if floor in (None, "") else float(floor)  # type: ignore[arg-type]
         self.judgecp_scoring = scoring
-        self.judgecp_record = None if not record else Path(str(record))
         #: forward_passes (model calls of direct scoring), documents, per_label_documents (fallbacks)
         self.judgecp_stats: Counter[str] = Counter()
         self._judgecp_vocabulary: RatingVocabulary | None = None
-        self._judgecp_pending: deque[GenerationCapture] = deque()
-        self._judgecp_done: defaultdict[tuple[str, str], deque[str]] = defaultdict(deque)
-        self._judgecp_capturing = False
+        self._pairing_init(record)
 
     # -- direct scoring ------------------------------------------------------
 
@@ -229,78 +191,6 @@ class JudgeCaptureMixin:
     def _judgecp_respond(self, text: str, capture: GenerationCapture) -> str:
         return judge_response_from_ids(text, capture, self.tokenizer, self._judgecp_vocab(), floor=self.judgecp_floor)
 
-    def _judgecp_request_key(self, request: Any) -> tuple[Any, ...] | None:
-        """Identity of a generation request; ``None`` when sampling (never merged)."""
-        context, gen_kwargs = request.args[0], request.args[1]
-        if isinstance(gen_kwargs, dict) and gen_kwargs.get("do_sample"):
-            return None
-        return (context, json.dumps(gen_kwargs, sort_keys=True, default=str))
-
-    def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
-        """Generate once per distinct request and return JSON judge responses."""
-        unique: list[Any] = []
-        slot: list[int] = []
-        seen: dict[tuple[Any, ...], int] = {}
-        for req in requests:
-            key = self._judgecp_request_key(req)
-            if key is not None and len(req.args) > 2:
-                key = (*key, image_fingerprint(req.args[2].get("visual") or []))
-            if key is None or key not in seen:
-                if key is not None:
-                    seen[key] = len(unique)
-                slot.append(len(unique))
-                unique.append(req)
-            else:
-                slot.append(seen[key])
-        inner = self.cache_hook
-        self.cache_hook = _PairingHook(inner, self)
-        self._judgecp_capturing = True
-        self._judgecp_pending.clear()
-        self._judgecp_done.clear()
-        try:
-            texts = super().generate_until(unique, disable_tqdm=disable_tqdm)  # type: ignore[misc]
-        finally:
-            self.cache_hook = inner
-            self._judgecp_capturing = False
-        responses = [self._judgecp_take(req.args[0], text) for req, text in zip(unique, texts, strict=True)]
-        out = [responses[s] for s in slot]
-        self._judgecp_write_record("cot", requests, out)
-        return out
-
-    def _judgecp_take(self, context: str, text: str) -> str:
-        queue = self._judgecp_done.get((context, text))
-        if queue:
-            return queue.popleft()
-        # Should not happen: lm-eval reported an answer without a generate call we saw.
-        logger.error("judgecp: no captured logits for a generation; its document is excluded (no_score)")
-        return judge_response(text, None, parsed=None, flags=("no_score", "capture_missing"))
-
-    # -- recording -------------------------------------------------------------
-
-    def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple[float, bool]]:
-        results = super().loglikelihood(requests, disable_tqdm=disable_tqdm)  # type: ignore[misc]
-        self._judgecp_write_record("direct", requests, results)
-        return results  # type: ignore[no-any-return]
-
-    def _judgecp_write_record(self, kind: str, requests: Sequence[Any], results: Sequence[Any]) -> None:
-        """Append each document's scores to ``record`` (one file per rank), for the replay model."""
-        if self.judgecp_record is None or not requests:
-            return
-        path = self.judgecp_record
-        if getattr(self, "world_size", 1) > 1:
-            path = path.with_name(f"{path.stem}.rank{self.rank}{path.suffix}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        by_doc: dict[str, dict[str, Any]] = {}
-        for req, res in zip(requests, results, strict=True):
-            doc_id = str((req.doc or {}).get("id", req.doc_id))
-            entry = by_doc.setdefault(doc_id, {"id": doc_id, "kind": kind})
-            if kind == "direct":
-                entry.setdefault("loglikelihoods", {})[req.args[1]] = [float(res[0]), bool(res[1])]
-            else:
-                entry["response"] = res
-        with path.open("a", encoding="utf-8") as handle:
-            for entry in by_doc.values():
-                handle.write(json.dumps(entry) + "\n")
 
 
 class HFJudgeLM(JudgeCaptureMixin, HFLM):

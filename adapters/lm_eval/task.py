@@ -16,7 +16,8 @@ record (:mod:`judgecp.adapters.lm_eval.records`):
 Documents are normalised by the benchmark to ``id``, ``label`` (raw), and
 ``group``; ``image_error`` (non-empty) marks a document whose image could
 not be read, which is still sent to the model with a blank image and then
-excluded as ``image_load_failed``.
+excluded as ``image_load_failed``; ``exclude`` names any other reason to
+leave a document out (e.g. ``malformed_json_line``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from judgecp.adapters.lm_eval.records import (
 from judgecp.errors import InputError
 from judgecp.scale import LikertScale
 
-logger = logging.getLogger("judgecp.lm_eval")
+logger = logging.getLogger("lm_eval.judgecp")
 
 
 class LikertJudgeTask(ConfigurableTask):
@@ -96,22 +97,22 @@ class LikertJudgeTask(ConfigurableTask):
         fields = {f: doc.get(f) for f in self.RECORD_FIELDS}
         common = {"group": doc.get("group"), **fields}
         image_error = doc.get("image_error") or images.failed(doc)
+        # A problem with the document itself (e.g. a malformed source line) comes first.
+        exclude = doc.get("exclude") or (EXCLUDE_IMAGE if image_error else None)
         if self.OUTPUT_TYPE == "multiple_choice":
             labels = self.SCALE.tokens
             logprobs = {label: float(ll) for label, (ll, _greedy) in zip(labels, results, strict=True)}
             finite = {k: v for k, v in logprobs.items() if not math.isnan(v)}
             parsed = int(max(finite, key=finite.__getitem__)) if finite else None
             return likert_record(
-                doc["id"], doc.get("label"), logprobs, parsed=parsed,
-                exclude=EXCLUDE_IMAGE if image_error else None, **common,
+                doc["id"], doc.get("label"), logprobs, parsed=parsed, exclude=exclude, **common,
             )
         response = parse_judge_response(results[0])
         if response is None:
             return likert_record(
-                doc["id"], doc.get("label"), None,
-                exclude=EXCLUDE_IMAGE if image_error else EXCLUDE_NOT_JSON, **common,
+                doc["id"], doc.get("label"), None, exclude=exclude or EXCLUDE_NOT_JSON, **common,
             )
         return likert_record(
             doc["id"], doc.get("label"), response.get("logprobs"), parsed=response.get("parsed"),
-            flags=response.get("flags") or (), exclude=EXCLUDE_IMAGE if image_error else None, **common,
+            flags=response.get("flags") or (), exclude=exclude, **common,
         )

@@ -8,6 +8,7 @@ are noise: they exist to exercise the harness path, never to be evaluated.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -68,9 +69,16 @@ def _llama_config(tokenizer: object, hidden: int, layers: int, max_positions: in
 
 
 def build_tiny_llama(
-    path: str | Path, *, hidden: int = 64, layers: int = 2, max_positions: int = 2048, seed: int = 0
+    path: str | Path,
+    *,
+    hidden: int = 64,
+    layers: int = 2,
+    max_positions: int = 2048,
+    seed: int = 0,
+    script: str | None = None,
+    after: str = ".",
 ) -> Path:
-    """Save a random tiny LlamaForCausalLM and its tokenizer to ``path``."""
+    """Save a random tiny LlamaForCausalLM and its tokenizer to ``path`` (scripted: see :func:`script_judge`)."""
     import torch
     from transformers import LlamaForCausalLM
 
@@ -78,6 +86,8 @@ def build_tiny_llama(
     tokenizer = train_tokenizer()
     torch.manual_seed(seed)
     model = LlamaForCausalLM(_llama_config(tokenizer, hidden, layers, max_positions))
+    if script is not None:
+        script_judge(model, tokenizer, script, after=after)
     model.generation_config.pad_token_id = tokenizer.pad_token_id  # type: ignore[attr-defined]
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)  # type: ignore[attr-defined]
@@ -93,6 +103,8 @@ def build_tiny_llava(
     patch_size: int = 8,
     max_positions: int = 2048,
     seed: int = 0,
+    script: str | None = None,
+    after: str = ".",
 ) -> Path:
     """Save a random tiny LLaVA (CLIP vision tower + Llama) with a PIL-only processor to ``path``."""
     import torch
@@ -124,6 +136,8 @@ def build_tiny_llava(
     )
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(config)
+    if script is not None:
+        script_judge(model, tokenizer, script, after=after)
     model.generation_config.pad_token_id = tokenizer.pad_token_id  # type: ignore[attr-defined]
     image_processor = CLIPImageProcessorPil(
         size={"shortest_edge": image_size},
@@ -139,3 +153,47 @@ def build_tiny_llava(
     model.save_pretrained(path)
     processor.save_pretrained(path)
     return path
+
+
+def script_judge(
+    model: object,
+    tokenizer: object,
+    script: str,
+    *,
+    after: str = ".",
+    strength: float = 12.0,
+    context_scale: float = 0.5,
+    noise: float = 5.0,
+) -> list[int]:
+    """Make a random tiny model answer ``script`` (then end of sequence) after a prompt ending in ``after``.
+
+    The language model's residual branches are scaled down by
+    ``context_scale`` (so its hidden state is mostly the current token's
+    embedding, slightly moved by the context and the image) and its output
+    layer is set to a bigram chain ``after -> script tokens -> </s>`` on top
+    of its random weights times ``noise``. Its greedy output is then the
+    script, and the other tokens' logprobs still vary with the document, as
+    a judge's would. Returns the chain's ids.
+    """
+    import torch
+
+    lm_head = model.get_output_embeddings()  # type: ignore[attr-defined]
+    embeddings = model.get_input_embeddings().weight  # type: ignore[attr-defined]
+    language_model = getattr(model, "model", model)
+    language_model = getattr(language_model, "language_model", language_model)
+    with torch.no_grad():
+        for name, param in language_model.named_parameters():
+            if name.endswith(("o_proj.weight", "down_proj.weight")):
+                param.mul_(context_scale)
+        hidden = language_model.norm(embeddings)
+        chain = [tokenizer(after, add_special_tokens=False)["input_ids"][-1]]  # type: ignore[operator]
+        chain += tokenizer(script, add_special_tokens=False)["input_ids"]  # type: ignore[operator]
+        chain.append(tokenizer.eos_token_id)  # type: ignore[attr-defined]
+        if len(set(chain)) != len(chain):
+            raise ValueError(f"the script's tokens must not repeat (nor the trigger): {chain}")
+        weight = lm_head.weight * noise
+        for a, b in itertools.pairwise(chain):
+            h = hidden[a]
+            weight[b] += strength * h / h.dot(h)
+        lm_head.weight.copy_(weight)
+    return chain

@@ -17,7 +17,7 @@ from typing import Any
 from judgecp.adapters.lm_eval import data_sources, images
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
 
-logger = logging.getLogger("judgecp.lm_eval")
+logger = logging.getLogger("lm_eval.judgecp")
 
 HUB_DATASET = "ONE-Lab/MLLM-as-a-Judge"
 HUB_FILES = ("Benchmark/score.jsonl", "image/*")
@@ -89,7 +89,7 @@ def _all_docs(root: str) -> tuple[dict[str, Any], ...]:
         if row is None:
             logger.warning("judgecp: %s:%d is not a JSON object; skipped", score_file, lineno)
             docs.append({"id": f"line{lineno}", "label": None, "group": None, "actor": None, "question": "",
-                         "answer": "", "image_path": "", "image_error": "malformed score.jsonl line"})
+                         "answer": "", "image_path": "", "image_error": "no image", "exclude": "malformed_json_line"})
             continue
         image_path = base / "image" / str(row.get("image_path", ""))
         docs.append({
@@ -101,6 +101,7 @@ def _all_docs(root: str) -> tuple[dict[str, Any], ...]:
             "answer": data_sources.text(row.get("answer")) or "",
             "image_path": str(image_path),
             "image_error": images.check_image_file(image_path),
+            "exclude": None,
         })
     return tuple(docs)
 
@@ -112,7 +113,8 @@ def load_docs(data_dir: str | None = None, category: str | None = None, **_: Any
     if category is not None:
         wanted = _norm(CATEGORIES[category])
         docs = [d for d in docs if d["group"] is not None and _norm(d["group"]) == wanted]
-    return data_sources.as_dataset_dict(docs)
+    what = f"category {CATEGORIES[category]!r}" if category else "MLLM-as-a-Judge"
+    return data_sources.as_dataset_dict(docs, what=f"{what} in {root}")
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:

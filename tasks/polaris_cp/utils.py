@@ -69,7 +69,10 @@ def _local_docs(root: str) -> tuple[dict[str, Any], ...]:
         raise FileNotFoundError(f"{source} not found: the Polaris directory needs test.jsonl (or data/test-*.parquet)")
     docs = []
     for lineno, row in data_sources.read_jsonl(source):
-        row = row or {}
+        if row is None:
+            docs.append({"id": f"line{lineno}", "label": None, "group": None, "caption": "", "image_path": "",
+                         "image_error": "no image", "exclude": "malformed_json_line"})
+            continue
         image_path = base / str(row.get("img", ""))
         docs.append({
             "id": data_sources.text(row.get("id", lineno - 1)),
@@ -77,14 +80,15 @@ def _local_docs(root: str) -> tuple[dict[str, Any], ...]:
             "group": None,
             "caption": data_sources.text(row.get("cand")) or "",
             "image_path": str(image_path),
-            "image_error": images.check_image_file(image_path) if row else "malformed test.jsonl line",
+            "image_error": images.check_image_file(image_path),
+            "exclude": None,
         })
     return tuple(docs)
 
 
-def _normalise(doc: dict[str, Any], index: int) -> dict[str, Any]:
-    return {"id": str(index), "label": likert_label(doc.get("human_score")), "group": None,
-            "caption": doc.get("cand") or "", "image_path": "", "image_error": ""}
+def _normalise(cand: Any, human_score: Any, index: int) -> dict[str, Any]:
+    return {"id": str(index), "label": likert_label(human_score), "group": None,
+            "caption": cand or "", "image_path": "", "image_error": "", "exclude": None}
 
 
 def load_docs(data_dir: str | None = None, **_: Any) -> Any:
@@ -98,7 +102,8 @@ def load_docs(data_dir: str | None = None, **_: Any) -> Any:
         split = datasets.load_dataset("parquet", data_files={"test": sorted(str(p) for p in root.glob("data/test-*.parquet"))}, split="test")
     else:
         split = datasets.load_dataset(HUB_DATASET, split="test")
-    split = split.map(_normalise, with_indices=True).rename_column("img", "image")
+    # input_columns: the images are not decoded (nor re-encoded) to normalise the text fields.
+    split = split.map(_normalise, with_indices=True, input_columns=["cand", "human_score"]).rename_column("img", "image")
     return datasets.DatasetDict({"test": split})
 
 

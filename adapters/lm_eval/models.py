@@ -60,6 +60,24 @@ class JudgeCaptureMixin(GenerationPairingMixin):
         self.judgecp_stats: Counter[str] = Counter()
         self._judgecp_vocabulary: RatingVocabulary | None = None
         self._pairing_init(record)
+        self._judgecp_cpu_data_parallel()
+
+    def _judgecp_cpu_data_parallel(self) -> None:
+        """Split the documents over ``accelerate launch`` processes on CPU too.
+
+        lm-eval 0.4.13 shards documents only when it counts more than one GPU;
+        on CPU every process would evaluate everything. Launched as
+        ``ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes N -m lm_eval``,
+        each process takes its share and rank 0 gathers the records (gloo).
+        """
+        accelerator = getattr(self, "accelerator", None)
+        if accelerator is None or accelerator.num_processes <= 1 or self._world_size > 1:
+            return
+        if self.device.type != "cpu":
+            return
+        self._rank = accelerator.process_index
+        self._world_size = accelerator.num_processes
+        logger.info("judgecp: CPU data parallel, process %d of %d", self._rank, self._world_size)
 
     # -- direct scoring ------------------------------------------------------
 

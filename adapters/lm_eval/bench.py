@@ -48,13 +48,15 @@ def _count_forward(model: Any) -> tuple[list[int], Any]:
     return calls, model.register_forward_pre_hook(hook)
 
 
-def _median_time(fn: Callable[[], Any], repeats: int) -> float:
-    times = []
+def _interleaved(models: dict[str, Any], fn: Callable[[Any], Any], repeats: int) -> dict[str, float]:
+    """Median wall time of ``fn(model)`` per model, the models alternating so drift hits all alike."""
+    times: dict[str, list[float]] = {name: [] for name in models}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for name, model in models.items():
+            t0 = time.perf_counter()
+            fn(model)
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def bench_capture(*, documents: int = 24, gen_tokens: int = 64, repeats: int = 3, out: TextIO) -> None:
@@ -69,7 +71,6 @@ def bench_capture(*, documents: int = 24, gen_tokens: int = 64, repeats: int = 3
     from judgecp.adapters.lm_eval.tiny_models import build_tiny_llava
 
     register()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     w = out.write
     with tempfile.TemporaryDirectory(prefix="judgecp-bench-") as tmp:
         root = Path(tmp)
@@ -79,20 +80,21 @@ def bench_capture(*, documents: int = 24, gen_tokens: int = 64, repeats: int = 3
         judge = HFMultimodalJudgeLM(**args)
         per_label = HFMultimodalJudgeLM(**args, scoring="per_label")
         plain = HFMultimodalLM(**args)
-        w(f"bench capture: tiny LLaVA (CLIP 2 layers + Llama hidden 64, 2 layers), CPU, {torch.get_num_threads()} threads, "
-          f"{documents} MLLM-as-a-Judge-format documents with images, median of {repeats}\n")
+        w(f"bench capture: tiny LLaVA (CLIP 2 layers + Llama hidden 64, 2 layers), CPU, {torch.get_num_threads()} torch threads, "
+          f"{documents} MLLM-as-a-Judge-format documents with images (prompt B.1), median of {repeats}\n")
 
         # -- direct scoring -------------------------------------------------------
         mc = _requests("mllm_judge_cp_coco", data, judge)
         n_docs = len({r.doc_id for r in mc})
-        results = {}
-        for name, lm in (("one pass per document (hf-multimodal-judge)", judge), ("one pass per label (scoring=per_label)", per_label)):
+        paths = {"one pass per document (hf-multimodal-judge)": judge, "one pass per label (scoring=per_label)": per_label}
+        passes = {}
+        for name, lm in paths.items():
             calls, handle = _count_forward(lm.model)
             lm.loglikelihood(mc)  # warm-up, and the pass count
-            passes = calls[0]
+            passes[name] = calls[0]
             handle.remove()
-            seconds = _median_time(lambda lm=lm: lm.loglikelihood(mc), repeats)
-            results[name] = (passes, seconds)
+        times = _interleaved(paths, lambda lm: lm.loglikelihood(mc), repeats)
+        results = {name: (passes[name], times[name]) for name in paths}
         w("\nDirect scoring (multiple_choice over 1..5, image documents)\n")
         w(f"  {'path':46s} {'passes/doc':>10s} {'ms/doc':>8s}\n")
         for name, (passes, seconds) in results.items():
@@ -104,19 +106,37 @@ def bench_capture(*, documents: int = 24, gen_tokens: int = 64, repeats: int = 3
         except NotImplementedError:
             w("  (stock hf-multimodal refuses image log-likelihood requests: NotImplementedError)\n")
 
+        # -- text: lm-eval's own hf scoring for comparison ---------------------------
+        from lm_eval.models.huggingface import HFLM
+
+        from judgecp.adapters.lm_eval.models import HFJudgeLM
+        from judgecp.adapters.lm_eval.tiny_models import build_tiny_llama
+
+        llama = build_tiny_llama(root / "llama")
+        text_args = {"pretrained": str(llama), "dtype": "float32", "device": "cpu", "batch_size": 1}
+        text = [r for r in _requests("judgecp_demo_all", data, judge) if r.doc_id < documents]
+        w("\nDirect scoring, text (judgecp_demo prompts, tiny Llama)\n")
+        text_models = {"hf-judge": HFJudgeLM(**text_args), "stock hf (lm-eval)": HFLM(**text_args)}
+        text_passes = {}
+        for name, lm in text_models.items():
+            calls, handle = _count_forward(lm.model)
+            lm.loglikelihood(text)
+            text_passes[name] = calls[0]
+            handle.remove()
+        text_times = _interleaved(text_models, lambda lm: lm.loglikelihood(text), repeats)
+        for name in text_models:
+            w(f"  {name:46s} {text_passes[name] / documents:10.2f} {1000 * text_times[name] / documents:8.2f}\n")
+        w("  (lm-eval's hf reuses logits when every choice is one token, as \"Ġ1\"..\"Ġ5\" are here;\n"
+          "   tokenizers that split \" 1\" into two tokens, like Llama 2's, cost it one pass per label)\n")
+
         # -- chain of thought -----------------------------------------------------
         gen = _requests("mllm_judge_cp_cot_coco", data, judge)
         for req in gen:
             req.arguments = (req.arguments[0], {**req.arguments[1], "max_gen_toks": gen_tokens, "until": []}, req.arguments[2])
-        timings: dict[str, list[float]] = {"plain": [], "capture": []}
         judge.generate_until(gen)  # warm-up (also builds the rating vocabulary)
         plain.generate_until(gen)
-        for _ in range(repeats):  # interleaved, so drift hits both alike
-            for name, lm in (("plain", plain), ("capture", judge)):
-                t0 = time.perf_counter()
-                lm.generate_until(gen)
-                timings[name].append(time.perf_counter() - t0)
-        plain_s, capture_s = (statistics.median(timings[k]) for k in ("plain", "capture"))
+        times = _interleaved({"plain": plain, "capture": judge}, lambda lm: lm.generate_until(gen), repeats)
+        plain_s, capture_s = times["plain"], times["capture"]
         w(f"\nChain of thought (generate_until, {gen_tokens} new tokens, greedy, batch 1)\n")
         w(f"  plain hf-multimodal generation        {1000 * plain_s / len(gen):8.2f} ms/doc\n")
         w(f"  hf-multimodal-judge with capture      {1000 * capture_s / len(gen):8.2f} ms/doc\n")

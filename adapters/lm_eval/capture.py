@@ -90,18 +90,15 @@ def plan_document(continuations: Sequence[Sequence[int]], *, one_pass: bool = Tr
     return DocumentPlan([c[:-1] for c in conts], [(i, c) for i, c in enumerate(conts)])
 
 
-def read_continuation(row_logits: Any, context_length: int, tokens: Sequence[int]) -> tuple[float, bool]:
-    """Log-likelihood and greediness of ``tokens`` continuing the context of a row.
+def read_continuation(row_logits: Any, first: int, tokens: Sequence[int]) -> tuple[float, bool]:
+    """Log-likelihood and greediness of ``tokens`` from one row's logits (positions x vocab).
 
-    ``row_logits`` are the model's logits for the row (positions x vocab);
-    the row is the context (``context_length`` tokens) followed by the
-    continuation's tokens but its last, so token ``k`` of the continuation is
-    predicted at position ``context_length - 1 + k``.
+    ``row_logits[first + k]`` are the logits that predict token ``k`` of the
+    continuation (``first`` is the context's last position in the row).
     """
     import torch
 
-    start = context_length - 1
-    logprobs = torch.log_softmax(row_logits[start : start + len(tokens)].float(), dim=-1)
+    logprobs = torch.log_softmax(row_logits[first : first + len(tokens)].float(), dim=-1)
     targets = torch.tensor(list(tokens), device=logprobs.device)
     picked = logprobs[torch.arange(len(tokens), device=logprobs.device), targets]
     greedy = bool((logprobs.argmax(dim=-1) == targets).all())

@@ -84,53 +84,78 @@ class JudgeCaptureMixin(GenerationPairingMixin):
     def _judgecp_score(
         self,
         documents: Sequence[tuple[list[int], list[list[int]], dict[str, Any] | None]],
-        call: Callable[[torch.Tensor, dict[str, Any] | None], torch.Tensor],
     ) -> list[list[tuple[float, bool]]]:
         """Log-likelihood and greediness of every continuation of every document.
 
         ``documents``: (context ids, continuation ids, extra model inputs such as
         pixel values, batch dimension 1). Rows (one per document, or one per
-        choice when the choices differ in more than their last token) are run
-        in batches of ``batch_size``, right-padded.
+        choice when the choices differ in more than their last token) run in
+        batches of ``batch_size``, right-padded; each batch's logits are read
+        and released before the next, and only the positions that predict
+        continuation tokens are computed when the rows have equal lengths.
         """
         one_pass = self.judgecp_scoring == "one_pass"
         rows: list[tuple[int, list[int], int]] = []  # (document, input ids, context length)
-        plans = []
-        for d, (context, continuations, _extra) in enumerate(documents):
+        reads: list[list[tuple[int, list[int]]]] = []  # per row: (read index in its document, tokens)
+        results: list[list[tuple[float, bool] | None]] = []
+        for d, (context, continuations, extra) in enumerate(documents):
             plan = plan_document(continuations, one_pass=one_pass)
-            plans.append(plan)
             if not plan.single_pass:
                 self.judgecp_stats["per_label_documents"] += 1
+            first = len(rows)
             for extension in plan.rows:
-                ids, context_length = self._judgecp_fit(context, extension, multimodal=_extra is not None)
+                ids, context_length = self._judgecp_fit(context, extension, multimodal=extra is not None)
                 rows.append((d, ids, context_length))
+                reads.append([])
+            for k, (row, tokens) in enumerate(plan.reads):
+                reads[first + row].append((k, tokens))
+            results.append([None] * len(plan.reads))
         self.judgecp_stats["documents"] += len(documents)
         batch_size = self.batch_size if isinstance(self.batch_size, int) and self.batch_size > 0 else 1
         order = sorted(range(len(rows)), key=lambda i: -len(rows[i][1]))
-        row_logits: dict[int, torch.Tensor] = {}
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            width = max(len(rows[i][1]) for i in batch)
-            pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+            lengths = {len(rows[i][1]) for i in batch}
+            width = max(lengths)
             inputs = torch.tensor(
                 [rows[i][1] + [pad] * (width - len(rows[i][1])) for i in batch], dtype=torch.long, device=self.device
             )
             extras = [documents[rows[i][0]][2] for i in batch]
             extra = None if extras[0] is None else {k: torch.cat([e[k] for e in extras], dim=0) for k in extras[0]}  # type: ignore[index]
-            logits = call(inputs, extra)
+            # Without padding, only the last positions are needed: from the context's last token on.
+            keep = max(width - rows[i][2] + 1 for i in batch) if len(lengths) == 1 else None
+            logits = self._judgecp_forward(inputs, extra, keep)
             self.judgecp_stats["forward_passes"] += 1
+            offset = width - logits.shape[1]  # positions not computed (logits_to_keep)
             for b, i in enumerate(batch):
-                row_logits[i] = logits[b, : len(rows[i][1])]
-        results: list[list[tuple[float, bool]]] = []
-        first_row = 0
-        for plan in plans:
-            out = []
-            for row, tokens in plan.reads:
-                i = first_row + row
-                out.append(read_continuation(row_logits[i], rows[i][2], tokens))
-            results.append(out)
-            first_row += len(plan.rows)
-        return results
+                d, _ids, context_length = rows[i]
+                for k, tokens in reads[i]:
+                    results[d][k] = read_continuation(logits[b], context_length - 1 - offset, tokens)
+            del logits
+        return results  # type: ignore[return-value]
+
+    def _judgecp_forward(self, inputs: torch.Tensor, extra: dict[str, Any] | None, keep: int | None) -> torch.Tensor:
+        """The model's logits for ``inputs`` (the last ``keep`` positions when the model can limit them)."""
+        kwargs = dict(extra or {})
+        if keep is not None and self._judgecp_keeps_logits():
+            kwargs["logits_to_keep"] = keep
+        with (
+            torch.no_grad(),
+            torch.autocast(
+                device_type=self.device.type,
+                dtype=self.mixed_precision_dtype,
+                enabled=self.mixed_precision_dtype is not None,
+            ),
+        ):
+            return self.model(inputs, **kwargs).logits  # type: ignore[no-any-return]
+
+    def _judgecp_keeps_logits(self) -> bool:
+        if not hasattr(self, "_judgecp_logits_to_keep"):
+            import inspect
+
+            self._judgecp_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        return self._judgecp_logits_to_keep
 
     def _judgecp_fit(self, context: list[int], extension: list[int], *, multimodal: bool) -> tuple[list[int], int]:
         """Context + extension within the model's length (left-truncating text contexts, like lm-eval)."""
@@ -148,7 +173,10 @@ class JudgeCaptureMixin(GenerationPairingMixin):
     def _loglikelihood_tokens(
         self, requests: list[tuple[tuple[str, str], list[int], list[int]]], disable_tqdm: bool = False, override_bs: int | None = None
     ) -> list[tuple[float, bool]]:
-        """Text requests, grouped by context: one row per distinct context."""
+        """Text requests, grouped by context: one row per distinct context (causal models;
+        encoder-decoder models keep lm-eval's own scoring)."""
+        if self.backend != "causal":
+            return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)  # type: ignore[misc,no-any-return]
         by_context: dict[tuple[int, ...], list[int]] = {}
         for i, (_strings, context, _continuation) in enumerate(requests):
             by_context.setdefault(tuple(context), []).append(i)
@@ -158,7 +186,7 @@ class JudgeCaptureMixin(GenerationPairingMixin):
             unique = list(dict.fromkeys(tuple(requests[i][2]) for i in idx))
             documents.append((list(context), [list(c) for c in unique], None))
             members.append((idx, unique))
-        scored = self._judgecp_score(documents, lambda inputs, _extra: self._model_call(inputs))
+        scored = self._judgecp_score(documents)
         results: list[tuple[float, bool] | None] = [None] * len(requests)
         for (idx, unique), values in zip(members, scored, strict=True):
             lookup = dict(zip(unique, values, strict=True))
@@ -258,7 +286,9 @@ class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
         visuals = visuals[: self.max_images]
         if self.rgb:
             visuals = [img.convert("RGB") for img in visuals]
-        encoding = self.processor(text=[text], images=visuals, return_tensors="pt")
+        # lm-eval's convention (tok_batch_multimodal_encode): one image list per text, flat for llava.
+        images = visuals if getattr(self.config, "model_type", "") == "llava" else [visuals]
+        encoding = self.processor(text=[text], images=images, return_tensors="pt")
         ids = encoding.pop("input_ids")[0].tolist()
         encoding.pop("attention_mask", None)
         extra = {k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device)) for k, v in encoding.items()}
@@ -295,7 +325,7 @@ class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
             unique = list(continuations)
             documents.append((ids, [continuations[c] for c in unique], extra))
             members.append((idx, unique))
-        scored = self._judgecp_score(documents, lambda inputs, extra: self._model_multimodal_call(inputs, extra))
+        scored = self._judgecp_score(documents)
         results: list[tuple[float, bool] | None] = [None] * len(requests)
         for (idx, unique), values in zip(members, scored, strict=True):
             lookup = dict(zip(unique, values, strict=True))

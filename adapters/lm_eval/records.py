@@ -152,3 +152,36 @@ def records_from_samples(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
                     raise ValueError(f"{p}:{lineno}: no judgecp record in this sample; is it a judgecp task?")
                 records.append(record)
     return records
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m judgecp.adapters.lm_eval.records SAMPLES.jsonl... -o records.jsonl``.
+
+    Writes the records of lm-eval samples files as a JSONL file that
+    ``judgecp evaluate`` reads as it is (the full report: every method, per
+    group, diagnostics). Records the adapter excluded (unreadable image,
+    response not JSON, ...) are left out and counted on stderr; the core
+    counts the rest of the exclusions itself. With the task's settings
+    (``--methods naive,lac --seeds 10``, defaults of the lm-eval tasks) the
+    numbers are the ones lm-eval reported.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m judgecp.adapters.lm_eval.records", description=main.__doc__)
+    parser.add_argument("samples", nargs="+", help="lm-eval samples_<task>_<date>.jsonl file(s) of one task")
+    parser.add_argument("-o", "--output", required=True, help="records JSONL to write")
+    args = parser.parse_args(argv)
+    # Sorted by id as the aggregation sorts them: the same rows give the same splits.
+    kept, excluded = split_excluded(sorted(records_from_samples(args.samples), key=lambda r: str(r.get("id"))))
+    with Path(args.output).open("w", encoding="utf-8") as handle:
+        for record in kept:
+            handle.write(json.dumps(record) + "\n")
+    print(f"{len(kept)} records written to {args.output}", file=sys.stderr)
+    for entry in excluded.to_json():
+        print(f"left out before evaluation: {entry['reason']} {entry['count']} (e.g. {', '.join(entry['examples'])})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

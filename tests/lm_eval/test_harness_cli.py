@@ -84,6 +84,21 @@ def test_samples_file_recomputes_every_metric(text_run: Path) -> None:
             assert same(read_metric(report, m), expected[m.name]), m.name
 
 
+def test_exported_records_give_the_same_numbers_in_judgecp_evaluate(text_run: Path, tmp_path: Path) -> None:
+    from judgecp.adapters.lm_eval.records import main as export
+    from judgecp.cli import main as judgecp_cli
+
+    files = sorted((text_run / "results").rglob("samples_judge_text_2*.jsonl"))
+    assert export([str(f) for f in files] + ["-o", str(tmp_path / "records.jsonl")]) == 0
+    args = ["evaluate", str(tmp_path / "records.jsonl"), "--methods", "naive,lac", "--seeds", "5", "--quiet", "--json", str(tmp_path / "r.json")]
+    assert judgecp_cli(args) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    results = results_file(text_run / "results")
+    assert report["methods"]["naive"]["labels"]["coverage"] == metric(results, "judge_text", "coverage_naive")
+    assert report["methods"]["lac"]["labels"]["width_std"] == metric(results, "judge_text", "width_lac_stderr")
+    assert report["n"] == metric(results, "judge_text", "n")
+
+
 def test_cot_responses_are_judge_json(text_run: Path) -> None:
     lines = samples(text_run / "results", "judge_text_cot")
     response = parse_judge_response(lines[0]["resps"][0][0])

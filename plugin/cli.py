@@ -263,6 +263,11 @@ def _add_bench(sub: Any) -> None:
     b.add_argument("--splits", type=int, default=1000)
     b.add_argument("--alphas", default="0.05,0.1,0.15,0.2,0.25")
     b.set_defaults(func=cmd_bench_scope)
+    c = bsub.add_parser("capture", help="forward passes and wall time of the lm-eval judge models on tiny local models (needs judgecp[lm-eval])")
+    c.add_argument("--documents", type=int, default=24, help="documents per measurement (default 24)")
+    c.add_argument("--gen-tokens", type=int, default=64, help="tokens generated per document for chain of thought (default 64)")
+    c.add_argument("--repeats", type=int, default=3, help="timed repetitions; the median is reported (default 3)")
+    c.set_defaults(func=cmd_bench_capture)
 
 
 def cmd_bench_protocol(args: argparse.Namespace) -> int:
@@ -282,6 +287,31 @@ def cmd_bench_scope(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_capture(args: argparse.Namespace) -> int:
+    from judgecp.adapters.lm_eval.bench import bench_capture
+
+    bench_capture(documents=args.documents, gen_tokens=args.gen_tokens, repeats=args.repeats, out=sys.stdout)
+    return 0
+
+
+def _add_lm_eval(sub: Any) -> None:
+    p = sub.add_parser("tasks-path", help="print the folder of judgecp's lm-eval tasks (for --include_path)")
+    p.set_defaults(func=lambda args: _lm_eval_cli().print_tasks_path())
+    # Everything after `lm-eval` goes to lm-eval's own parser (see main()).
+    sub.add_parser(
+        "lm-eval",
+        help="run lm-eval with judgecp's models and tasks registered (where the startup hook is off)",
+        add_help=False,
+    )
+
+
+def _lm_eval_cli() -> Any:
+    """The adapter's command-line module, imported only when an lm-eval subcommand runs."""
+    from judgecp.adapters.lm_eval import cli
+
+    return cli
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="judgecp", description="How far can a model judge be trusted? Conformal reliability metrics for judges."
@@ -293,13 +323,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluate(sub)
     _add_methods(sub)
     _add_bench(sub)
+    _add_lm_eval(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["lm-eval"]:
+            return int(_lm_eval_cli().run_lm_eval(argv[1:]))
+        parser = build_parser()
+        args = parser.parse_args(argv)
         return int(args.func(args))
     except (InputError, MissingDependencyError) as exc:
         print(f"judgecp: error: {exc}", file=sys.stderr)

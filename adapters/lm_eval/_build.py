@@ -1,0 +1,52 @@
+"""Build step: ship the lm-eval startup hook into site-packages (setuptools ``build_py``).
+
+A ``.pth`` file works only at the top of site-packages, and ``data_files``
+cannot put it there portably; so ``build_py`` writes ``judgecp-lm-eval.pth``
+and the hook module ``_judgecp_lm_eval_hook.py`` at the root of what becomes
+the wheel. In an editable install setuptools ships only the unpacked wheel
+directory (its ``install_lib``), so the files go there instead. Either way
+they are listed in the wheel's RECORD: ``pip uninstall judgecp`` removes them.
+
+Loaded by setuptools from ``pyproject.toml`` (``[tool.setuptools.cmdclass]``)
+as a standalone file: standard library and setuptools only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from setuptools.command.build_py import build_py as _build_py
+
+HOOK_MODULE = "_judgecp_lm_eval_hook"
+PTH_FILE = "judgecp-lm-eval.pth"
+HOOK_SOURCE = Path(__file__).with_name("_startup_hook.py")
+PTH_LINE = (
+    "import os; os.environ.get('JUDGECP_LM_EVAL_AUTOLOAD', '1').strip().lower() in "
+    f"('0', 'false', 'no', 'off') or __import__('{HOOK_MODULE}').install()\n"
+)
+
+
+class build_py(_build_py):
+    """``build_py`` that also writes the startup hook and its ``.pth`` file."""
+
+    def run(self) -> None:
+        super().run()
+        target = Path(self.build_lib)
+        if getattr(self, "editable_mode", False):
+            target = Path(self.get_finalized_command("install").install_lib)
+        self._hook_files = write_hook(target)
+
+    def get_outputs(self, include_bytecode: bool = True) -> list[str]:  # type: ignore[override]
+        outputs = list(super().get_outputs(include_bytecode))
+        if not getattr(self, "editable_mode", False):
+            outputs += [str(Path(self.build_lib) / name) for name in (f"{HOOK_MODULE}.py", PTH_FILE)]
+        return outputs
+
+
+def write_hook(target: Path) -> list[str]:
+    target.mkdir(parents=True, exist_ok=True)
+    module = target / f"{HOOK_MODULE}.py"
+    module.write_text(HOOK_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
+    pth = target / PTH_FILE
+    pth.write_text(PTH_LINE, encoding="utf-8")
+    return [str(module), str(pth)]

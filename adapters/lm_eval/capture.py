@@ -1,0 +1,210 @@
+"""Reading a judge's score-token logprobs from raw logits (shared by every judgecp model).
+
+Two paths, both from the model's raw logits (never sampling-warped scores):
+
+* **direct scoring** (``multiple_choice`` over the labels): all of a
+  document's label continuations share its context, so one forward pass over
+  the context plus the continuations' common prefix gives every label's
+  log-likelihood at once (:func:`plan_document`). Choices that differ in more
+  than their last token fall back to one pass per choice, counted.
+* **chain of thought** (``generate_until``): ``generate(output_logits=True,
+  return_dict_in_generate=True)``; at each generated position the
+  log-softmax of the logits is kept for the rating-token ids only
+  (:class:`RatingVocabulary`), and the core's extractor finds the score
+  position (:func:`judge_response_from_ids`).
+
+Results are identical to a model's own per-choice scoring up to float
+rounding: the same tokens, the same causal prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from judgecp.adapters.lm_eval.records import judge_response
+from judgecp.extraction import (
+    DEFAULT_FLOOR,
+    detect_style,
+    extract_score,
+    normalize_token,
+    token_text,
+)
+from judgecp.scale import LikertScale
+
+
+class RatingVocabulary:
+    """Every vocabulary id whose token is a rating label in some spelling (``4``, ``Ġ4``, ``▁4``)."""
+
+    def __init__(self, tokenizer: Any, scale: LikertScale) -> None:
+        vocab: dict[str, int] = tokenizer.get_vocab()
+        style = detect_style(list(vocab))
+        labels = set(scale.tokens)
+        pairs = sorted(
+            (i, tok) for tok, i in vocab.items() if normalize_token(token_text(tok, style)) in labels
+        )
+        if not pairs:
+            raise ValueError(f"the tokenizer has no token for any label of the scale {scale}")
+        self.ids = [i for i, _ in pairs]
+        self.tokens = [tok for _, tok in pairs]
+        self.scale = scale
+
+
+# -- direct scoring --------------------------------------------------------------
+
+
+@dataclass
+class DocumentPlan:
+    """How to score one document's continuations.
+
+    ``rows`` are the token ids to append to the context, one model input
+    each; ``reads`` gives, for each continuation, ``(row, tokens)``: the row
+    whose logits predict all of the continuation's tokens.
+    """
+
+    rows: list[list[int]]
+    reads: list[tuple[int, list[int]]]
+
+    @property
+    def single_pass(self) -> bool:
+        return len(self.rows) == 1
+
+
+def common_prefix(seqs: Sequence[Sequence[int]]) -> list[int]:
+    prefix: list[int] = []
+    for column in zip(*seqs, strict=False):
+        if any(t != column[0] for t in column):
+            break
+        prefix.append(column[0])
+    return prefix
+
+
+def plan_document(continuations: Sequence[Sequence[int]], *, one_pass: bool = True) -> DocumentPlan:
+    """One row (context + common prefix) when every continuation adds at most one token to the
+    common prefix; otherwise (or with ``one_pass=False``) one row per continuation."""
+    conts = [list(c) for c in continuations]
+    prefix = common_prefix(conts)
+    if one_pass and all(len(c) - len(prefix) <= 1 for c in conts):
+        return DocumentPlan([prefix], [(0, c) for c in conts])
+    return DocumentPlan([c[:-1] for c in conts], [(i, c) for i, c in enumerate(conts)])
+
+
+def read_continuation(row_logits: Any, first: int, tokens: Sequence[int]) -> tuple[float, bool]:
+    """Log-likelihood and greediness of ``tokens`` from one row's logits (positions x vocab).
+
+    ``row_logits[first + k]`` are the logits that predict token ``k`` of the
+    continuation (``first`` is the context's last position in the row).
+    """
+    import torch
+
+    logprobs = torch.log_softmax(row_logits[first : first + len(tokens)].float(), dim=-1)
+    targets = torch.tensor(list(tokens), device=logprobs.device)
+    picked = logprobs[torch.arange(len(tokens), device=logprobs.device), targets]
+    greedy = bool((logprobs.argmax(dim=-1) == targets).all())
+    return float(picked.sum()), greedy
+
+
+# -- chain of thought -----------------------------------------------------------------
+
+
+@dataclass
+class GenerationCapture:
+    """One generated row: its new token ids and, per position, the rating tokens' logprobs."""
+
+    ids: list[int]
+    rating_logprobs: list[list[float]] = field(repr=False)
+
+
+def capture_generation(output: Any, prompt_length: int, vocabulary: RatingVocabulary, stop_ids: set[int]) -> list[GenerationCapture]:
+    """Per batch row, the generated ids up to the first stop id and the rating-token logprobs.
+
+    ``output`` is ``generate(..., output_logits=True, return_dict_in_generate=True)``'s result.
+    The log-softmax runs step by step over the full vocabulary in float32 and
+    keeps only the rating-token columns, so memory stays at one step.
+    """
+    import torch
+
+    ids = torch.tensor(vocabulary.ids, device=output.sequences.device)
+    per_step = [torch.log_softmax(step.float(), dim=-1).index_select(-1, ids.to(step.device)) for step in output.logits]
+    if per_step:
+        rating = torch.stack(per_step, dim=1).cpu()  # [batch, steps, variants]
+    else:
+        rating = torch.empty((output.sequences.shape[0], 0, len(vocabulary.ids)))
+    new = output.sequences[:, prompt_length:].tolist()
+    captures = []
+    for row, row_ids in enumerate(new):
+        end = next((i for i, t in enumerate(row_ids) if t in stop_ids), len(row_ids))
+        captures.append(GenerationCapture(row_ids[:end], rating[row, :end].tolist()))
+    return captures
+
+
+def _aligned_length(tokenizer: Any, ids: Sequence[int], text: str) -> int:
+    """The fewest leading tokens whose decoded text covers ``text`` (the harness's cut answer)."""
+    if not ids:
+        return 0
+    if len(tokenizer.decode(list(ids), skip_special_tokens=True)) <= len(text):
+        return len(ids)
+    lo, hi = 0, len(ids)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(tokenizer.decode(list(ids[:mid]), skip_special_tokens=True)) >= len(text):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def judge_response_from_ids(
+    text: str,
+    capture: GenerationCapture,
+    tokenizer: Any,
+    vocabulary: RatingVocabulary,
+    *,
+    floor: float = DEFAULT_FLOOR,
+) -> str:
+    """The JSON judge response for one generation: ``text`` plus the extracted score logprobs."""
+    n = _aligned_length(tokenizer, capture.ids, text)
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    keep = [i for i in range(n) if capture.ids[i] not in special]
+    tokens = tokenizer.convert_ids_to_tokens([capture.ids[i] for i in keep])
+    positions = [dict(zip(vocabulary.tokens, capture.rating_logprobs[i], strict=True)) for i in keep]
+    return response_from_candidates(text, tokens, positions, vocabulary.scale, floor=floor)
+
+
+def response_from_candidates(
+    text: str,
+    tokens: Sequence[str],
+    position_logprobs: Sequence[dict[str, float]],
+    scale: LikertScale,
+    *,
+    floor: float = DEFAULT_FLOOR,
+) -> str:
+    """The JSON judge response from generated tokens and per-position candidate logprobs.
+
+    Shared by every backend: full-vocabulary rating logprobs (HF), or a
+    top-k list per position (vLLM, OpenAI-compatible APIs), where a label
+    missing from the list gets ``floor`` and a ``missing_token`` flag.
+    """
+    result = extract_score(list(tokens), list(position_logprobs), scale=scale, floor=floor)
+    return judge_response(
+        text, result.logprobs, parsed=result.parsed, flags=result.flags, stage=result.stage, position=result.position
+    )
+
+
+# -- top-k backends (vLLM) -------------------------------------------------------------
+
+
+def capture_from_vllm_output(output: Any) -> tuple[list[int], list[dict[int, float]]]:
+    """Generated ids and per-position ``{token id: logprob}`` (top-k) of a vLLM ``RequestOutput``."""
+    completion = output.outputs[0]
+    positions = [{int(tid): float(lp.logprob) for tid, lp in (step or {}).items()} for step in (completion.logprobs or [])]
+    return list(completion.token_ids), positions
+
+
+def response_from_vllm_capture(text: str, capture: tuple[list[int], list[dict[int, float]]], tokenizer: Any, scale: LikertScale, floor: float) -> str:
+    ids, positions = capture
+    n = min(_aligned_length(tokenizer, ids, text), len(positions))
+    tokens = tokenizer.convert_ids_to_tokens(ids[:n])
+    candidates = [dict(zip(tokenizer.convert_ids_to_tokens(list(p)), p.values(), strict=True)) for p in positions[:n]]
+    return response_from_candidates(text, tokens, candidates, scale, floor=floor)

@@ -1,0 +1,64 @@
+"""Making lm-eval find judgecp's models and tasks without ``--include_path``.
+
+Called by the startup hook (:mod:`judgecp.adapters.lm_eval._startup_hook`)
+right after lm-eval imports the module named, or by :func:`install` (the
+``judgecp lm-eval`` wrapper, tests). Models are registered as lazy
+placeholders after lm-eval's built-ins; the task folder is appended to the
+include path of every ``TaskManager`` that includes lm-eval's own tasks.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from pathlib import Path
+from typing import Any
+
+_PATCHED = "__judgecp_include_path__"
+
+
+def after_model_registry(_module: Any = None) -> None:
+    from judgecp.adapters.lm_eval import register
+
+    register()
+
+
+def after_task_manager(module: Any = None) -> None:
+    """Wrap ``TaskManager.__init__`` to add judgecp's task folder to its include path."""
+    if module is None:
+        import lm_eval.tasks.manager as module
+    manager = module.TaskManager
+    init = manager.__init__
+    if getattr(init, _PATCHED, False):
+        return
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        if bound.arguments.get("include_defaults", True):
+            bound.arguments["include_path"] = with_judgecp_tasks(bound.arguments.get("include_path"))
+        init(*bound.args, **bound.kwargs)
+
+    setattr(__init__, _PATCHED, True)
+    manager.__init__ = __init__
+
+
+def with_judgecp_tasks(include_path: Any) -> Any:
+    """``include_path`` plus judgecp's task folder (unless already there)."""
+    from judgecp.adapters.lm_eval import tasks_path
+
+    ours = tasks_path()
+    if include_path is None:
+        return str(ours)
+    paths = list(include_path) if isinstance(include_path, (list, tuple)) else [include_path]
+    if any(Path(p).expanduser().resolve() == ours for p in paths):
+        return include_path
+    return [*paths, str(ours)]
+
+
+def install() -> None:
+    """Register the models and patch the task manager now (what the hook does lazily)."""
+    after_model_registry()
+    after_task_manager()

@@ -1,0 +1,199 @@
+"""Tiny, randomly initialised judges built locally (no download), for tests and benchmarks.
+
+``build_tiny_llama`` writes a 2-layer LlamaForCausalLM with a byte-level BPE
+tokenizer trained on the spot; ``build_tiny_llava`` adds a 2-layer CLIP vision
+tower and an image processor that works without torchvision. Their judgements
+are noise: they exist to exercise the harness path, never to be evaluated.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from pathlib import Path
+
+#: Text the tokenizer is trained on: digits, the rating words and the prompt vocabulary.
+_CORPUS = [
+    "Score: 1 Score: 2 Score: 3 Score: 4 Score: 5 score rating 1 2 3 4 5",
+    "Please serve as an unbiased judge in assessing the quality of the response from an AI assistant",
+    "regarding the user's instruction and the provided image. Evaluation steps: Scoring rubric:",
+    "Poor (1) Fair (2) Average (3) Good (4) Excellent (5) The response caption image analysis",
+    "[The Start of User Instruction] [The End of User Instruction] [The Start of Assistant's Answer]",
+    "Output format: First, provide your analysis of the image and the response. Then, at the very end",
+    "0123456789 .,:;!?()[]{}\"' -_/\n",
+]
+
+SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<pad>", "<image>")
+
+
+def train_tokenizer(extra_text: Iterable[str] = (), vocab_size: int = 400) -> object:
+    """A byte-level BPE ``PreTrainedTokenizerFast`` (tokens look like ``"Ġ4"``)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator([*_CORPUS, *extra_text], trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        extra_special_tokens={"image_token": "<image>"},
+    )
+
+
+def _llama_config(tokenizer: object, hidden: int, layers: int, max_positions: int) -> object:
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=len(tokenizer),  # type: ignore[arg-type]
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=max_positions,
+        bos_token_id=tokenizer.bos_token_id,  # type: ignore[attr-defined]
+        eos_token_id=tokenizer.eos_token_id,  # type: ignore[attr-defined]
+        pad_token_id=tokenizer.pad_token_id,  # type: ignore[attr-defined]
+        tie_word_embeddings=False,
+    )
+
+
+def build_tiny_llama(
+    path: str | Path,
+    *,
+    hidden: int = 64,
+    layers: int = 2,
+    max_positions: int = 2048,
+    seed: int = 0,
+    script: str | None = None,
+    after: str = ".",
+) -> Path:
+    """Save a random tiny LlamaForCausalLM and its tokenizer to ``path`` (scripted: see :func:`script_judge`)."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    path = Path(path)
+    tokenizer = train_tokenizer()
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(_llama_config(tokenizer, hidden, layers, max_positions))
+    if script is not None:
+        script_judge(model, tokenizer, script, after=after)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id  # type: ignore[attr-defined]
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)  # type: ignore[attr-defined]
+    return path
+
+
+def build_tiny_llava(
+    path: str | Path,
+    *,
+    hidden: int = 64,
+    layers: int = 2,
+    image_size: int = 32,
+    patch_size: int = 8,
+    max_positions: int = 2048,
+    seed: int = 0,
+    script: str | None = None,
+    after: str = ".",
+) -> Path:
+    """Save a random tiny LLaVA (CLIP vision tower + Llama) with a PIL-only processor to ``path``."""
+    import torch
+    from transformers import (
+        CLIPVisionConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    path = Path(path)
+    tokenizer = train_tokenizer()
+    vision = CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        image_size=image_size,
+        patch_size=patch_size,
+        projection_dim=32,
+    )
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=_llama_config(tokenizer, hidden, layers, max_positions),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),  # type: ignore[attr-defined]
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+    )
+    torch.manual_seed(seed)
+    model = LlavaForConditionalGeneration(config)
+    if script is not None:
+        script_judge(model, tokenizer, script, after=after)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id  # type: ignore[attr-defined]
+    image_processor = CLIPImageProcessorPil(
+        size={"shortest_edge": image_size},
+        crop_size={"height": image_size, "width": image_size},
+    )
+    processor = LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=patch_size,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+    )
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    return path
+
+
+def script_judge(
+    model: object,
+    tokenizer: object,
+    script: str,
+    *,
+    after: str = ".",
+    strength: float = 12.0,
+    context_scale: float = 0.5,
+    noise: float = 5.0,
+) -> list[int]:
+    """Make a random tiny model answer ``script`` (then end of sequence) after a prompt ending in ``after``.
+
+    The language model's residual branches are scaled down by
+    ``context_scale`` (so its hidden state is mostly the current token's
+    embedding, slightly moved by the context and the image) and its output
+    layer is set to a bigram chain ``after -> script tokens -> </s>`` on top
+    of its random weights times ``noise``. Its greedy output is then the
+    script, and the other tokens' logprobs still vary with the document, as
+    a judge's would. Returns the chain's ids.
+    """
+    import torch
+
+    lm_head = model.get_output_embeddings()  # type: ignore[attr-defined]
+    embeddings = model.get_input_embeddings().weight  # type: ignore[attr-defined]
+    language_model = getattr(model, "model", model)
+    language_model = getattr(language_model, "language_model", language_model)
+    with torch.no_grad():
+        for name, param in language_model.named_parameters():
+            if name.endswith(("o_proj.weight", "down_proj.weight")):
+                param.mul_(context_scale)
+        hidden = language_model.norm(embeddings)
+        chain = [tokenizer(after, add_special_tokens=False)["input_ids"][-1]]  # type: ignore[operator]
+        chain += tokenizer(script, add_special_tokens=False)["input_ids"]  # type: ignore[operator]
+        chain.append(tokenizer.eos_token_id)  # type: ignore[attr-defined]
+        if len(set(chain)) != len(chain):
+            raise ValueError(f"the script's tokens must not repeat (nor the trigger): {chain}")
+        weight = lm_head.weight * noise
+        for a, b in itertools.pairwise(chain):
+            h = hidden[a]
+            weight[b] += strength * h / h.dot(h)
+        lm_head.weight.copy_(weight)
+    return chain

@@ -1,0 +1,129 @@
+"""MLLM-as-a-Judge (score split) for judgecp: documents, the paper's prompt B.1, the task class.
+
+Documents come from a local copy (``--metadata '{"data_dir": DIR}'`` or
+``JUDGECP_MLLM_JUDGE_DIR``) or from the public dataset ``ONE-Lab/MLLM-as-a-Judge``
+on the Hugging Face hub; both have the repository's layout:
+``DIR/Benchmark/score.jsonl`` and ``DIR/image/<image_path>``. See README.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from judgecp.adapters.lm_eval import data_sources, images
+from judgecp.adapters.lm_eval.task import LikertJudgeTask
+
+logger = logging.getLogger("lm_eval.judgecp")
+
+HUB_DATASET = "ONE-Lab/MLLM-as-a-Judge"
+HUB_FILES = ("Benchmark/score.jsonl", "image/*")
+ENV_VAR = "JUDGECP_MLLM_JUDGE_DIR"
+
+#: Subtask suffix -> the ``original_dataset`` value (matched ignoring case and punctuation).
+CATEGORIES = {
+    "aesbench": "AesBench",
+    "chartqa": "ChartQA",
+    "coco": "coco",
+    "concept_caption": "Concept Caption",
+    "diffusiondb": "diffusiondb",
+    "infographicsvqa": "infographicsVQA",
+    "llava_bench": "llava_bench",
+    "mathvista": "mathvista",
+    "mind2web": "mind2web",
+    "mm_vet": "mm-vet",
+    "scienceqa": "ScienceQA",
+    "textvqa": "textVQA",
+    "visitbench": "VisitBench",
+    "wit": "WIT",
+}
+
+#: Prompt 1 of the seed paper (appendix B.1), verbatim; the image goes through the vision input.
+PROMPT = """System role: Please serve as an unbiased judge in assessing the quality of the response from an AI assistant regarding the user’s instruction and the provided image.
+
+Evaluation steps: Please examine the provided image attentively. Begin by conducting a comprehensive analysis of the figure provided. Then, utilize the insights from your analysis to critically evaluate the response. Finally, based on your figure analysis and response evaluation, form a well-reasoned judgement.
+
+Scoring rubric:
+
+• Poor (1): The response significantly deviates from the user’s instruction and fails to address the query effectively. It shows a lack of relevance, accuracy, and comprehensiveness. Creativity and granularity are absent or poorly executed.
+
+• Fair (2): The response addresses the user’s instruction partially, with evident shortcomings in relevance, accuracy, or comprehensiveness. It lacks depth in creativity and granularity.
+
+• Average (3): The response adequately addresses the user’s instruction, showing a fair level of relevance, accuracy, and comprehensiveness. It reflects a basic level of creativity and granularity but may lack sophistication.
+
+• Good (4): The response is well-aligned with the user’s instruction, demonstrating a high degree of relevance, accuracy, and comprehensiveness. It shows creativity and nuanced understanding.
+
+• Excellent (5): The response perfectly adheres to the user’s instruction, excelling in relevance, accuracy, comprehensiveness, creativity, and granularity.
+
+Notice: In your evaluation, weigh factors such as relevance, accuracy, comprehensiveness, creativity, and the granularity of the response. Do not allow the length of the response to influence your evaluation. Be as objective as possible.
+
+Input:
+[The Start of User Instruction] {question} [The End of User Instruction]
+
+[The Start of Assistant’s Answer] {actor_answer} [The End of Assistant’s Answer]
+
+Output format: First, provide your analysis of the image and the response. Then, at the very end of your response, provide your final score in exactly this format on its own line: ‘‘Score: X’’ where X is a single integer from 1 to 5."""
+
+
+class MLLMJudgeTask(LikertJudgeTask):
+    """MLLM-as-a-Judge score split: 1-5 human scores; records carry the answering model as ``actor``."""
+
+    RECORD_FIELDS = ("actor",)
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+@functools.lru_cache(maxsize=4)
+def _all_docs(root: str) -> tuple[dict[str, Any], ...]:
+    base = Path(root)
+    score_file = base / "Benchmark" / "score.jsonl"
+    if not score_file.exists():
+        raise FileNotFoundError(f"{score_file} not found: the MLLM-as-a-Judge directory needs Benchmark/score.jsonl and image/")
+    docs = []
+    for lineno, row in data_sources.read_jsonl(score_file):
+        if row is None:
+            logger.warning("judgecp: %s:%d is not a JSON object; skipped", score_file, lineno)
+            docs.append({"id": f"line{lineno}", "label": None, "group": None, "actor": None, "question": "",
+                         "answer": "", "image_path": "", "image_error": "no image", "exclude": "malformed_json_line"})
+            continue
+        image_path = base / "image" / str(row.get("image_path", ""))
+        docs.append({
+            "id": data_sources.text(row.get("score_id", f"line{lineno}")),
+            "label": data_sources.text(row.get("human")),
+            "group": data_sources.text(row.get("original_dataset")),
+            "actor": data_sources.text(row.get("name")),
+            "question": data_sources.text(row.get("instruction")) or "",
+            "answer": data_sources.text(row.get("answer")) or "",
+            "image_path": str(image_path),
+            "image_error": images.check_image_file(image_path),
+            "exclude": None,
+        })
+    return tuple(docs)
+
+
+def load_docs(data_dir: str | None = None, category: str | None = None, **_: Any) -> Any:
+    """``custom_dataset`` hook: all documents, or one category's (``dataset_kwargs.category``)."""
+    root = data_sources.local_dir(data_dir, ENV_VAR) or data_sources.hub_snapshot(HUB_DATASET, HUB_FILES)
+    docs = list(_all_docs(str(root)))
+    if category is not None:
+        wanted = _norm(CATEGORIES[category])
+        docs = [d for d in docs if d["group"] is not None and _norm(d["group"]) == wanted]
+    what = f"category {CATEGORIES[category]!r}" if category else "MLLM-as-a-Judge"
+    return data_sources.as_dataset_dict(docs, what=f"{what} in {root}")
+
+
+def doc_to_text(doc: dict[str, Any]) -> str:
+    return "<image>\n" + PROMPT.format(question=doc["question"], actor_answer=doc["answer"])
+
+
+def doc_to_image(doc: dict[str, Any]) -> list[Any]:
+    return [images.load_image(doc)]
+
+
+def doc_to_target(doc: dict[str, Any]) -> str:
+    return doc["label"] or ""

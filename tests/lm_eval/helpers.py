@@ -1,0 +1,70 @@
+"""Shared by the lm-eval integration tests: skipping, the CLI runner, result readers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NEEDED = ("lm_eval", "transformers", "torch", "accelerate", "PIL", "datasets")
+
+
+def skip_without_lm_eval() -> None:
+    """Skip the calling test module when the lm-eval integration's dependencies are absent."""
+    missing = [m for m in NEEDED if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(
+            f"lm-eval integration tests need {', '.join(missing)}: pip install torch==2.13.0 'judgecp[lm-eval]'",
+            allow_module_level=True,
+        )
+
+
+def offline_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """Environment of a harness subprocess: offline, one thread, caches under ``tmp``."""
+    env = dict(os.environ)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        HF_HOME=str(tmp / "hf_home"),
+        HF_DATASETS_CACHE=str(tmp / "hf_datasets"),
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+        JUDGECP_DISABLE_PLUGIN_AUTOLOAD="1",
+    )
+    env.update(extra)
+    return env
+
+
+def run(cmd: list[str], env: dict[str, str], *, cwd: Path | None = None, timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-8000:]}")
+    return proc
+
+
+def lm_eval_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "lm_eval", *args]
+
+
+def results_file(output: Path) -> dict[str, Any]:
+    files = sorted(output.rglob("results_*.json"))
+    assert files, f"no results file under {output}"
+    return json.loads(files[-1].read_text())
+
+
+def samples(output: Path, task: str) -> list[dict[str, Any]]:
+    files = sorted(output.rglob(f"samples_{task}_2*.jsonl"))  # _2: the date, not a longer task name
+    assert files, f"no samples file for {task} under {output}"
+    return [json.loads(line) for line in files[-1].read_text().splitlines() if line.strip()]
+
+
+def metric(results: dict[str, Any], task: str, name: str) -> Any:
+    return results["results"][task][f"{name},none"]

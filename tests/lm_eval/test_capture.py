@@ -1,0 +1,182 @@
+"""The judge models' numbers against a manual forward pass of the same tiny model (in process)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.lm_eval.helpers import skip_without_lm_eval
+
+skip_without_lm_eval()
+
+import torch  # noqa: E402
+
+from judgecp.adapters.lm_eval.capture import (  # noqa: E402
+    RatingVocabulary,
+    capture_from_vllm_output,
+    plan_document,
+    response_from_vllm_capture,
+)
+from judgecp.adapters.lm_eval.records import parse_judge_response  # noqa: E402
+from judgecp.scale import LikertScale  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning")
+
+
+def instances(task_names: list[str], include: Path, metadata: dict[str, Any] | None = None) -> list[Any]:
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=str(include), include_defaults=False, metadata=metadata)
+    loaded = manager.load(task_names)["tasks"]
+    out = []
+    for name in task_names:
+        loaded[name].build_all_requests(rank=0, world_size=1, limit=None)
+        out += loaded[name].instances
+    return out
+
+
+def forward_count(model: Any) -> tuple[list[int], Any]:
+    calls = [0]
+    handle = model.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+    return calls, handle
+
+
+def manual_loglikelihood(model: Any, tokenizer: Any, context: str, continuation: str) -> float:
+    """lm-eval's split (encode context + continuation, drop the context's tokens), one plain forward pass."""
+    whole = tokenizer(context + continuation, add_special_tokens=False)["input_ids"]
+    ctx = tokenizer(context, add_special_tokens=False)["input_ids"]
+    cont = whole[len(ctx):]
+    with torch.no_grad():
+        logits = model(torch.tensor([ctx + cont[:-1]])).logits[0]
+    lp = torch.log_softmax(logits.float(), -1)
+    return float(sum(lp[len(ctx) - 1 + k, t] for k, t in enumerate(cont)))
+
+
+def test_plan_document() -> None:
+    one = plan_document([[7, 1], [7, 2], [7, 3]])
+    assert one.single_pass and one.rows == [[7]] and one.reads == [(0, [7, 1]), (0, [7, 2]), (0, [7, 3])]
+    many = plan_document([[1, 0], [2]])  # "10" vs "2": differ before the last token
+    assert not many.single_pass and many.rows == [[1], []]
+    assert not plan_document([[7, 1], [7, 2]], one_pass=False).single_pass
+
+
+def test_rating_vocabulary_finds_every_spelling(tiny_llama: Path) -> None:
+    from transformers import AutoTokenizer
+
+    vocab = RatingVocabulary(AutoTokenizer.from_pretrained(tiny_llama), LikertScale())
+    assert {"1", "Ġ1", "5", "Ġ5"} <= set(vocab.tokens)
+    assert all(t.lstrip("Ġ") in "12345" for t in vocab.tokens)
+
+
+@pytest.fixture(scope="module")
+def text_judge(tiny_llama: Path) -> Any:
+    from judgecp.adapters.lm_eval.models import HFJudgeLM
+
+    return HFJudgeLM(pretrained=str(tiny_llama), dtype="float32", device="cpu", batch_size=4)
+
+
+def test_direct_scoring_one_pass_per_document_equals_manual_forward(text_judge: Any, text_tasks: Path, tiny_llama: Path) -> None:
+    from lm_eval.models.huggingface import HFLM
+
+    reqs = instances(["judge_text"], text_tasks)
+    docs = {r.doc_id for r in reqs}
+    calls, handle = forward_count(text_judge.model)
+    text_judge.judgecp_stats.clear()
+    ours = text_judge.loglikelihood(reqs)
+    handle.remove()
+    assert text_judge.judgecp_stats["documents"] == len(docs) == 40
+    assert calls[0] == text_judge.judgecp_stats["forward_passes"] == math.ceil(len(docs) / 4)  # batches of 4 documents
+    for req, (ll, _greedy) in list(zip(reqs, ours, strict=True))[:10]:
+        assert ll == pytest.approx(manual_loglikelihood(text_judge.model, text_judge.tokenizer, *req.args), abs=1e-4)
+    first = reqs[:25]  # five documents
+    stock = HFLM(pretrained=str(tiny_llama), dtype="float32", device="cpu", batch_size=1).loglikelihood(first)
+    assert [ll for ll, _ in ours[:25]] == pytest.approx([ll for ll, _ in stock], abs=1e-4)
+    assert [g for _, g in ours[:25]] == [g for _, g in stock]
+
+
+def test_per_label_scoring_gives_the_same_numbers(text_tasks: Path, tiny_llama: Path, text_judge: Any) -> None:
+    from judgecp.adapters.lm_eval.models import HFJudgeLM
+
+    reqs = instances(["judge_text"], text_tasks)[:20]
+    per_label = HFJudgeLM(pretrained=str(tiny_llama), dtype="float32", device="cpu", scoring="per_label")
+    calls, handle = forward_count(per_label.model)
+    slow = per_label.loglikelihood(reqs)
+    handle.remove()
+    assert calls[0] == 20  # one pass per choice
+    assert [ll for ll, _ in slow] == pytest.approx([ll for ll, _ in text_judge.loglikelihood(reqs)], abs=1e-4)
+
+
+def test_cot_capture_equals_manual_forward_at_the_score_position(text_judge: Any, text_tasks: Path) -> None:
+    reqs = instances(["judge_text_cot"], text_tasks)[:6]
+    responses = text_judge.generate_until(reqs)
+    vocab = RatingVocabulary(text_judge.tokenizer, LikertScale())
+    for req, raw in zip(reqs, responses, strict=True):
+        response = parse_judge_response(raw)
+        assert response is not None and response["text"] == " Fine Score: 3"
+        assert response["stage"] == "anchored" and response["parsed"] == 3 and response["flags"] == []
+        prompt = text_judge.tokenizer(req.args[0], add_special_tokens=False)["input_ids"]
+        generated = text_judge.tokenizer(response["text"], add_special_tokens=False)["input_ids"]
+        upto = prompt + generated[: response["position"]]
+        with torch.no_grad():
+            lp = torch.log_softmax(text_judge.model(torch.tensor([upto])).logits[0, -1].float(), -1)
+        for label in "12345":
+            ids = [i for i, t in zip(vocab.ids, vocab.tokens, strict=True) if t.lstrip("Ġ") == label]
+            assert response["logprobs"][label] == pytest.approx(float(torch.logsumexp(lp[ids], 0)), abs=1e-4)
+
+
+def test_identical_generation_requests_run_once(text_judge: Any, text_tasks: Path) -> None:
+    reqs = instances(["judge_text_cot"], text_tasks)[:3]
+    twice = reqs + reqs
+    calls, handle = forward_count(text_judge.model)
+    out = text_judge.generate_until(twice)
+    handle.remove()
+    assert out[:3] == out[3:]
+    steps_per_request = calls[0] / 3
+    calls[0] = 0
+    handle = text_judge.model.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+    text_judge.generate_until(reqs)
+    handle.remove()
+    assert calls[0] == 3 * steps_per_request
+
+
+def test_image_direct_scoring_one_pass_per_document(tiny_llava: Path, mllm_dir: Path) -> None:
+    from transformers import AutoProcessor
+
+    from judgecp.adapters.lm_eval import tasks_path
+    from judgecp.adapters.lm_eval.models import HFMultimodalJudgeLM
+
+    judge = HFMultimodalJudgeLM(pretrained=str(tiny_llava), dtype="float32", device="cpu", max_length=4096)
+    # The category task and the pooled task hold the same coco documents: scored once.
+    reqs = instances(["mllm_judge_cp_coco", "mllm_judge_cp_coco"], tasks_path(), {"data_dir": str(mllm_dir)})
+    calls, handle = forward_count(judge.model)
+    results = judge.loglikelihood(reqs)
+    handle.remove()
+    assert calls[0] == judge.judgecp_stats["forward_passes"] == 2  # two coco documents
+    processor = AutoProcessor.from_pretrained(tiny_llava)
+    req = reqs[7]  # second document, label "3"
+    context = req.args[0].replace("<image>", processor.image_token)
+    enc = processor(text=[context], images=req.args[2]["visual"], return_tensors="pt")
+    with torch.no_grad():
+        lp = torch.log_softmax(judge.model(**enc).logits[0, -1].float(), -1)
+    token = judge.tokenizer(context + req.args[1], add_special_tokens=False)["input_ids"][-1]
+    assert results[7][0] == pytest.approx(float(lp[token]), abs=1e-4)
+
+
+def test_vllm_outputs_to_judge_response(tiny_llama: Path) -> None:
+    """vLLM is not installed here: its RequestOutput is faked with the same attributes."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_llama)
+    ids = tok(" Fine Score: 3", add_special_tokens=False)["input_ids"]
+    three, one = tok.convert_tokens_to_ids("Ġ3"), tok.convert_tokens_to_ids("Ġ1")
+    steps = [{i: SimpleNamespace(logprob=-0.1)} for i in ids]
+    steps[-1] = {three: SimpleNamespace(logprob=-0.05), one: SimpleNamespace(logprob=-3.2)}
+    output = SimpleNamespace(outputs=[SimpleNamespace(token_ids=ids, logprobs=steps)])
+    response = parse_judge_response(response_from_vllm_capture(" Fine Score: 3", capture_from_vllm_output(output), tok, LikertScale(), math.log(1e-5)))
+    assert response is not None and response["parsed"] == 3
+    assert response["logprobs"]["3"] == pytest.approx(-0.05) and response["logprobs"]["1"] == pytest.approx(-3.2)
+    assert response["logprobs"]["2"] == pytest.approx(math.log(1e-5)) and "missing_token" in response["flags"]

@@ -1,11 +1,11 @@
 # Two entry points, each doing all the set-up on a fresh machine:
-#   make demo   the main job on the embedded example
+#   make demo   the main job: an lm_eval judge evaluation on the embedded default
 #   make test   the test suite
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test install bench reproduce lint
+.PHONY: demo demo-core test install bench bench-capture reproduce lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,12 +14,18 @@ $(BIN)/python:
 # wheel; letting a dependency pull `torch` would download the CUDA build.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[torch,test]"
+	$(BIN)/pip install -q -e ".[torch,test,lm-eval]"
 	touch $@
 
 install: $(VENV)/.installed
 
+# lm-eval's normal results plus judgecp's metrics, offline on CPU; the judge's
+# logprobs are a synthetic recording replayed by judgecp-replay (docs/lm_eval.md).
 demo: install
+	$(BIN)/lm_eval --model judgecp-replay --tasks judgecp_demo --output_path out/demo --log_samples
+
+# The core alone: conformal intervals and diagnostics on the embedded synthetic judge.
+demo-core: install
 	$(BIN)/judgecp evaluate --example --json example-report.json
 
 test: install
@@ -27,6 +33,10 @@ test: install
 
 bench: install
 	$(BIN)/judgecp bench protocol
+	$(BIN)/judgecp bench scope
+
+bench-capture: install
+	OMP_NUM_THREADS=1 $(BIN)/judgecp bench capture
 
 reproduce: install
 	$(BIN)/python scripts/reproduce_paper.py --write

@@ -158,8 +158,15 @@ class JudgeCPOpenAI:
             headers["Authorization"] = f"Bearer {self.key}"
         request = urllib.request.Request(self.url, data=json.dumps(body).encode("utf-8"), headers=headers,
                                          method="POST")
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            data = json.loads(response.read().decode("utf-8"))
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                data = json.loads(response.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = exc.read()[:300].decode("utf-8", errors="replace")
+            finally:
+                exc.close()  # the error holds the open response
+            raise ValueError(f"HTTP {exc.code} {exc.reason}: {detail}") from None
         if not isinstance(data, dict):
             raise ValueError("the endpoint did not return a JSON object")
         return data

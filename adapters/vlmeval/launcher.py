@@ -41,7 +41,10 @@ def find_run_py() -> Path:
         if not path.is_file():
             raise InputError(f"${ENV_RUN}={env}: no run.py there")
         return path.resolve()
-    spec = importlib.util.find_spec("vlmeval")
+    try:
+        spec = importlib.util.find_spec("vlmeval")
+    except (ImportError, ValueError):  # a broken or blocked vlmeval
+        spec = None
     if spec is None or not spec.origin:
         require_vlmeval("`judgecp vlmeval`")
         raise InputError("cannot locate the vlmeval package")  # pragma: no cover - require raised

@@ -206,7 +206,7 @@ def _add_vlmeval(sub: Any) -> None:
 def cmd_vlmeval(args: argparse.Namespace) -> int:
     from judgecp.adapters.vlmeval.cli import main as vlmeval_main
 
-    return vlmeval_main(args.args)
+    return int(vlmeval_main(args.args))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,6 +13,7 @@ import base64
 import csv
 import importlib.util
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -244,3 +245,46 @@ def test_post_hoc_evaluate_on_a_launcher_run(ws: Workspace) -> None:
     report = json.loads(out.read_text())
     assert report["n_read"] == 24 and report["protocol"]["mondrian"] == "category"
     assert report["input"]["columns"]["vlmeval"]["record_sources"]["embedded"] == 24
+
+
+def test_reuse_of_a_complete_run_takes_the_records_from_the_sidecar(ws: Workspace) -> None:
+    """--reuse of a finished run keeps the predictions but drops extra_records; the sidecar still has them."""
+    source = ws.root / "out_cli"
+    if not source.exists():
+        pytest.skip("needs test_launcher_runs_mllm_judge_end_to_end")
+    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu)))
+    work = ws.root / "out_reuse_complete"
+    shutil.copytree(source, work, symlinks=True)
+    time.sleep(1.1)
+    ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, "--reuse", work_dir=work))
+    _, second = run_dir(work, LP)
+    columns, _ = read_xlsx(second / f"{LP}_MLLMJudge_CP.xlsx")
+    assert "extra_records" not in columns
+    metrics = json.loads((second / f"{LP}_MLLMJudge_CP_cp.json").read_text())
+    assert metrics["vlmeval"]["record_sources"] == {"embedded": 0, "repaired": 0, "sidecar": 24}
+    assert metrics["vlmeval"]["excluded_by_reader"] == [] and metrics["n_read"] == 24
+
+
+def test_other_datasets_pass_through_the_lp_model(ws: Workspace) -> None:
+    """A VLMEvalKit multiple-choice dataset: plain predictions, VLMEvalKit's own evaluation."""
+    from tests.vlmeval.sources import png_bytes
+
+    rows = [
+        {"index": i, "image": base64.b64encode(png_bytes(8 + i, 8, (40 * i, 0, 0))).decode(),
+         "question": f"What colour is square {i}?", "A": "red", "B": "blue", "C": "green",
+         "answer": "ABC"[i % 3], "category": "colour"}
+        for i in range(6)
+    ]
+    with (ws.lmu / "TinyMCQ.tsv").open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]), delimiter="\t")
+        writer.writeheader()
+        writer.writerows(rows)
+    work = ws.root / "out_mcq"
+    ok(ws.vlmeval("--data", "TinyMCQ", "--model", LP, "--judge", "exact_matching", work_dir=work))
+    (run,) = run_dir(work, LP)
+    columns, pred = read_xlsx(run / f"{LP}_TinyMCQ.xlsx")
+    assert "extra_records" not in columns and all(not str(r["prediction"]).startswith("{") for r in pred)
+    assert (run / f"{LP}_TinyMCQ_acc.csv").exists()
+    assert json.loads((run / "status.json").read_text())["datasets"]["TinyMCQ"]["status"] == "done"
+    proc = ws.run("evaluate", "--format", "vlmeval", str(run / f"{LP}_TinyMCQ.xlsx"))
+    assert proc.returncode == 2 and "multiple-choice" in proc.stderr

@@ -128,23 +128,26 @@ class GenerateCapture:
 _variant_cache: dict[tuple[int, tuple[str, ...]], tuple[Any, dict[str, int]]] = {}
 
 
-def label_token_ids(tokenizer: Any, scale: LikertScale) -> dict[str, int]:
-    """Every vocabulary token whose text is a label of the scale: token string -> id.
+def label_token_ids(tokenizer: Any, labels: LikertScale | Sequence[str]) -> dict[str, int]:
+    """Every vocabulary token whose text is one of the labels: token string -> id.
 
-    Covers the plain digit, the SentencePiece ``▁4`` and byte-level ``Ġ4``
-    variants, and SentencePiece byte tokens (``<0x34>``). Cached per tokenizer.
+    ``labels`` is a scale (its tokens ``"1"``..``"5"``) or any label strings
+    (e.g. ``"A"``, ``"B"`` for a pairwise verdict). Covers the plain label, the
+    SentencePiece ``▁4`` and byte-level ``Ġ4`` variants, and SentencePiece
+    byte tokens (``<0x34>``). Cached per tokenizer.
     """
-    key = (id(tokenizer), scale.tokens)
+    wanted = tuple(labels.tokens) if isinstance(labels, LikertScale) else tuple(labels)
+    key = (id(tokenizer), wanted)
     cached = _variant_cache.get(key)
     if cached is not None and cached[0] is tokenizer:
         return cached[1]
     vocab: Mapping[str, int] = tokenizer.get_vocab()
-    labels = set(scale.tokens)
+    label_set = set(wanted)
     sample = list(vocab)[:5000]
     style = detect_style(sample)
     found = {}
     for tok, idx in vocab.items():
-        if normalize_token(tok) in labels or normalize_token(token_text(tok, style)) in labels:
+        if normalize_token(tok) in label_set or normalize_token(token_text(tok, style)) in label_set:
             found[tok] = int(idx)
     _variant_cache[key] = (tokenizer, found)
     return found
@@ -163,8 +166,10 @@ def find_tokenizer(model: Any) -> Any | None:
     return None
 
 
-def position_logprobs(call: GenerateCall, tokenizer: Any, scale: LikertScale) -> tuple[list[str], list[dict[str, float]], list[str]]:
-    """Generated tokens and, per position, log P of the generated token and of every rating token.
+def position_logprobs(
+    call: GenerateCall, tokenizer: Any, labels: LikertScale | Sequence[str]
+) -> tuple[list[str], list[dict[str, float]], list[str]]:
+    """Generated tokens and, per position, log P of the generated token and of every label token.
 
     Returns ``(tokens, per_position, flags)``. Row 0 of a batch is used.
     """
@@ -182,7 +187,7 @@ def position_logprobs(call: GenerateCall, tokenizer: Any, scale: LikertScale) ->
     generated = sequences[0, -steps:].tolist()
     tokens = [str(t) for t in tokenizer.convert_ids_to_tokens(generated)]
     vocab_size = int(call.logits[0].shape[-1])
-    variants = {tok: idx for tok, idx in label_token_ids(tokenizer, scale).items() if idx < vocab_size}
+    variants = {tok: idx for tok, idx in label_token_ids(tokenizer, labels).items() if idx < vocab_size}
     variant_ids = torch.tensor(list(variants.values()), dtype=torch.long)
     per_position: list[dict[str, float]] = []
     with torch.no_grad():

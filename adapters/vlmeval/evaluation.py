@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,6 +182,48 @@ def headline(report: Mapping[str, Any]) -> dict[str, Any]:
     return strict
 
 
+def evaluate_likert(
+    table: PredictionTable,
+    spec: JudgeSpec,
+    options: ProtocolOptions,
+    excluded_at_load: Exclusions | None,
+) -> tuple[dict[str, Any], LikertData | None]:
+    """The core's Likert protocol on a table; a table with no usable row gives a report with ``error``."""
+    group = options.group if options.group is not None else spec.group
+    if options.mondrian:
+        group = None
+    data: LikertData | None = None
+    try:
+        data = load_likert_table(table, spec, group=group or options.mondrian, excluded_at_load=excluded_at_load)
+        protocol = Protocol(alpha=options.alpha, methods=options.methods, seeds=options.seeds,
+                            cal_fraction=options.cal_fraction, mondrian=options.mondrian, group=group,
+                            jobs=options.jobs)
+        return evaluate(data, protocol), data
+    except InputError as exc:
+        excluded = Exclusions()
+        excluded.merge(table.excluded)
+        if excluded_at_load is not None:
+            excluded.merge(excluded_at_load)
+        log.warning("judgecp: %s", exc)
+        report = {
+            "kind": spec.kind,
+            "error": str(exc),
+            "n": 0 if data is None else data.n,
+            "n_read": table.n_read + (excluded_at_load.total if excluded_at_load else 0),
+            "excluded": (data.excluded if data is not None else excluded).to_json(),
+            "alpha": options.alpha,
+            "scale": [spec.scale.minimum, spec.scale.maximum],
+        }
+        return report, data
+
+
+#: Metrics per judge kind: (table, spec, options, rows left out at load) -> (report, data).
+#: Pairwise (SCOPE selective risk, both orders) and PARC add their entries with the core's metrics.
+Evaluator = Callable[[PredictionTable, JudgeSpec, ProtocolOptions, "Exclusions | None"],
+                     tuple[dict[str, Any], Any]]
+KIND_EVALUATORS: dict[str, Evaluator] = {"likert": evaluate_likert}
+
+
 def evaluate_prediction_file(
     prediction_file: str | Path,
     *,
@@ -197,9 +239,6 @@ def evaluate_prediction_file(
     options = options or ProtocolOptions()
     table = read_predictions(prediction_file, dataset=dataset, sidecars=sidecars)
     spec = resolve_spec(table, spec)
-    group = options.group if options.group is not None else spec.group
-    if options.mondrian:
-        group = None
     section: dict[str, Any] = table.summary()
     section["judge_dataset"] = spec.key
     section["excluded_at_load"] = (excluded_at_load or Exclusions()).to_json()
@@ -207,28 +246,10 @@ def evaluate_prediction_file(
         section["excluded_at_build"] = build_manifest.get("excluded", [])
         section["build"] = {k: build_manifest.get(k) for k in ("dataset", "tsv_md5", "built_at", "rows_read",
                                                                  "rows_written", "source")}
-    data: LikertData | None = None
-    try:
-        data = load_likert_table(table, spec, group=group or options.mondrian, excluded_at_load=excluded_at_load)
-        protocol = Protocol(alpha=options.alpha, methods=options.methods, seeds=options.seeds,
-                            cal_fraction=options.cal_fraction, mondrian=options.mondrian, group=group,
-                            jobs=options.jobs)
-        report = evaluate(data, protocol)
-    except InputError as exc:
-        excluded = Exclusions()
-        excluded.merge(table.excluded)
-        if excluded_at_load is not None:
-            excluded.merge(excluded_at_load)
-        report = {
-            "kind": spec.kind,
-            "error": str(exc),
-            "n": 0 if data is None else data.n,
-            "n_read": table.n_read + (excluded_at_load.total if excluded_at_load else 0),
-            "excluded": (data.excluded if data is not None else excluded).to_json(),
-            "alpha": options.alpha,
-            "scale": [spec.scale.minimum, spec.scale.maximum],
-        }
-        log.warning("judgecp: %s", exc)
+    evaluator = KIND_EVALUATORS.get(spec.kind)
+    if evaluator is None:
+        raise InputError(f"{spec.key}: judge kind {spec.kind!r} has no evaluator yet")
+    report, data = evaluator(table, spec, options, excluded_at_load)
     report["vlmeval"] = section
     out_file = metric_path(prediction_file) if write else None
     if out_file is not None:

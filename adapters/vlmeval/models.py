@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from judgecp.adapters.vlmeval.capture import (
+    GenerateCall,
     GenerateCapture,
     find_tokenizer,
     likert_record,
@@ -32,6 +33,13 @@ from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
 from judgecp.errors import InputError
 
 LP_SUFFIX = "-lp"
+
+#: How a record is built from the captured ``generate`` calls, per judge kind. A new kind
+#: (pairwise verdicts A/B, PARC option letters) adds its builder here.
+RecordBuilder = Callable[[Sequence[GenerateCall], Any, JudgeSpec], dict[str, Any]]
+RECORD_BUILDERS: dict[str, RecordBuilder] = {
+    "likert": lambda calls, tokenizer, spec: likert_record(calls, tokenizer, scale=spec.scale),
+}
 
 
 def attach_capture(
@@ -70,7 +78,10 @@ def attach_capture(
         with GenerateCapture() as capture:
             text = inner(message=message, dataset=dataset)
         text = "" if text is None else str(text)
-        record = likert_record(capture.calls, tok, scale=spec.scale)
+        builder = RECORD_BUILDERS.get(spec.kind)
+        if builder is None:
+            raise InputError(f"{dataset}: no logprob record builder for judge kind {spec.kind!r}")
+        record = builder(capture.calls, tok, spec)
         record.update(index=index, dataset=dataset, model=name, prediction_sha1=prediction_sha1(text))
         assert dataset is not None
         target = sidecar_target(name, dataset)

@@ -236,3 +236,14 @@ def test_headline_of_an_error_report() -> None:
     h = headline({"n": 0, "n_read": 3, "excluded": [{"reason": "x", "count": 3}], "error": "no usable rows",
                   "point": {"pearson": math.nan}})
     assert h == {"n": 0, "n_read": 3, "excluded": 3, "pearson": None, "error": "no usable rows"}
+
+
+def test_kinds_without_an_evaluator_are_refused(tmp_path: Path) -> None:
+    """Pairwise and PARC datasets plug in by kind; until the core has their metrics they are refused clearly."""
+    from dataclasses import replace
+
+    from judgecp.adapters.vlmeval.specs import MLLM_JUDGE
+
+    root = copy(tmp_path, "clean")
+    with pytest.raises(InputError, match="kind 'pairwise' has no evaluator yet"):
+        evaluate_prediction_file(prediction(root), spec=replace(MLLM_JUDGE, kind="pairwise"), options=FAST)

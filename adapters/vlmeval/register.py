@@ -49,7 +49,7 @@ class VLMEvalKitMissing(MissingDependencyError):
             self,
             f"VLMEvalKit (vlmeval) is not installed, and {purpose} needs it. It is not on PyPI: "
             "`git clone https://github.com/open-compass/VLMEvalKit && pip install -e VLMEvalKit`, "
-            "then `pip install judgecp[vlmeval]` (docs/vlmeval.md)",
+            "then install judgecp with its vlmeval extra (docs/vlmeval.md)",
         )
 
 

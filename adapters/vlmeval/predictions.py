@@ -205,7 +205,12 @@ def _repair_prediction(text: str) -> dict[str, Any] | None:
 
 
 def find_sidecars(path: Path, stem: str) -> list[Path]:
-    """Sidecars of ``<stem>`` beside the file, beside its link target, in the model folder and its run folders."""
+    """Sidecars of ``<stem>`` beside the file, beside its link target, in the model folder and its run folders.
+
+    Records are matched to rows by index and prediction fingerprint; a short
+    prediction ("Score: 4") can have the same fingerprint in two runs, so the
+    order decides: the file's own run folder wins, then the newest sidecar.
+    """
     roots: list[Path] = []
     for base in (path.parent, path.resolve().parent):
         for root in (base, base.parent):
@@ -217,7 +222,10 @@ def find_sidecars(path: Path, stem: str) -> list[Path]:
         for candidate in [*root.glob(pattern), *root.glob(f"*/{pattern}")]:
             if candidate.is_file():
                 found.add(candidate.resolve())
-    return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)))
+    own = path.resolve().parent
+    # Oldest first, the prediction file's own run folder last: where several sidecars hold a
+    # matching record for a row, the reader takes the last one.
+    return sorted(found, key=lambda p: (p.parent == own, p.stat().st_mtime, str(p)))
 
 
 def read_sidecars(paths: Sequence[Path], excluded: Exclusions) -> dict[str, list[dict[str, Any]]]:

@@ -247,3 +247,25 @@ def test_kinds_without_an_evaluator_are_refused(tmp_path: Path) -> None:
     root = copy(tmp_path, "clean")
     with pytest.raises(InputError, match="kind 'pairwise' has no evaluator yet"):
         evaluate_prediction_file(prediction(root), spec=replace(MLLM_JUDGE, kind="pairwise"), options=FAST)
+
+
+def test_the_prediction_files_own_sidecar_wins_over_other_runs(tmp_path: Path) -> None:
+    """Another run of the same model with the same prediction text but other logprobs must not be used."""
+    root = copy(tmp_path, "clean")
+    (run,) = runs(root)
+    columns, rows = read_table(prediction(root))
+    write_tsv(run / f"{LP}_MLLMJudge_CP.tsv", [c for c in columns if c != "extra_records"], rows)
+    other = root / LP / "T20990101-000000"
+    other.mkdir()
+    newer = []
+    for line in sidecar(run).read_text().splitlines():
+        rec = json.loads(line)
+        rec["logprobs"] = {k: -1.6094379124341003 for k in rec["logprobs"]}  # same text, other numbers
+        newer.append(json.dumps(rec))
+    (other / sidecar(run).name).write_text("\n".join(newer) + "\n")  # written last: the newest file
+    table = read_predictions(run / f"{LP}_MLLMJudge_CP.tsv")
+    assert len(table.sidecars) == 2 and table.sidecars[-1] == sidecar(run).resolve()
+    own = {json.loads(line)["index"]: json.loads(line) for line in sidecar(run).read_text().splitlines()}
+    assert all(r.record["logprobs"] == own[r.index]["logprobs"] for r in table.rows)
+    sidecar(run).unlink()  # without it, the other run's matching records are the only ones left
+    assert read_predictions(run / f"{LP}_MLLMJudge_CP.tsv").record_sources["sidecar"] == 24

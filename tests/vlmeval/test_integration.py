@@ -120,7 +120,7 @@ def test_captured_logprobs_equal_a_manual_forward_pass(ws: Workspace, tiny_model
     side = {r["index"]: r for r in sidecar_lines(run / f"{LP}_MLLMJudge_CP_lprecords.jsonl")}
     judge = DOCLING(model_path=str(tiny_model), max_new_tokens=12)
     checked = 0
-    for row in rows[:6]:
+    for row in rows:
         record = side[str(row["index"])]
         if record["logprobs"] is None:
             continue
@@ -144,9 +144,9 @@ def test_captured_logprobs_equal_a_manual_forward_pass(ws: Workspace, tiny_model
         for label in "12345":
             ids = [i for t, i in variants.items() if t.lstrip("Ġ▁ ") == label]
             manual = float(torch.logsumexp(logp[row_at, ids], dim=0))
-            assert record["logprobs"][label] == pytest.approx(manual, abs=2e-2)  # bf16 model
+            assert record["logprobs"][label] == pytest.approx(manual, abs=1e-4)  # measured: 4e-7 (bf16 model)
         checked += 1
-    assert checked >= 3
+    assert checked >= 20
 
 
 def test_resume_after_a_partial_run_is_repaired(ws: Workspace) -> None:

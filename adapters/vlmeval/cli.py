@@ -76,7 +76,10 @@ def _list() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-h", "--help") and len(args) == 1:
+    if not args:
+        print(USAGE, file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help") and len(args) == 1:
         print(USAGE)
         return 0
     if args and args[0] == "build-tsv":

@@ -69,6 +69,8 @@ def test_vlmeval_help_needs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["vlmeval", "--help"]) == 0
     out = capsys.readouterr().out
     assert "JUDGECP_VLMEVAL_RUN" in out and "build-tsv" in out
+    assert main(["vlmeval"]) == 2
+    assert "usage: judgecp vlmeval" in capsys.readouterr().err
 
 
 def _dataset_classes() -> dict[str, tuple[str, set[str]]]:

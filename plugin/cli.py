@@ -67,6 +67,15 @@ def _add_evaluate(sub: Any) -> None:
         "mcq: multiple-choice answers; parc: multiple choice across prompt variations",
     )
     p.add_argument("--example", action="store_true", help="run on the embedded synthetic example instead of INPUT")
+    p.add_argument(
+        "--format",
+        choices=("table", "vlmeval"),
+        default="table",
+        help="table: CSV/TSV/JSONL of logprobs (default); vlmeval: a VLMEvalKit prediction file "
+        "(outputs/<model>/<model>_<dataset>.xlsx) of a judgecp judge dataset, read with its logprob sidecar",
+    )
+    p.add_argument("--sidecar", action="append", default=[], metavar="FILE",
+                   help="--format vlmeval: a logprob sidecar JSONL to use besides the ones found next to INPUT (repeatable)")
     cols = p.add_argument_group("columns")
     cols.add_argument("--label", help="human label column (default: label, gt_score, human_score, human_label)")
     cols.add_argument("--logprobs", metavar="GLOB", help="logprob columns, one per label, e.g. 's2_lp*' (default: auto)")
@@ -192,6 +201,12 @@ def cmd_evaluate_likert(args: argparse.Namespace) -> int:
     if args.example:
         data = simulate_likert_judge(scale=scale)
         group = args.group or ("group" if not args.mondrian else None)
+    elif args.format == "vlmeval":
+        # Lazy: the adapter never imports VLMEvalKit to read its files.
+        from judgecp.adapters.vlmeval.evaluation import load_vlmeval_likert
+
+        group = args.group
+        data = load_vlmeval_likert(args.input, sidecars=args.sidecar, group=group or args.mondrian)
     else:
         group = args.group
         data = load_likert(
@@ -312,6 +327,23 @@ def _lm_eval_cli() -> Any:
     return cli
 
 
+def _add_vlmeval(sub: Any) -> None:
+    p = sub.add_parser(
+        "vlmeval",
+        help="run VLMEvalKit's run.py with judgecp's datasets and models registered; build judge TSVs",
+        add_help=False,
+        prefix_chars="\0",  # every argument goes to the adapter, --help included
+    )
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_vlmeval)
+
+
+def cmd_vlmeval(args: argparse.Namespace) -> int:
+    from judgecp.adapters.vlmeval.cli import main as vlmeval_main
+
+    return int(vlmeval_main(args.args))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="judgecp", description="How far can a model judge be trusted? Conformal reliability metrics for judges."
@@ -324,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_methods(sub)
     _add_bench(sub)
     _add_lm_eval(sub)
+    _add_vlmeval(sub)
     return parser
 
 

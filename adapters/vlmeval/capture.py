@@ -1,0 +1,268 @@
+"""Score-token logprobs from a Hugging Face model's own ``generate`` call, from raw logits.
+
+:class:`GenerateCapture` patches ``transformers.GenerationMixin.generate``
+while it is active: every call is made with ``output_logits=True,
+return_dict_in_generate=True`` (no extra forward pass), the raw per-step
+logits are kept, and the caller gets back exactly what it asked for (the
+token tensor, unless it asked for the output object itself). Raw logits are
+the model's outputs before any logits processor (temperature, top-k,
+repetition penalty, constrained decoding), which is what the judge "believes";
+``output_scores`` would give the processed ones.
+
+:func:`likert_record` turns the last captured call into a judgecp Likert
+record: it reads, at every generated position, the log-probability of every
+vocabulary token that spells a rating (``"4"``, ``"▁4"``, ``"Ġ4"``, ...) and of
+the generated token, and runs the core's three-stage score extractor
+(:func:`judgecp.extraction.extract_score`) on them. Log-probabilities are
+computed per step as ``logit - logsumexp(logits)`` in float32, so the full
+``steps x vocabulary`` log-softmax is never materialised (the logits
+themselves are held by ``generate`` for the whole call: ``steps x vocab``
+values in the model's dtype, e.g. 0.6 GB for 2,048 steps of a 152k vocabulary
+in bf16).
+
+Record flags (besides the extractor's): ``no_capture`` (``generate`` was not
+called, e.g. a model that decodes in its own loop or with vLLM),
+``multiple_generate_calls`` (the last call is used), ``beam_search``
+(several beams: raw logits do not follow the returned sequence, no logprobs),
+``batched_generate`` (row 0 is used).
+
+Needs torch and transformers, imported when a capture starts.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from judgecp.extraction import (
+    DEFAULT_FLOOR,
+    detect_style,
+    extract_score,
+    normalize_token,
+    token_text,
+)
+from judgecp.scale import LikertScale
+
+#: Version of the capture record layout (``record["v"]``).
+RECORD_VERSION = 1
+
+FLAG_NO_CAPTURE = "no_capture"
+FLAG_MULTIPLE_CALLS = "multiple_generate_calls"
+FLAG_BEAM_SEARCH = "beam_search"
+FLAG_BATCHED = "batched_generate"
+
+#: Flags that mean "no logprobs could be read" (not the extractor's ``no_score``).
+CAPTURE_FAILURE_FLAGS = (FLAG_NO_CAPTURE, FLAG_BEAM_SEARCH, "no_tokenizer", "api_no_logprobs")
+
+
+@dataclass
+class GenerateCall:
+    """One ``generate`` call: the returned sequences and the raw per-step logits."""
+
+    sequences: Any  # torch.LongTensor [batch, length]
+    logits: tuple[Any, ...]  # one [batch * beams, vocab] tensor per generated step
+
+
+_lock = threading.RLock()
+_active: list[GenerateCapture] = []
+_original_generate: Any = None
+
+
+def _patched_generate(self: Any, *args: Any, **kwargs: Any) -> Any:
+    config = kwargs.get("generation_config") or getattr(self, "generation_config", None)
+    wants_dict = kwargs.get("return_dict_in_generate")
+    if wants_dict is None:
+        wants_dict = bool(getattr(config, "return_dict_in_generate", False))
+    kwargs["output_logits"] = True
+    kwargs["return_dict_in_generate"] = True
+    out = _original_generate(self, *args, **kwargs)
+    logits = getattr(out, "logits", None)
+    sequences = getattr(out, "sequences", None)
+    with _lock:
+        target = _active[-1] if _active else None
+    if target is not None and logits is not None and sequences is not None:
+        target.calls.append(GenerateCall(sequences=sequences, logits=tuple(logits)))
+    return out if wants_dict else sequences
+
+
+class GenerateCapture:
+    """Context manager recording the raw logits of every ``generate`` call made inside it.
+
+    Nested captures are allowed (calls go to the innermost). The patch is on
+    the ``GenerationMixin`` class, so subclasses that override ``generate``
+    and call ``super().generate`` are captured as well.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[GenerateCall] = []
+
+    def __enter__(self) -> GenerateCapture:
+        global _original_generate
+        from transformers.generation.utils import GenerationMixin
+
+        with _lock:
+            if not _active:
+                _original_generate = GenerationMixin.generate
+                GenerationMixin.generate = functools.wraps(_original_generate)(_patched_generate)  # type: ignore[method-assign]
+            _active.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _original_generate
+        from transformers.generation.utils import GenerationMixin
+
+        with _lock:
+            _active.remove(self)
+            if not _active and _original_generate is not None:
+                GenerationMixin.generate = _original_generate  # type: ignore[method-assign]
+                _original_generate = None
+
+
+# -- tokens that spell a rating ------------------------------------------------
+
+_variant_cache: dict[tuple[int, tuple[str, ...]], tuple[Any, dict[str, int]]] = {}
+
+
+def label_token_ids(tokenizer: Any, labels: LikertScale | Sequence[str]) -> dict[str, int]:
+    """Every vocabulary token whose text is one of the labels: token string -> id.
+
+    ``labels`` is a scale (its tokens ``"1"``..``"5"``) or any label strings
+    (e.g. ``"A"``, ``"B"`` for a pairwise verdict). Covers the plain label, the
+    SentencePiece ``▁4`` and byte-level ``Ġ4`` variants, and SentencePiece
+    byte tokens (``<0x34>``). Cached per tokenizer.
+    """
+    wanted = tuple(labels.tokens) if isinstance(labels, LikertScale) else tuple(labels)
+    key = (id(tokenizer), wanted)
+    cached = _variant_cache.get(key)
+    if cached is not None and cached[0] is tokenizer:
+        return cached[1]
+    vocab: Mapping[str, int] = tokenizer.get_vocab()
+    label_set = set(wanted)
+    sample = list(vocab)[:5000]
+    style = detect_style(sample)
+    found = {}
+    for tok, idx in vocab.items():
+        if normalize_token(tok) in label_set or normalize_token(token_text(tok, style)) in label_set:
+            found[tok] = int(idx)
+    _variant_cache[key] = (tokenizer, found)
+    return found
+
+
+def find_tokenizer(model: Any) -> Any | None:
+    """The tokenizer of a VLMEvalKit model wrapper: ``tokenizer``, ``processor.tokenizer``, ``processor``."""
+    for path in ("tokenizer", "processor.tokenizer", "processor", "model.tokenizer", "tok"):
+        obj: Any = model
+        for part in path.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        if obj is not None and hasattr(obj, "convert_ids_to_tokens") and hasattr(obj, "get_vocab"):
+            return obj
+    return None
+
+
+def position_logprobs(
+    call: GenerateCall, tokenizer: Any, labels: LikertScale | Sequence[str]
+) -> tuple[list[str], list[dict[str, float]], list[str]]:
+    """Generated tokens and, per position, log P of the generated token and of every label token.
+
+    Returns ``(tokens, per_position, flags)``. Row 0 of a batch is used.
+    """
+    import torch
+
+    flags: list[str] = []
+    steps = len(call.logits)
+    sequences = call.sequences
+    if steps == 0:
+        return [], [], flags
+    if call.logits[0].shape[0] != sequences.shape[0]:
+        return [], [], [FLAG_BEAM_SEARCH]
+    if sequences.shape[0] > 1:
+        flags.append(FLAG_BATCHED)
+    generated = sequences[0, -steps:].tolist()
+    tokens = [str(t) for t in tokenizer.convert_ids_to_tokens(generated)]
+    vocab_size = int(call.logits[0].shape[-1])
+    variants = {tok: idx for tok, idx in label_token_ids(tokenizer, labels).items() if idx < vocab_size}
+    variant_ids = torch.tensor(list(variants.values()), dtype=torch.long)
+    per_position: list[dict[str, float]] = []
+    with torch.no_grad():
+        for i, step in enumerate(call.logits):
+            row = step[0].float()
+            lse = torch.logsumexp(row, dim=-1)
+            chosen = float(row[generated[i]] - lse)
+            values = (row[variant_ids.to(row.device)] - lse).tolist() if len(variants) else []
+            entry = dict(zip(variants.keys(), (float(v) for v in values), strict=True))
+            entry[tokens[i]] = chosen
+            per_position.append(entry)
+    return tokens, per_position, flags
+
+
+def prediction_sha1(text: str | None) -> str:
+    """Fingerprint of a prediction as VLMEvalKit stores it (line ends and outer space normalised)."""
+    norm = "" if text is None else str(text).replace("\r\n", "\n").strip()
+    return hashlib.sha1(norm.encode("utf-8")).hexdigest()
+
+
+def extraction_record(
+    tokens: Sequence[str],
+    per_position: Sequence[Mapping[str, float]],
+    *,
+    scale: LikertScale,
+    floor: float = DEFAULT_FLOOR,
+    flags: Sequence[str] = (),
+    source: str,
+) -> dict[str, Any]:
+    """A Likert capture record from tokens and per-position candidates (shared by HF and API judges)."""
+    result = extract_score(tokens, per_position, scale=scale, floor=floor)
+    logprobs = None
+    if result.logprobs is not None:
+        logprobs = {k: (v if math.isfinite(v) else floor) for k, v in result.logprobs.items()}
+    return {
+        "v": RECORD_VERSION,
+        "kind": "likert",
+        "source": source,
+        "logprobs": logprobs,
+        "parsed": result.parsed,
+        "stage": result.stage,
+        "position": result.position,
+        "n_tokens": len(tokens),
+        "flags": [*flags, *result.flags],
+    }
+
+
+def likert_record(
+    calls: Sequence[GenerateCall],
+    tokenizer: Any,
+    *,
+    scale: LikertScale | None = None,
+    floor: float = DEFAULT_FLOOR,
+) -> dict[str, Any]:
+    """The capture record of one judged item from the ``generate`` calls made for it."""
+    scale = scale or LikertScale()
+    if not calls:
+        return _failed(FLAG_NO_CAPTURE)
+    flags = [FLAG_MULTIPLE_CALLS] if len(calls) > 1 else []
+    tokens, per_position, more = position_logprobs(calls[-1], tokenizer, scale)
+    flags += more
+    if FLAG_BEAM_SEARCH in flags:
+        return _failed(*flags)
+    return extraction_record(tokens, per_position, scale=scale, floor=floor, flags=flags, source="hf_generate")
+
+
+def _failed(*flags: str) -> dict[str, Any]:
+    return {
+        "v": RECORD_VERSION,
+        "kind": "likert",
+        "source": "hf_generate",
+        "logprobs": None,
+        "parsed": None,
+        "stage": None,
+        "position": None,
+        "n_tokens": 0,
+        "flags": list(flags),
+    }

@@ -1,0 +1,95 @@
+"""``judgecp vlmeval ...``: run VLMEvalKit with judgecp, build the judge TSVs, list what is registered.
+
+    judgecp vlmeval [run.py arguments]         register, then run VLMEvalKit's run.py
+    judgecp vlmeval build-tsv KEY --source DIR --out DIR [--lite] [--limit N]
+    judgecp vlmeval list                       judgecp's datasets and models in VLMEvalKit
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from judgecp.errors import InputError
+
+USAGE = """\
+usage: judgecp vlmeval [run.py arguments ...]
+       judgecp vlmeval build-tsv {mllm_judge,polaris} --source DIR [--out DIR] [--lite] [--limit N]
+       judgecp vlmeval list
+
+Runs VLMEvalKit's run.py with the same arguments after registering judgecp's
+judge datasets (MLLMJudge_CP, MLLMJudge_CP_Lite, Polaris_CP) and a `<name>-lp`
+model for every supported_VLM entry, e.g.
+
+  judgecp vlmeval --data MLLMJudge_CP --model Qwen2.5-VL-7B-Instruct-lp
+
+run.py is found from $JUDGECP_VLMEVAL_RUN (run.py or the checkout), else beside
+the installed vlmeval package. Extra model entries: $JUDGECP_VLMEVAL_MODELS
+(a JSON file). See docs/vlmeval.md.
+"""
+
+
+def _build(argv: Sequence[str]) -> int:
+    from judgecp.adapters.vlmeval.build import build_mllm_judge, build_polaris
+
+    p = argparse.ArgumentParser(prog="judgecp vlmeval build-tsv",
+                                description="Build a judge dataset's VLMEvalKit TSV from the public release (offline).")
+    p.add_argument("key", choices=("mllm_judge", "polaris"))
+    p.add_argument("--source", required=True, help="local copy of the public release (see docs/vlmeval.md)")
+    p.add_argument("--out", default=os.environ.get("LMUData"), help="output folder (default: $LMUData)")
+    p.add_argument("--name", help="dataset name (default: MLLMJudge_CP[_Lite] / Polaris_CP)")
+    p.add_argument("--lite", action="store_true", help="MLLM-as-a-Judge: the 1,430-row Benchmark_Lite split")
+    p.add_argument("--limit", type=int, help="keep the first N usable rows (small test sets)")
+    p.add_argument("--image-dir", help="image folder, when not under --source")
+    args = p.parse_args(argv)
+    if not args.out:
+        raise InputError("give --out DIR or set $LMUData (VLMEvalKit's data folder)")
+    if args.key == "mllm_judge":
+        result = build_mllm_judge(args.source, args.out, lite=args.lite, name=args.name, image_dir=args.image_dir,
+                                  limit=args.limit)
+    else:
+        if args.lite:
+            raise InputError("--lite is for mllm_judge")
+        result = build_polaris(args.source, args.out, name=args.name or "Polaris_CP", image_dir=args.image_dir,
+                               limit=args.limit)
+    print(result.summary())
+    print(f"manifest: {result.manifest}")
+    return 0
+
+
+def _list() -> int:
+    from judgecp.adapters.vlmeval.launcher import prepare
+
+    info = prepare()
+    from vlmeval.config import supported_VLM
+
+    print("datasets:", ", ".join(info.datasets))
+    print("dataset classes (for --config):", ", ".join(info.dataset_classes))
+    print(f"-lp models: {sum(1 for k in supported_VLM if k.endswith('-lp'))} (one per supported_VLM entry)")
+    if info.extra_models:
+        print("extra models ($JUDGECP_VLMEVAL_MODELS):", ", ".join(info.extra_models))
+    print("model classes (for --config): JudgeCPLogprobs (vlmeval.vlm), JudgeCPOpenAI (vlmeval.api)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        print(USAGE, file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help") and len(args) == 1:
+        print(USAGE)
+        return 0
+    if args and args[0] == "build-tsv":
+        return _build(args[1:])
+    if args and args[0] == "list":
+        return _list()
+    from judgecp.adapters.vlmeval.launcher import launch
+
+    return launch(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

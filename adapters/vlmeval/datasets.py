@@ -1,0 +1,206 @@
+"""judgecp's judge datasets as VLMEvalKit dataset classes (imports VLMEvalKit).
+
+Import this module only where VLMEvalKit is installed;
+:func:`judgecp.adapters.vlmeval.register.register` does, and adds the classes
+to VLMEvalKit's registries. The classes are thin: the prompt, fields and
+scale come from :mod:`~judgecp.adapters.vlmeval.specs`, evaluation from
+:mod:`~judgecp.adapters.vlmeval.evaluation`.
+
+* ``TYPE = "JudgeCP"`` and ``force_use_dataset_prompt = True``: no model
+  wrapper replaces the paper's prompt with its own (VLMEvalKit asks the
+  dataset for the prompt first when this flag is set).
+* The TSV is local: ``$LMUData/<name>.tsv`` built by
+  ``judgecp vlmeval build-tsv``; nothing is downloaded.
+* Rows without a usable image (empty cell, or bytes that do not decode) are
+  left out at load time and counted (``image_missing``, ``image_unreadable``)
+  instead of VLMEvalKit's silent ``skip_noimg`` drop; ``evaluate()`` reports
+  them.
+* ``evaluate()`` writes ``<model>_<dataset>_cp.json`` and returns the
+  headline metrics as plain floats.
+
+A new judge dataset of a known kind is a subclass setting ``SPEC``. A new
+kind (pairwise in both orders, PARC prompt variations) adds a spec kind, a
+TSV builder that writes one row per (pair, order) or (item, variation), and
+a record builder in the reader; the dataset class stays this thin (see
+docs/vlmeval.md, "Adding a judge dataset").
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import os.path as osp
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+from vlmeval.dataset.image_base import ImageBaseDataset
+from vlmeval.smp import LMUDataRoot, load, toliststr
+
+from judgecp.adapters.vlmeval.build import read_manifest
+from judgecp.adapters.vlmeval.evaluation import (
+    ProtocolOptions,
+    evaluate_prediction_file,
+    metric_path,
+)
+from judgecp.adapters.vlmeval.runtime import PROMPTS
+from judgecp.adapters.vlmeval.specs import DATASET_TYPE, MLLM_JUDGE, POLARIS, JudgeSpec
+from judgecp.exclusions import Exclusions
+
+
+def _image_ok(cell: str) -> bool:
+    try:
+        raw = base64.b64decode(cell, validate=False)
+    except (binascii.Error, ValueError):
+        return False
+    if not raw:
+        return False
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(raw)) as im:
+            im.verify()
+    except Exception:
+        return False
+    return True
+
+
+class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
+    """Base of judgecp's VLMEvalKit judge datasets (one subclass per :class:`JudgeSpec`)."""
+
+    TYPE = DATASET_TYPE
+    MODALITY = "IMAGE"
+    SPEC: ClassVar[JudgeSpec]
+    DATASET_URL: ClassVar[dict[str, str]] = {}
+    DATASET_MD5: ClassVar[dict[str, str]] = {}
+    force_use_dataset_prompt = True
+
+    def __init__(
+        self,
+        dataset: str = "",
+        alpha: float = 0.1,
+        methods: str | list[str] = "naive,lac",
+        seeds: int | str | list[int] = 10,
+        cal_fraction: float = 0.5,
+        mondrian: str | None = None,
+        skip_noimg: bool = True,
+    ) -> None:
+        self.options = ProtocolOptions.from_kwargs(
+            alpha=alpha, methods=methods, seeds=seeds, cal_fraction=cal_fraction, mondrian=mondrian
+        )
+        self.excluded_at_load = Exclusions()
+        super().__init__(dataset=dataset or self.SPEC.names[0], skip_noimg=skip_noimg)
+
+    @classmethod
+    def supported_datasets(cls) -> list[str]:
+        return list(cls.SPEC.names)
+
+    def tsv_path(self, dataset: str | None = None) -> str:
+        return osp.join(LMUDataRoot(), f"{dataset or self.dataset_name}.tsv")
+
+    def load_data(self, dataset: str) -> pd.DataFrame:
+        path = self.tsv_path(dataset)
+        if not osp.exists(path):
+            raise FileNotFoundError(
+                f"{path} does not exist: build it from the public release with "
+                f"`judgecp vlmeval build-tsv {self.SPEC.key} --source DIR --out {LMUDataRoot()}` (docs/vlmeval.md)"
+            )
+        data = load(path)
+        data["index"] = [str(x) for x in data["index"]]
+        if "image" in data:
+            cells = ["" if pd.isna(x) else str(x) for x in data["image"]]
+            full = {i: c for i, c in zip(data["index"], cells, strict=True) if len(c) > 64}
+            checked: dict[str, bool] = {}
+            keep = []
+            for index, cell in zip(data["index"], cells, strict=True):
+                target = cell if len(cell) > 64 else full.get(cell, "")
+                if not target:
+                    self.excluded_at_load.add("image_missing", index)
+                    keep.append(False)
+                    continue
+                if target not in checked:
+                    checked[target] = _image_ok(target)
+                if not checked[target]:
+                    self.excluded_at_load.add("image_unreadable", index)
+                    keep.append(False)
+                    continue
+                keep.append(True)
+            # a kept row may refer to a dropped row's image only if that image was fine: inline it
+            kept = data[keep].copy()
+            kept["image"] = [c if len(c) > 64 else full[c] for c, k in zip(cells, keep, strict=True) if k]
+            data = kept
+        return data
+
+    def build_prompt(self, line: Any) -> list[dict[str, str]]:
+        if isinstance(line, int):
+            line = self.data.iloc[line]
+        tgt_path = toliststr(line["image_path"]) if self.meta_only else self.dump_image(line)
+        text = self.SPEC.render(line)
+        msgs = [dict(type="image", value=p) for p in toliststr(tgt_path)]
+        msgs.append(dict(type="text", value=text))
+        PROMPTS.register(self.dataset_name, msgs, line["index"])
+        return msgs
+
+    def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, Any]:
+        outcome = evaluate_prediction_file(
+            eval_file,
+            spec=self.SPEC,
+            options=self.options,
+            dataset=self.dataset_name,
+            excluded_at_load=self.excluded_at_load,
+            build_manifest=read_manifest(self.tsv_path()),
+        )
+        return outcome.headline
+
+    @classmethod
+    def report_primary_metric(cls, metrics: dict[str, Any] | None) -> dict[str, float | int]:
+        """The first method's coverage and label-set width (keys as ``status.json`` flattens them)."""
+        if not isinstance(metrics, dict):
+            return {}
+        out: dict[str, float | int] = {}
+        for key in metrics:
+            if key.endswith("|coverage"):
+                method = key[: -len("|coverage")]
+                for k in (f"{method}|coverage", f"{method}|set_width"):
+                    value = metrics.get(k)
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        out[k] = value
+                break
+        return out
+
+    @classmethod
+    def report_judge_err(
+        cls,
+        prediction_file: str | Path | None,
+        *,
+        total_samples: int | None,
+        judge_model: str | None = None,
+        error_message: str | None = None,
+    ) -> dict[str, int | None]:
+        """Rows without a usable judge score (read from the metric file), out of the rows read."""
+        if prediction_file is None:
+            return dict(failed=0, total=total_samples)
+        path = metric_path(prediction_file)
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return dict(failed=total_samples if error_message else 0, total=total_samples)
+        n_read = int(report.get("n_read") or 0)
+        return dict(failed=n_read - int(report.get("n") or 0), total=n_read)
+
+
+class MLLMJudgeCP(JudgeCPDataset):
+    """MLLM-as-a-Judge scoring split (14 task categories), human score 1-5 as answer."""
+
+    SPEC = MLLM_JUDGE
+
+
+class PolarisCP(JudgeCPDataset):
+    """Polaris caption quality, mean human score binned to 1-5 as answer."""
+
+    SPEC = POLARIS
+
+
+DATASET_CLASSES: tuple[type[JudgeCPDataset], ...] = (MLLMJudgeCP, PolarisCP)

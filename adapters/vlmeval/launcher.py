@@ -1,0 +1,107 @@
+"""``judgecp vlmeval <run.py arguments>``: register judgecp into VLMEvalKit, then run its ``run.py``.
+
+VLMEvalKit's ``run.py`` is a script in the checkout, not part of the
+installed package, so the launcher finds it, registers judgecp's datasets
+and models in this process, installs the sidecar hook and executes it as
+``__main__`` with the same arguments. Where ``run.py`` comes from:
+
+1. ``$JUDGECP_VLMEVAL_RUN``: the path of ``run.py`` or of the checkout
+   that contains it;
+2. otherwise beside the installed ``vlmeval`` package (an editable install
+   of a checkout, ``pip install -e VLMEvalKit``, has it there).
+
+Multi-GPU: ``torchrun --nproc-per-node=8 --no-python judgecp vlmeval ...``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import runpy
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from judgecp.adapters.vlmeval.register import Registration, register, require_vlmeval
+from judgecp.adapters.vlmeval.runtime import run_context
+from judgecp.errors import InputError
+
+ENV_RUN = "JUDGECP_VLMEVAL_RUN"
+
+
+def find_run_py() -> Path:
+    """VLMEvalKit's ``run.py``: from ``$JUDGECP_VLMEVAL_RUN``, else beside the ``vlmeval`` package."""
+    env = os.environ.get(ENV_RUN)
+    if env:
+        path = Path(env).expanduser()
+        if path.is_dir():
+            path = path / "run.py"
+        if not path.is_file():
+            raise InputError(f"${ENV_RUN}={env}: no run.py there")
+        return path.resolve()
+    try:
+        spec = importlib.util.find_spec("vlmeval")
+    except (ImportError, ValueError):  # a broken or blocked vlmeval
+        spec = None
+    if spec is None or not spec.origin:
+        require_vlmeval("`judgecp vlmeval`")
+        raise InputError("cannot locate the vlmeval package")  # pragma: no cover - require raised
+    candidate = Path(spec.origin).resolve().parent.parent / "run.py"
+    if candidate.is_file():
+        return candidate
+    raise InputError(
+        f"VLMEvalKit is installed at {Path(spec.origin).parent} but its run.py is not beside it "
+        f"(a non-editable install does not ship run.py): set ${ENV_RUN} to your checkout's run.py"
+    )
+
+
+_hooked = False
+
+
+def install_sidecar_hook() -> None:
+    """Wrap ``vlmeval.inference.infer_data`` so the capturing models know the run folder."""
+    global _hooked
+    if _hooked:
+        return
+    import vlmeval.inference as vi
+
+    original = vi.infer_data
+
+    @functools.wraps(original)
+    def infer_data(*args: Any, **kwargs: Any) -> Any:
+        work_dir = kwargs.get("work_dir")
+        model_name = kwargs.get("model_name")
+        if work_dir is None or model_name is None:
+            return original(*args, **kwargs)
+        with run_context(work_dir, model_name):
+            return original(*args, **kwargs)
+
+    vi.infer_data = infer_data
+    _hooked = True
+
+
+def prepare() -> Registration:
+    """Registration and hooks, as the launcher does them (for scripts that call run.py's main)."""
+    require_vlmeval("`judgecp vlmeval`")
+    info = register()
+    install_sidecar_hook()
+    return info
+
+
+def launch(argv: Sequence[str]) -> int:
+    """Run VLMEvalKit's ``run.py`` with ``argv`` after registering judgecp."""
+    run_py = find_run_py()
+    prepare()
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(run_py), *argv]
+    sys.path.insert(0, str(run_py.parent))
+    try:
+        runpy.run_path(str(run_py), run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return 0

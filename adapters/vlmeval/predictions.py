@@ -1,0 +1,378 @@
+"""Read a VLMEvalKit prediction file and the sidecar records into judgecp records.
+
+VLMEvalKit writes ``<work_dir>/<model>/<eval_id>/<model>_<dataset>.xlsx``
+(``.tsv``/``.json`` with ``PRED_FORMAT``): the dataset's columns (``index``,
+``answer``, ``category``, ...) plus ``prediction`` and, when every row came
+back structured, ``extra_records``. Two things go wrong in practice, both
+repaired or counted here, never silently dropped:
+
+* a partial resume (``--reuse`` after an interrupted run) merges reused
+  rows (plain text) with new rows (``{"prediction", "extra_records"}``
+  dicts) and writes ``str(dict)`` into ``prediction`` for the new ones, with
+  no ``extra_records`` column. Such a cell is parsed back (flag
+  ``resume_repaired``); one that cannot be parsed is excluded as
+  ``corrupted_prediction``.
+* rows without an embedded record (reused rows, or a file written by a model
+  that does not capture): their record comes from the sidecar JSONL
+  (``<model>_<dataset>_lprecords*.jsonl`` beside the file, in the model
+  folder or in any run folder of the model; flag ``record_from_sidecar``) if
+  its prediction fingerprint matches the row's prediction; otherwise the row
+  is excluded as ``record_prediction_mismatch`` (a record from another
+  run) or ``no_logprob_record``.
+
+Other exclusions: ``inference_failed`` (VLMEvalKit's failure message),
+``duplicate_index``, ``index_missing``, and the capture failures
+``no_capture``, ``beam_search``, ``api_no_logprobs``. The reader is generic
+(:func:`read_predictions`); :func:`likert_records` turns its rows into the
+core's Likert records. A multiple-choice reader for VLMEvalKit's own MCQ
+benchmarks (conformal sets) is another function over the same table.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from judgecp.adapters.vlmeval.capture import CAPTURE_FAILURE_FLAGS, prediction_sha1
+from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG
+from judgecp.adapters.vlmeval.specs import (
+    KIND_COLUMN,
+    SCALE_COLUMN,
+    JudgeSpec,
+    dataset_names,
+    spec_for,
+)
+from judgecp.errors import InputError, MissingDependencyError
+from judgecp.exclusions import Exclusions
+from judgecp.scale import LikertScale
+
+#: VLMEvalKit's inference failure marker (``vlmeval.smp.file.INFER_FAIL_MSG``).
+INFER_FAIL_MARKER = "Failed to obtain answer"
+
+FLAG_RESUME_REPAIRED = "resume_repaired"
+FLAG_FROM_SIDECAR = "record_from_sidecar"
+
+
+@dataclass
+class PredictionRow:
+    index: str
+    prediction: str
+    columns: dict[str, Any]
+    record: dict[str, Any] | None = None
+    flags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PredictionTable:
+    """Rows of a prediction file with their records, and what was repaired or left out."""
+
+    path: Path
+    stem: str
+    dataset: str | None
+    rows: list[PredictionRow]
+    columns: list[str]
+    excluded: Exclusions = field(default_factory=Exclusions)
+    repaired: Exclusions = field(default_factory=Exclusions)
+    sidecars: list[Path] = field(default_factory=list)
+    n_read: int = 0
+    record_sources: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "prediction_file": str(self.path),
+            "dataset": self.dataset,
+            "rows_read": self.n_read,
+            "sidecars": [str(p) for p in self.sidecars],
+            "record_sources": dict(self.record_sources),
+            "repaired": self.repaired.to_json(key="repair"),
+            "excluded_by_reader": self.excluded.to_json(),
+        }
+
+
+# -- the file ------------------------------------------------------------------
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def read_table(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns and rows of a VLMEvalKit prediction file (xlsx, tsv, csv, json, jsonl)."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix == ".xlsx":
+        try:
+            import openpyxl
+        except ImportError as exc:
+            raise MissingDependencyError("openpyxl", "vlmeval", "reading VLMEvalKit .xlsx predictions") from exc
+        try:
+            wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        except Exception as exc:  # zipfile/openpyxl errors on a damaged file
+            raise InputError(f"{path}: not a readable .xlsx file ({exc})") from exc
+        try:
+            sheet = wb.worksheets[0]
+            it = sheet.iter_rows(values_only=True)
+            header = next(it, None)
+            if header is None:
+                raise InputError(f"{path}: the file is empty")
+            columns = ["" if h is None else str(h) for h in header]
+            rows = [
+                {c: _cell(v) for c, v in zip(columns, values, strict=False) if c}
+                for values in it
+                if values is not None and any(v is not None for v in values)
+            ]
+        finally:
+            wb.close()
+        return [c for c in columns if c], rows
+    if suffix in (".tsv", ".csv"):
+        text = path.read_text(encoding="utf-8")
+        reader = csv.DictReader(text.splitlines(keepends=True), delimiter="\t" if suffix == ".tsv" else ",")
+        if not reader.fieldnames:
+            raise InputError(f"{path}: no header row")
+        columns = [c for c in reader.fieldnames if c]
+        rows = [{k: v for k, v in r.items() if k} for r in reader]
+        return columns, rows
+    if suffix in (".json", ".jsonl"):
+        text = path.read_text(encoding="utf-8")
+        if suffix == ".jsonl":
+            data: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            data = json.loads(text)
+        if isinstance(data, dict) and "columns" in data and "data" in data:
+            data = [dict(zip(data["columns"], r, strict=False)) for r in data["data"]]
+        elif isinstance(data, dict) and all(isinstance(v, list) for v in data.values()):
+            keys = list(data)
+            data = [dict(zip(keys, vals, strict=False)) for vals in zip(*data.values(), strict=False)]
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise InputError(f"{path}: not a table of records")
+        columns = []
+        for r in data:
+            for k in r:
+                if k not in columns:
+                    columns.append(k)
+        return columns, [{k: _cell(v) for k, v in r.items()} for r in data]
+    raise InputError(f"{path}: unknown prediction format {suffix!r} (xlsx, tsv, csv, json, jsonl)")
+
+
+def split_stem(stem: str, dataset: str | None = None) -> tuple[str | None, str | None]:
+    """``(model, dataset)`` from a prediction file stem ``<model>_<dataset>``, when recognisable."""
+    names = [dataset] if dataset else sorted(dataset_names(), key=len, reverse=True)
+    for name in names:
+        if name and stem.endswith("_" + name):
+            return stem[: -len(name) - 1], name
+    return None, dataset
+
+
+# -- records -------------------------------------------------------------------
+
+
+def _parse_record(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, dict):
+        return value
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _repair_prediction(text: str) -> dict[str, Any] | None:
+    """``str({'prediction': ..., 'extra_records': ...})`` back into the dict, or ``None``."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and "'prediction'" in stripped and "'extra_records'" in stripped):
+        return None
+    try:
+        obj = ast.literal_eval(stripped)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return {}
+    if isinstance(obj, dict) and "prediction" in obj and "extra_records" in obj:
+        return obj
+    return {}
+
+
+def find_sidecars(path: Path, stem: str) -> list[Path]:
+    """Sidecars of ``<stem>`` beside the file, beside its link target, in the model folder and its run folders.
+
+    Records are matched to rows by index and prediction fingerprint; a short
+    prediction ("Score: 4") can have the same fingerprint in two runs, so the
+    order decides: the file's own run folder wins, then the newest sidecar.
+    """
+    roots: list[Path] = []
+    for base in (path.parent, path.resolve().parent):
+        for root in (base, base.parent):
+            if root not in roots:
+                roots.append(root)
+    pattern = f"{stem}{SIDECAR_TAG}*.jsonl"
+    found: set[Path] = set()
+    for root in roots:
+        for candidate in [*root.glob(pattern), *root.glob(f"*/{pattern}")]:
+            if candidate.is_file():
+                found.add(candidate.resolve())
+    own = path.resolve().parent
+    # Oldest first, the prediction file's own run folder last: where several sidecars hold a
+    # matching record for a row, the reader takes the last one.
+    return sorted(found, key=lambda p: (p.parent == own, p.stat().st_mtime, str(p)))
+
+
+def read_sidecars(paths: Sequence[Path], excluded: Exclusions) -> dict[str, list[dict[str, Any]]]:
+    """Sidecar records by index; unreadable lines are counted as ``sidecar_malformed_line``."""
+    by_index: dict[str, list[dict[str, Any]]] = {}
+    for path in paths:
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    excluded.add("sidecar_malformed_line", f"{path.name}:{lineno}")
+                    continue
+                if not isinstance(rec, dict) or rec.get("index") is None:
+                    excluded.add("sidecar_malformed_line", f"{path.name}:{lineno}")
+                    continue
+                by_index.setdefault(str(rec["index"]), []).append(rec)
+    return by_index
+
+
+def _index_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "" if value is None else str(value).strip()
+
+
+def read_predictions(
+    path: str | Path,
+    *,
+    dataset: str | None = None,
+    sidecars: Sequence[str | Path] | None = None,
+    search_sidecars: bool = True,
+) -> PredictionTable:
+    """Rows of a prediction file, each with its record (embedded, repaired or from a sidecar).
+
+    Rows that cannot get a record are kept in ``rows`` with ``record=None``
+    only when they are usable otherwise; everything left out is in
+    ``excluded`` with its reason.
+    """
+    p = Path(path)
+    columns, raw_rows = read_table(p)
+    if "index" not in columns or "prediction" not in columns:
+        raise InputError(f"{p}: not a VLMEvalKit prediction file (needs index and prediction columns; has {columns})")
+    stem = p.stem
+    _, dataset = split_stem(stem, dataset)
+    side_paths = [Path(s) for s in sidecars] if sidecars else []
+    if search_sidecars:
+        side_paths += [s for s in find_sidecars(p, stem) if s not in side_paths]
+    table = PredictionTable(path=p, stem=stem, dataset=dataset, rows=[], columns=columns, sidecars=side_paths,
+                            n_read=len(raw_rows))
+    by_index = read_sidecars(side_paths, table.excluded)
+    sources = {"embedded": 0, "repaired": 0, "sidecar": 0}
+    seen: set[str] = set()
+    for raw in raw_rows:
+        index = _index_text(raw.get("index"))
+        if not index:
+            table.excluded.add("index_missing")
+            continue
+        if index in seen:
+            table.excluded.add("duplicate_index", index)
+            continue
+        seen.add(index)
+        flags: list[str] = []
+        text = "" if raw.get("prediction") is None else str(raw.get("prediction"))
+        record = _parse_record(raw.get("extra_records"))
+        repaired = _repair_prediction(text)
+        if repaired == {}:
+            table.excluded.add("corrupted_prediction", index)
+            continue
+        if repaired is not None:
+            text = "" if repaired.get("prediction") is None else str(repaired["prediction"])
+            record = _parse_record(repaired.get("extra_records"))
+            flags.append(FLAG_RESUME_REPAIRED)
+            table.repaired.add(FLAG_RESUME_REPAIRED, index)
+        if INFER_FAIL_MARKER in text:
+            table.excluded.add("inference_failed", index)
+            continue
+        fingerprint = prediction_sha1(text)
+        if record is not None and record.get("index") not in (None, index) and str(record.get("index")) != index:
+            record = None  # an embedded record of another row: fall back to the sidecar
+            flags.append("embedded_record_index_mismatch")
+        if record is not None and record.get("prediction_sha1") not in (None, fingerprint):
+            record = None
+            flags.append("embedded_record_prediction_mismatch")
+        if record is not None:
+            sources["repaired" if repaired is not None else "embedded"] += 1
+        else:
+            candidates = by_index.get(index, [])
+            matching = [r for r in candidates if r.get("prediction_sha1") == fingerprint]
+            if matching:
+                record = matching[-1]
+                flags.append(FLAG_FROM_SIDECAR)
+                sources["sidecar"] += 1
+            elif candidates:
+                table.excluded.add("record_prediction_mismatch", index)
+                continue
+            else:
+                table.excluded.add("no_logprob_record", index)
+                continue
+        failed = [f for f in record.get("flags", []) if f in CAPTURE_FAILURE_FLAGS]
+        if record.get("logprobs") is None and failed:
+            table.excluded.add(failed[0], index)
+            continue
+        row = PredictionRow(index=index, prediction=text, columns=raw, record=record, flags=flags)
+        table.rows.append(row)
+    table.record_sources = sources
+    return table
+
+
+def resolve_spec(table: PredictionTable, spec: JudgeSpec | None = None) -> JudgeSpec:
+    """The judge spec of a table: given, from the dataset name, or from the kind column."""
+    if spec is not None:
+        return spec
+    if table.dataset is not None:
+        found = spec_for(table.dataset)
+        if found is not None:
+            return found
+    kinds = {str(r.columns.get(KIND_COLUMN)) for r in table.rows if r.columns.get(KIND_COLUMN)}
+    if kinds == {"likert"} or (not kinds and KIND_COLUMN in table.columns):
+        scales = {str(r.columns.get(SCALE_COLUMN)) for r in table.rows if r.columns.get(SCALE_COLUMN)}
+        scale = LikertScale.parse(scales.pop()) if len(scales) == 1 else LikertScale()
+        return JudgeSpec(key="likert", kind="likert", names=(), prompt="", fields={}, scale=scale,
+                         group="category" if "category" in table.columns else None)
+    raise InputError(
+        f"{table.path}: not a judgecp judge dataset (file name does not end in one of "
+        f"{', '.join(dataset_names())} and there is no {KIND_COLUMN} column). Conformal sets for "
+        "VLMEvalKit's own multiple-choice benchmarks need the core's multiple-choice support (a later release)."
+    )
+
+
+def likert_records(table: PredictionTable, spec: JudgeSpec) -> list[dict[str, Any]]:
+    """The core's Likert records (``id, label, logprobs, parsed, group, flags``) of the table's rows."""
+    if spec.kind != "likert":
+        raise InputError(f"{spec.key}: kind {spec.kind!r} is not a Likert judge")
+    records = []
+    for row in table.rows:
+        assert row.record is not None
+        rec: dict[str, Any] = {
+            "id": row.index,
+            "label": row.columns.get(spec.label),
+            "logprobs": row.record.get("logprobs"),
+            "parsed": row.record.get("parsed"),
+            "flags": [*row.flags, *row.record.get("flags", [])],
+        }
+        if spec.group:
+            rec[spec.group] = row.columns.get(spec.group)
+        records.append(rec)
+    return records

@@ -1,0 +1,151 @@
+"""The OpenAI-compatible judge against a real HTTP server on 127.0.0.1 that the test starts."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judgecp.adapters.vlmeval.api_judge import FAIL_MSG, JudgeCPOpenAI
+from judgecp.adapters.vlmeval.capture import prediction_sha1
+from judgecp.adapters.vlmeval.runtime import PROMPTS, run_context
+from judgecp.extraction import DEFAULT_FLOOR
+from tests.vlmeval.sources import png_bytes
+
+#: A chat completion whose last tokens are "Score", ":", " 4"; at " 4" the top-3 omit "1" and "5".
+TOKENS = [
+    {"token": "The", "logprob": -0.1, "top_logprobs": [{"token": "The", "logprob": -0.1}]},
+    {"token": " answer", "logprob": -0.3, "top_logprobs": [{"token": " answer", "logprob": -0.3}]},
+    {"token": " is", "logprob": -0.2, "top_logprobs": [{"token": " is", "logprob": -0.2}, {"token": " 2", "logprob": -3.0}]},
+    {"token": " good", "logprob": -0.5, "top_logprobs": [{"token": " good", "logprob": -0.5}]},
+    {"token": ".\n", "logprob": -0.1, "top_logprobs": [{"token": ".\n", "logprob": -0.1}]},
+    {"token": "Score", "logprob": -0.01, "top_logprobs": [{"token": "Score", "logprob": -0.01}]},
+    {"token": ":", "logprob": -0.01, "top_logprobs": [{"token": ":", "logprob": -0.01}]},
+    {"token": " 4", "logprob": -0.4, "top_logprobs": [
+        {"token": " 4", "logprob": -0.4}, {"token": " 3", "logprob": -1.3}, {"token": "4", "logprob": -2.5},
+        {"token": " 2", "logprob": -4.0},
+    ]},
+]
+
+
+class Server:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.fail_first = 0
+        self.with_logprobs = True
+        self.status = 200
+
+    def reply(self) -> dict[str, Any]:
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": "".join(t["token"] for t in TOKENS)},
+            "finish_reason": "stop",
+        }
+        if self.with_logprobs:
+            choice["logprobs"] = {"content": TOKENS}
+        return {"id": "x", "object": "chat.completion", "choices": [choice]}
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[Server, str]]:
+    state = Server()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state.requests.append(body)
+            state.headers.append(dict(self.headers))
+            if state.fail_first > 0:
+                state.fail_first -= 1
+                self.send_response(503)
+                self.end_headers()
+                return
+            if self.path != "/v1/chat/completions":
+                self.send_response(404)
+                self.end_headers()
+                return
+            data = json.dumps(state.reply()).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+@pytest.fixture
+def message(tmp_path: Path) -> list[dict[str, str]]:
+    image = tmp_path / "7.png"
+    image.write_bytes(png_bytes(4, 4, (255, 0, 0)))
+    return [{"type": "image", "value": str(image)}, {"type": "text", "value": "Judge this. Score: X"}]
+
+
+def test_request_and_record(server: tuple[Server, str], message: list[dict[str, str]], tmp_path: Path) -> None:
+    state, url = server
+    judge = JudgeCPOpenAI(model="judge-7b", api_base=url, key="sk-test", top_logprobs=5, max_tokens=64)
+    PROMPTS.register("MLLMJudge_CP", message, "7")
+    with run_context(tmp_path, "judge-7b"):
+        out = judge.generate(message, dataset="MLLMJudge_CP")
+    body = state.requests[0]
+    assert body["logprobs"] is True and body["top_logprobs"] == 5 and body["temperature"] == 0.0
+    assert body["model"] == "judge-7b" and body["max_tokens"] == 64
+    content = body["messages"][0]["content"]
+    assert content[0]["type"] == "image_url"
+    assert base64.b64decode(content[0]["image_url"]["url"].split(",", 1)[1]) == png_bytes(4, 4, (255, 0, 0))
+    assert content[1] == {"type": "text", "text": "Judge this. Score: X"}
+    assert state.headers[0]["Authorization"] == "Bearer sk-test"
+
+    record = json.loads(out["extra_records"])
+    assert out["prediction"].endswith("Score: 4")
+    assert record["parsed"] == 4 and record["stage"] == "anchored" and record["source"] == "openai_api"
+    lp = record["logprobs"]
+    assert lp["4"] == pytest.approx(math.log(math.exp(-0.4) + math.exp(-2.5)))  # " 4" and "4" merged
+    assert lp["3"] == pytest.approx(-1.3) and lp["2"] == pytest.approx(-4.0)
+    assert lp["1"] == pytest.approx(DEFAULT_FLOOR) and lp["5"] == pytest.approx(DEFAULT_FLOOR)  # not in the top-k
+    assert "missing_token" in record["flags"]
+    assert record["index"] == "7" and record["prediction_sha1"] == prediction_sha1(out["prediction"])
+    side = json.loads((tmp_path / "judge-7b_MLLMJudge_CP_lprecords.jsonl").read_text())
+    assert side["logprobs"] == lp
+
+
+def test_retry_then_success_and_plain_text_elsewhere(server: tuple[Server, str], message: list[dict[str, str]]) -> None:
+    state, url = server
+    state.fail_first = 2
+    judge = JudgeCPOpenAI(model="m", api_base=url + "/chat/completions", retry=3, wait=0.01)
+    out = judge.generate(message, dataset="MMBench_DEV_EN")
+    assert isinstance(out, str) and out.endswith("Score: 4")
+    assert len(state.requests) == 3
+
+
+def test_failure_and_missing_logprobs(server: tuple[Server, str], message: list[dict[str, str]]) -> None:
+    state, url = server
+    state.fail_first = 5
+    judge = JudgeCPOpenAI(model="m", api_base=url, retry=2, wait=0.01)
+    out = judge.generate(message, dataset="Polaris_CP")
+    assert isinstance(out, str) and out.startswith(FAIL_MSG)  # VLMEvalKit retries these on the next run
+    state.fail_first = 0
+    state.with_logprobs = False
+    record = json.loads(judge.generate(message, dataset="Polaris_CP")["extra_records"])
+    assert record["logprobs"] is None and record["flags"] == ["api_no_logprobs"]
+    closed = JudgeCPOpenAI(model="m", api_base="http://127.0.0.1:9/v1", retry=1, timeout=2)
+    assert closed.generate(message, dataset="Polaris_CP").startswith(FAIL_MSG)

@@ -1,0 +1,290 @@
+"""End to end against a real VLMEvalKit checkout: ``judgecp vlmeval ...`` with a tiny local judge.
+
+Skipped when ``vlmeval`` is not importable (CI). To run it, see
+docs/vlmeval.md ("Reproducing the integration run"): a venv with
+VLMEvalKit installed from a checkout (``pip install -e``), judgecp installed
+into it, then ``python -m pytest tests/vlmeval/test_integration.py``.
+Each launcher run is a subprocess, exactly as a user runs it.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import importlib.util
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [
+    pytest.mark.vlmeval,
+    # VLMEvalKit and transformers warn a lot (deprecations) in the one test that imports them in-process
+    pytest.mark.filterwarnings("ignore"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("vlmeval") is None,
+        reason="VLMEvalKit (vlmeval) is not importable: it is not on PyPI; see docs/vlmeval.md to run this test",
+    ),
+]
+
+from judgecp.adapters.vlmeval.specs import MLLM_JUDGE  # noqa: E402
+from tests.vlmeval.runs import TINY, Workspace, build_sources, run_dir, workspace  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+LP = f"{TINY}-lp"
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.vlmeval.tiny_models import tiny_idefics3
+
+    return tiny_idefics3(tmp_path_factory.mktemp("models") / "tiny-idefics3")
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Workspace:
+    space = workspace(tmp_path_factory.mktemp("vlmeval"), tiny_model)
+    build_sources(space, n=24, n_pairs=16)
+    return space
+
+
+def ok(proc: Any) -> str:
+    assert proc.returncode == 0, f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-6000:]}"
+    return str(proc.stdout + proc.stderr)
+
+
+def read_xlsx(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    from judgecp.adapters.vlmeval.predictions import read_table
+
+    return read_table(path)
+
+
+def sidecar_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_launcher_runs_mllm_judge_end_to_end(ws: Workspace) -> None:
+    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu)))
+    work = ws.root / "out_cli"
+    log = ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, work_dir=work))
+    assert "Run Summary Report" in log
+    (run,) = run_dir(work, LP)
+    pred = run / f"{LP}_MLLMJudge_CP.xlsx"
+    columns, rows = read_xlsx(pred)
+    assert {"index", "answer", "category", "response", "prediction", "extra_records"} <= set(columns)
+    assert len(rows) == 24
+    # every row has its record in the prediction file and in the sidecar, the same one
+    side = {r["index"]: r for r in sidecar_lines(run / f"{LP}_MLLMJudge_CP_lprecords.jsonl")}
+    assert sorted(side, key=int) == [str(r["index"]) for r in rows]
+    for row in rows:
+        embedded = json.loads(row["extra_records"])
+        assert embedded["index"] == str(row["index"])
+        assert embedded["logprobs"] == side[str(row["index"])]["logprobs"]
+    # the metric file and the headline in status.json
+    metrics = json.loads((run / f"{LP}_MLLMJudge_CP_cp.json").read_text())
+    assert metrics["n_read"] == 24 and metrics["n"] + sum(e["count"] for e in metrics["excluded"]) == 24
+    assert metrics["vlmeval"]["record_sources"]["embedded"] == 24
+    build_excluded = {e["reason"]: e["count"] for e in metrics["vlmeval"]["excluded_at_build"]}
+    assert build_excluded == {"label_off_scale": 1, "label_not_numeric": 1, "image_missing": 1,
+                              "duplicate_id": 1, "malformed_json_line": 1}
+    assert set(metrics["methods"]) == {"naive", "lac"}
+    assert set(metrics["groups"]) == {"coco", "ChartQA", "WIT", "mathvista"}
+    status = json.loads((run / "status.json").read_text())
+    entry = status["datasets"]["MLLMJudge_CP"]
+    assert entry["status"] == "done" and "error_message" not in entry
+    assert entry["primary_metric"] == ["naive|coverage", "naive|set_width"]
+    m = entry["metrics"]
+    assert isinstance(m["naive|coverage"], float) and isinstance(m["lac|set_width"], float)
+    assert m["n"] == metrics["n"] and m["excluded_at_build"] == 5
+    # run.py links the latest run's files into the model folder
+    assert (work / LP / f"{LP}_MLLMJudge_CP_cp.json").exists()
+
+
+def test_captured_logprobs_equal_a_manual_forward_pass(ws: Workspace, tiny_model: Path) -> None:
+    """The sidecar of the launcher run against a forward pass of the same model over the same tokens."""
+    import torch
+
+    from judgecp.adapters.vlmeval.capture import GenerateCapture, label_token_ids
+    from judgecp.scale import LikertScale
+
+    work = ws.root / "out_cli"
+    if not work.exists():
+        pytest.skip("needs test_launcher_runs_mllm_judge_end_to_end")
+    from vlmeval.vlm import DOCLING
+
+    (run,) = run_dir(work, LP)
+    _, rows = read_xlsx(run / f"{LP}_MLLMJudge_CP.xlsx")
+    side = {r["index"]: r for r in sidecar_lines(run / f"{LP}_MLLMJudge_CP_lprecords.jsonl")}
+    judge = DOCLING(model_path=str(tiny_model), max_new_tokens=12)
+    checked = 0
+    for row in rows:
+        record = side[str(row["index"])]
+        if record["logprobs"] is None:
+            continue
+        image = ws.lmu / "images" / "MLLMJudge_CP" / f"{row['index']}.png"
+        message = [dict(type="image", value=str(image)), dict(type="text", value=MLLM_JUDGE.render(row))]
+        with GenerateCapture() as cap:
+            text = judge.generate(message, dataset="MLLMJudge_CP")
+        assert text == row["prediction"]  # the same generation as in the launcher run
+        sequence = cap.calls[0].sequences[0]
+        steps = len(cap.calls[0].logits)
+        content, images = judge.build_prompt_default(message)
+        prompt = judge.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True)
+        inputs = judge._process(prompt, images)
+        with torch.no_grad():
+            out = judge.model(input_ids=sequence[None, :], attention_mask=torch.ones_like(sequence)[None, :],
+                              pixel_values=inputs["pixel_values"], pixel_attention_mask=inputs.get("pixel_attention_mask"),
+                              use_cache=False)
+        logp = torch.log_softmax(out.logits[0].float(), dim=-1)
+        row_at = len(sequence) - steps + record["position"] - 1
+        variants = label_token_ids(judge.processor.tokenizer, LikertScale())
+        for label in "12345":
+            ids = [i for t, i in variants.items() if t.lstrip("Ġ▁ ") == label]
+            manual = float(torch.logsumexp(logp[row_at, ids], dim=0))
+            assert record["logprobs"][label] == pytest.approx(manual, abs=1e-4)  # measured: 4e-7 (bf16 model)
+        checked += 1
+    assert checked >= 20
+
+
+def test_resume_after_a_partial_run_is_repaired(ws: Workspace) -> None:
+    """VLMEvalKit's --reuse writes str(dict) into prediction for new rows; the reader repairs them."""
+    work = ws.root / "out_resume"
+    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu),
+              "--limit", "10"))
+    ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, "--mode", "infer", work_dir=work))
+    time.sleep(1.1)  # VLMEvalKit's run ids have one-second resolution
+    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu)))
+    ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, "--reuse", work_dir=work))
+    first, second = run_dir(work, LP)
+    columns, rows = read_xlsx(second / f"{LP}_MLLMJudge_CP.xlsx")
+    assert "extra_records" not in columns  # dropped by VLMEvalKit's merge
+    corrupted = [r for r in rows if str(r["prediction"]).startswith("{'prediction'")]
+    assert len(corrupted) == 14  # the rows inferred in the second run
+    metrics = json.loads((second / f"{LP}_MLLMJudge_CP_cp.json").read_text())
+    sources = metrics["vlmeval"]["record_sources"]
+    assert sources == {"embedded": 0, "repaired": 14, "sidecar": 10}
+    assert metrics["vlmeval"]["excluded_by_reader"] == []
+    assert metrics["n_read"] == 24
+    assert str(first / f"{LP}_MLLMJudge_CP_lprecords.jsonl") in metrics["vlmeval"]["sidecars"]
+
+
+def test_config_file_mode_with_the_shipped_config(ws: Workspace, tiny_model: Path) -> None:
+    config = json.loads((REPO / "configs" / "vlmeval_mllm_judge_cp.json").read_text())
+    config["model"] = {"tiny-config-lp": {"class": "JudgeCPLogprobs", "base_class": "DOCLING",
+                                          "model_path": str(tiny_model), "max_new_tokens": 12}}
+    config["data"]["MLLMJudge_CP"]["seeds"] = 5
+    path = ws.root / "config.json"
+    path.write_text(json.dumps(config))
+    work = ws.root / "out_config"
+    ok(ws.vlmeval("--config", str(path), work_dir=work))
+    (run,) = run_dir(work, "tiny-config-lp")
+    metrics = json.loads((run / "tiny-config-lp_MLLMJudge_CP_cp.json").read_text())
+    assert set(metrics["methods"]) == {"naive", "lac", "ordinal_set", "lac(probabilities=recalibrated)"}
+    assert metrics["protocol"]["seeds"] == [0, 1, 2, 3, 4]
+    status = json.loads((run / "status.json").read_text())
+    assert status["datasets"]["MLLMJudge_CP"]["status"] == "done"
+
+
+def test_polaris_end_to_end(ws: Workspace) -> None:
+    ok(ws.run("vlmeval", "build-tsv", "polaris", "--source", str(ws.root / "polaris_src"), "--out", str(ws.lmu)))
+    work = ws.root / "out_polaris"
+    ok(ws.vlmeval("--data", "Polaris_CP", "--model", LP, work_dir=work))
+    (run,) = run_dir(work, LP)
+    metrics = json.loads((run / f"{LP}_Polaris_CP_cp.json").read_text())
+    assert metrics["n_read"] == 16 and "groups" not in metrics
+    assert {e["reason"] for e in metrics["vlmeval"]["excluded_at_build"]} == {
+        "image_missing", "label_off_scale", "label_missing"}
+    status = json.loads((run / "status.json").read_text())
+    assert isinstance(status["datasets"]["Polaris_CP"]["metrics"]["lac|coverage"], float)
+
+
+def test_model_without_capture_and_rows_without_image_are_reported_not_fatal(ws: Workspace) -> None:
+    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu),
+              "--limit", "8"))
+    # break the TSV: the image of rows 6 and 9 emptied, the one of rows 12 and 15 made undecodable
+    tsv = ws.lmu / "MLLMJudge_CP.tsv"
+    with tsv.open(encoding="utf-8", newline="") as fh:
+        table = list(csv.DictReader(fh, delimiter="\t"))
+    by_index = {r["index"]: r for r in table}
+    assert by_index["9"]["image"] == "6" and by_index["15"]["image"] == "12"  # they share their image
+    by_index["6"]["image"] = ""
+    by_index["12"]["image"] = base64.b64encode(b"not an image, but long enough to look like one in a TSV").decode()
+    with tsv.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(table[0]), delimiter="\t", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(table)
+    work = ws.root / "out_plain"
+    log = ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", TINY, work_dir=work))
+    (run,) = run_dir(work, TINY)
+    metrics = json.loads((run / f"{TINY}_MLLMJudge_CP_cp.json").read_text())
+    assert "no usable rows" in metrics["error"]
+    excluded = {e["reason"]: e["count"] for e in metrics["excluded"]}
+    assert excluded == {"no_logprob_record": 4, "image_missing": 2, "image_unreadable": 2}
+    assert metrics["n_read"] == 8 and metrics["n"] == 0
+    entry = json.loads((run / "status.json").read_text())["datasets"]["MLLMJudge_CP"]
+    assert entry["status"] == "done" and entry["metrics"]["excluded"] == 8
+    assert "judgecp: " in log and "no usable rows" in log
+    # post hoc on the same file: a clear error, exit status 2, no traceback
+    proc = ws.run("evaluate", "--format", "vlmeval", str(run / f"{TINY}_MLLMJudge_CP.xlsx"))
+    assert proc.returncode == 2 and "no usable rows (no_logprob_record: 4" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_post_hoc_evaluate_on_a_launcher_run(ws: Workspace) -> None:
+    work = ws.root / "out_cli"
+    if not work.exists():
+        pytest.skip("needs test_launcher_runs_mllm_judge_end_to_end")
+    pred = work / LP / f"{LP}_MLLMJudge_CP.xlsx"  # the model folder's link to the latest run
+    out = ws.root / "posthoc.json"
+    proc = ws.run("evaluate", "--format", "vlmeval", str(pred), "--methods", "naive,lac", "--seeds", "3",
+                  "--mondrian", "category", "--json", str(out))
+    ok(proc)
+    report = json.loads(out.read_text())
+    assert report["n_read"] == 24 and report["protocol"]["mondrian"] == "category"
+    assert report["input"]["columns"]["vlmeval"]["record_sources"]["embedded"] == 24
+
+
+def test_reuse_of_a_complete_run_takes_the_records_from_the_sidecar(ws: Workspace) -> None:
+    """--reuse of a finished run keeps the predictions but drops extra_records; the sidecar still has them."""
+    source = ws.root / "out_cli"
+    if not source.exists():
+        pytest.skip("needs test_launcher_runs_mllm_judge_end_to_end")
+    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu)))
+    work = ws.root / "out_reuse_complete"
+    shutil.copytree(source, work, symlinks=True)
+    time.sleep(1.1)
+    ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, "--reuse", work_dir=work))
+    _, second = run_dir(work, LP)
+    columns, _ = read_xlsx(second / f"{LP}_MLLMJudge_CP.xlsx")
+    assert "extra_records" not in columns
+    metrics = json.loads((second / f"{LP}_MLLMJudge_CP_cp.json").read_text())
+    assert metrics["vlmeval"]["record_sources"] == {"embedded": 0, "repaired": 0, "sidecar": 24}
+    assert metrics["vlmeval"]["excluded_by_reader"] == [] and metrics["n_read"] == 24
+
+
+def test_other_datasets_pass_through_the_lp_model(ws: Workspace) -> None:
+    """A VLMEvalKit multiple-choice dataset: plain predictions, VLMEvalKit's own evaluation."""
+    from tests.vlmeval.sources import png_bytes
+
+    rows = [
+        {"index": i, "image": base64.b64encode(png_bytes(8 + i, 8, (40 * i, 0, 0))).decode(),
+         "question": f"What colour is square {i}?", "A": "red", "B": "blue", "C": "green",
+         "answer": "ABC"[i % 3], "category": "colour"}
+        for i in range(6)
+    ]
+    with (ws.lmu / "TinyMCQ.tsv").open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]), delimiter="\t")
+        writer.writeheader()
+        writer.writerows(rows)
+    work = ws.root / "out_mcq"
+    ok(ws.vlmeval("--data", "TinyMCQ", "--model", LP, "--judge", "exact_matching", work_dir=work))
+    (run,) = run_dir(work, LP)
+    columns, pred = read_xlsx(run / f"{LP}_TinyMCQ.xlsx")
+    assert "extra_records" not in columns and all(not str(r["prediction"]).startswith("{") for r in pred)
+    assert (run / f"{LP}_TinyMCQ_acc.csv").exists()
+    assert json.loads((run / "status.json").read_text())["datasets"]["TinyMCQ"]["status"] == "done"
+    proc = ws.run("evaluate", "--format", "vlmeval", str(run / f"{LP}_TinyMCQ.xlsx"))
+    assert proc.returncode == 2 and "multiple-choice" in proc.stderr

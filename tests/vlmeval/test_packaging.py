@@ -1,0 +1,113 @@
+"""What holds without VLMEvalKit: no harness import, install hints, run.py discovery, shipped configs."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from judgecp.adapters.vlmeval.launcher import ENV_RUN, find_run_py
+from judgecp.adapters.vlmeval.register import VLMEvalKitMissing, register
+from judgecp.adapters.vlmeval.specs import SPECS, dataset_names
+from judgecp.cli import main
+from judgecp.errors import InputError, MissingDependencyError
+
+ADAPTER = Path(__file__).resolve().parents[2] / "adapters" / "vlmeval"
+
+
+def test_importing_judgecp_and_the_adapter_imports_no_harness_and_no_torch() -> None:
+    code = (
+        "import sys, judgecp, judgecp.cli, judgecp.adapters.vlmeval\n"
+        "from judgecp.adapters.vlmeval import build, capture, evaluation, predictions, models, api_judge, "
+        "register, launcher, cli, runtime, specs\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('vlmeval', 'torch', 'transformers', 'pandas'))\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.fixture
+def no_vlmeval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behave as if VLMEvalKit were not installed (whatever this venv has)."""
+    for name in list(sys.modules):
+        if name == "vlmeval" or name.startswith("vlmeval."):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "vlmeval", None)
+    monkeypatch.delenv(ENV_RUN, raising=False)
+
+
+@pytest.mark.usefixtures("no_vlmeval")
+def test_missing_vlmeval_gives_the_install_hint(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(VLMEvalKitMissing, match="not on PyPI") as info:
+        register()
+    assert isinstance(info.value, MissingDependencyError)
+    assert "git clone https://github.com/open-compass/VLMEvalKit" in str(info.value)
+    assert main(["vlmeval", "--data", "MLLMJudge_CP", "--model", "x-lp"]) == 2
+    err = capsys.readouterr().err
+    assert "judgecp: error: VLMEvalKit (vlmeval) is not installed" in err and "Traceback" not in err
+    assert main(["vlmeval", "list"]) == 2
+
+
+def test_run_py_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "run.py").write_text("print('hi')\n")
+    monkeypatch.setenv(ENV_RUN, str(tmp_path))
+    assert find_run_py() == (tmp_path / "run.py").resolve()
+    monkeypatch.setenv(ENV_RUN, str(tmp_path / "run.py"))
+    assert find_run_py() == (tmp_path / "run.py").resolve()
+    monkeypatch.setenv(ENV_RUN, str(tmp_path / "nope"))
+    with pytest.raises(InputError, match="no run.py there"):
+        find_run_py()
+
+
+def test_vlmeval_help_needs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["vlmeval", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "JUDGECP_VLMEVAL_RUN" in out and "build-tsv" in out
+    assert main(["vlmeval"]) == 2
+    assert "usage: judgecp vlmeval" in capsys.readouterr().err
+
+
+def _dataset_classes() -> dict[str, tuple[str, set[str]]]:
+    """Class name -> (spec name, __init__ parameters) of adapters/vlmeval/datasets.py, read without importing it."""
+    tree = ast.parse((ADAPTER / "datasets.py").read_text())
+    params: set[str] = set()
+    classes: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    params = {a.arg for a in item.args.args[1:]}
+                if isinstance(item, ast.Assign) and any(getattr(t, "id", "") == "SPEC" for t in item.targets):
+                    if isinstance(item.value, ast.Name):
+                        classes[node.name] = item.value.id
+    return {name: (spec, params) for name, spec in classes.items()}
+
+
+def test_shipped_vlmeval_configs_name_registered_classes_and_datasets() -> None:
+    classes = _dataset_classes()
+    assert set(classes) == {"MLLMJudgeCP", "PolarisCP"}
+    spec_names = {"MLLMJudgeCP": "MLLM_JUDGE", "PolarisCP": "POLARIS"}
+    assert {k: v[0] for k, v in classes.items()} == spec_names
+    by_key = {s.key: s for s in SPECS}
+    names = {"MLLMJudgeCP": by_key["mllm_judge"].names, "PolarisCP": by_key["polaris"].names}
+    configs = sorted(p.name for p in files("judgecp.configs").iterdir() if p.name.startswith("vlmeval_"))
+    assert configs == ["vlmeval_judges_cp.json", "vlmeval_mllm_judge_cp.json", "vlmeval_openai_judge_cp.json",
+                       "vlmeval_polaris_cp.json"]
+    for name in configs:
+        config = json.loads(files("judgecp.configs").joinpath(name).read_text())
+        assert set(config) == {"model", "data"} and config["model"]
+        for key, entry in config["data"].items():
+            cls = entry["class"]
+            assert cls in classes, (name, cls)
+            # VLMEvalKit names image-dataset result files by the dataset, so the key must be it
+            assert entry["dataset"] == key and key in names[cls]
+            assert set(entry) - {"class", "dataset"} <= classes[cls][1], (name, entry)
+        for model, entry in config["model"].items():
+            assert model.endswith("-lp") or entry.get("class") in ("JudgeCPOpenAI", "JudgeCPLogprobs")
+    assert set(dataset_names()) == {"MLLMJudge_CP", "MLLMJudge_CP_Lite", "Polaris_CP"}

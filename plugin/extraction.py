@@ -250,6 +250,33 @@ def extract(
     return ScoreExtraction(logprobs, position, stage, parsed, stage_flag + flags, floored)
 
 
+def openai_logprob_positions(logprobs: object) -> tuple[list[str], list[dict[str, float]]] | None:
+    """Tokens and per-position candidates from an OpenAI-style ``choices[i].logprobs``.
+
+    The chat-completions wire format (OpenAI, vLLM, SGLang, LMDeploy servers):
+    ``{"content": [{"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}, ...]}``.
+    Each position's candidates are its top-k alternatives plus the sampled
+    token; an entry without a logprob is left out (a rating label absent from a
+    position then gets the floor and a ``missing_token`` flag in
+    :func:`extract`). ``None`` when the response carries no logprobs at all.
+    """
+    if not isinstance(logprobs, Mapping) or not isinstance(logprobs.get("content"), list):
+        return None
+    tokens: list[str] = []
+    positions: list[dict[str, float]] = []
+    for entry in logprobs["content"]:
+        token = str(entry.get("token", ""))
+        candidates: dict[str, float] = {}
+        for alt in entry.get("top_logprobs") or []:
+            if alt.get("logprob") is not None:
+                candidates[str(alt.get("token", ""))] = float(alt["logprob"])
+        if entry.get("logprob") is not None:
+            candidates.setdefault(token, float(entry["logprob"]))
+        tokens.append(token)
+        positions.append(candidates)
+    return tokens, positions
+
+
 def extract_score(
     tokens: Sequence[str],
     position_logprobs: Sequence[Mapping[str, float]],

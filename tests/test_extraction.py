@@ -16,6 +16,7 @@ from judgecp.extraction import (
     extract,
     extract_score,
     normalize_token,
+    openai_logprob_positions,
     token_text,
 )
 from judgecp.scale import LikertScale
@@ -156,6 +157,28 @@ def test_normalisation_of_markers() -> None:
     assert normalize_token("Ġ4") == normalize_token("▁4") == normalize_token(" 4") == normalize_token("4") == "4"
     assert token_text("Ċ", "bytelevel") == "\n"
     assert token_text("<0x0A>", "sentencepiece") == "\n"
+
+
+def test_openai_wire_format() -> None:
+    logprobs = {
+        "content": [
+            {"token": "Score", "logprob": -0.1, "top_logprobs": [{"token": "Score", "logprob": -0.1}]},
+            {"token": ":", "logprob": -0.2, "top_logprobs": []},
+            {"token": " 4", "logprob": -0.3, "top_logprobs": [{"token": " 5", "logprob": -1.6}, {"token": " 3", "logprob": None}]},
+            {"token": " 2", "logprob": None},
+        ]
+    }
+    parsed = openai_logprob_positions(logprobs)
+    assert parsed is not None
+    tokens, positions = parsed
+    assert tokens == ["Score", ":", " 4", " 2"]
+    # the sampled token joins its top-k list; entries without a logprob are left out
+    assert positions == [{"Score": -0.1}, {":": -0.2}, {" 5": -1.6, " 4": -0.3}, {}]
+    r = extract(tokens, positions)
+    assert r.logprobs is not None and r.logprobs["4"] == -0.3 and r.logprobs["3"] == DEFAULT_FLOOR
+    assert FLAG_MISSING_TOKEN in r.flags
+    assert openai_logprob_positions(None) is None
+    assert openai_logprob_positions({"content": None}) is None
 
 
 def test_other_scale() -> None:

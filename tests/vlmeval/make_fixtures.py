@@ -14,7 +14,7 @@ and copies the prediction files and sidecars the CI tests read:
 * ``pairwise/``: ``tiny-letters-lp`` on ``MLLMJudgePair_CP`` (12 pairs, 24 rows);
 * ``pairwise_resume/``: an inference-only run on the first 4 pairs, then
   ``--reuse`` on all 12 (``str(dict)`` in 16 predictions);
-* ``parc/``: ``tiny-letters-lp`` on ``PARC_toy`` (34 rows);
+* ``parc/``: ``tiny-letters-lp`` on ``PARC_toy`` (82 rows);
 * ``mcq/``: ``tiny-letters-lp`` on ``TinyMCQ``, a multiple-choice TSV that
   VLMEvalKit evaluates as its own (plain predictions, records in the sidecar).
 

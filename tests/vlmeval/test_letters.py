@@ -128,11 +128,11 @@ def test_parc_metric_file_headline_and_status(tmp_path: Path) -> None:
     root = copy(tmp_path, "parc")
     pred = prediction(root, "PARC_toy")
     table = read_predictions(pred)
-    assert table.dataset == "PARC_toy" and table.record_sources["embedded"] == 34
+    assert table.dataset == "PARC_toy" and table.record_sources["embedded"] == 82
     outcome = evaluate_prediction_file(pred, options=FAST)
     assert outcome.metric_file == pred.with_name(f"{LP}_PARC_toy_reliability.json")
     report = outcome.report
-    assert report["kind"] == "parc" and report["n_read"] == 34
+    assert report["kind"] == "parc" and report["n_read"] == 82  # 20 items x 4 variations + 2
     assert {e["reason"]: e["count"] for e in report["excluded"]} == {"no_original_prompt": 1}  # kept, counted
     assert {f["flag"]: f["count"] for f in report["vlmeval"]["row_flags"]} == {"variation_renamed": 1}
     assert report["vlmeval"]["options_from"] == "prediction file"

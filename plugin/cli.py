@@ -62,9 +62,10 @@ def _add_evaluate(sub: Any) -> None:
     p.add_argument(
         "--kind",
         choices=("likert", "pairwise", "mcq", "parc"),
-        default="likert",
+        default=None,
         help="likert: scores on a scale (default); pairwise: A/B verdicts in both orders; "
-        "mcq: multiple-choice answers; parc: multiple choice across prompt variations",
+        "mcq: multiple-choice answers; parc: multiple choice across prompt variations. "
+        "--format vlmeval: read from the file when not given",
     )
     p.add_argument("--example", action="store_true", help="run on the embedded synthetic example instead of INPUT")
     p.add_argument(
@@ -72,7 +73,8 @@ def _add_evaluate(sub: Any) -> None:
         choices=("table", "vlmeval"),
         default="table",
         help="table: CSV/TSV/JSONL of logprobs (default); vlmeval: a VLMEvalKit prediction file "
-        "(outputs/<model>/<model>_<dataset>.xlsx) of a judgecp judge dataset, read with its logprob sidecar",
+        "(outputs/<model>/<model>_<dataset>.xlsx) of a judgecp dataset or, with an -lp model, of a VLMEvalKit "
+        "multiple-choice benchmark, read with its logprob sidecar",
     )
     p.add_argument("--sidecar", action="append", default=[], metavar="FILE",
                    help="--format vlmeval: a logprob sidecar JSONL to use besides the ones found next to INPUT (repeatable)")
@@ -129,7 +131,15 @@ def _parse_floats(text: str, option: str) -> tuple[float, ...]:
         raise InputError(f"{option} takes numbers separated by commas, got {text!r}") from exc
 
 
-def cmd_evaluate_pairwise(args: argparse.Namespace) -> int:
+def _with_input_section(report: dict[str, Any], data: Any) -> dict[str, Any]:
+    """A reader's summary the data carries (``--format vlmeval``: ``vlmeval``) goes into the report."""
+    section = getattr(data, "vlmeval", None)
+    if section is not None:
+        report["vlmeval"] = section
+    return report
+
+
+def cmd_evaluate_pairwise(args: argparse.Namespace, data: Any = None) -> int:
     from judgecp.pairwise import (
         PairwiseProtocol,
         evaluate_pairwise,
@@ -138,7 +148,8 @@ def cmd_evaluate_pairwise(args: argparse.Namespace) -> int:
     )
     from judgecp.report import write_pairwise_table
 
-    data = simulate_pairwise_judge() if args.example else load_pairwise(args.input, group=args.group)
+    if data is None:
+        data = simulate_pairwise_judge() if args.example else load_pairwise(args.input, group=args.group)
     protocol = PairwiseProtocol(
         alphas=_parse_floats(args.alphas, "--alphas"),
         n_splits=args.splits,
@@ -147,11 +158,11 @@ def cmd_evaluate_pairwise(args: argparse.Namespace) -> int:
         controllers=tuple(c.strip() for c in args.controllers.split(",") if c.strip()),
         delta=args.delta,
     )
-    _write(evaluate_pairwise(data, protocol), args, write_pairwise_table)
+    _write(_with_input_section(evaluate_pairwise(data, protocol), data), args, write_pairwise_table)
     return 0
 
 
-def cmd_evaluate_mcq(args: argparse.Namespace) -> int:
+def cmd_evaluate_mcq(args: argparse.Namespace, data: Any = None) -> int:
     from judgecp.mcq import (
         DEFAULT_MCQ_METHODS,
         MCQProtocol,
@@ -163,35 +174,44 @@ def cmd_evaluate_mcq(args: argparse.Namespace) -> int:
     from judgecp.report import write_mcq_table
     from judgecp.simulate import simulate_mcq_records
 
-    data = mcq_from_records(simulate_mcq_records(), source="example: synthetic MCQ model") if args.example else load_mcq(args.input)
+    if data is None:
+        data = mcq_from_records(simulate_mcq_records(), source="example: synthetic MCQ model") if args.example else load_mcq(args.input)
     methods = DEFAULT_MCQ_METHODS if args.methods == "all" else tuple(split_method_list(args.methods))
     group_by = (args.group,) if args.group else ("dataset", "category")
     protocol = MCQProtocol(args.alpha, methods, parse_seeds(args.seeds), args.cal_fraction, group_by)
-    _write(evaluate_mcq(data, protocol), args, write_mcq_table)
+    _write(_with_input_section(evaluate_mcq(data, protocol), data), args, write_mcq_table)
     return 0
 
 
-def cmd_evaluate_parc(args: argparse.Namespace) -> int:
+def cmd_evaluate_parc(args: argparse.Namespace, data: Any = None) -> int:
     from judgecp.mcq import load_mcq, mcq_from_records
     from judgecp.parc import PARCProtocol, evaluate_parc
     from judgecp.report import write_parc_table
     from judgecp.simulate import simulate_parc_records
 
-    data = mcq_from_records(simulate_parc_records(), source="example: synthetic PARC records") if args.example else load_mcq(args.input)
+    if data is None:
+        data = mcq_from_records(simulate_parc_records(), source="example: synthetic PARC records") if args.example else load_mcq(args.input)
     protocol = PARCProtocol(args.alpha, parse_seeds(args.seeds), args.cal_fraction, args.reference)
-    _write(evaluate_parc(data, protocol), args, write_parc_table)
+    _write(_with_input_section(evaluate_parc(data, protocol), data), args, write_parc_table)
     return 0
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.example == bool(args.input):
         raise InputError("give an INPUT file or --example (not both)")
-    if args.kind != "likert":
-        return {"pairwise": cmd_evaluate_pairwise, "mcq": cmd_evaluate_mcq, "parc": cmd_evaluate_parc}[args.kind](args)
-    return cmd_evaluate_likert(args)
+    kind, data = args.kind, None
+    if args.format == "vlmeval" and not args.example:
+        # Lazy: the adapter never imports VLMEvalKit to read its files; it tells the kind.
+        from judgecp.adapters.vlmeval.evaluation import load_vlmeval
+
+        kind, data = load_vlmeval(args.input, kind=kind, sidecars=args.sidecar, group=args.group or args.mondrian)
+    kind = kind or "likert"
+    if kind != "likert":
+        return {"pairwise": cmd_evaluate_pairwise, "mcq": cmd_evaluate_mcq, "parc": cmd_evaluate_parc}[kind](args, data)
+    return cmd_evaluate_likert(args, data)
 
 
-def cmd_evaluate_likert(args: argparse.Namespace) -> int:
+def cmd_evaluate_likert(args: argparse.Namespace, data: Any = None) -> int:
     from judgecp.data import load_likert
     from judgecp.protocol import Protocol, evaluate
     from judgecp.report import write_detail, write_table
@@ -201,12 +221,8 @@ def cmd_evaluate_likert(args: argparse.Namespace) -> int:
     if args.example:
         data = simulate_likert_judge(scale=scale)
         group = args.group or ("group" if not args.mondrian else None)
-    elif args.format == "vlmeval":
-        # Lazy: the adapter never imports VLMEvalKit to read its files.
-        from judgecp.adapters.vlmeval.evaluation import load_vlmeval_likert
-
+    elif data is not None:  # read by the vlmeval adapter
         group = args.group
-        data = load_vlmeval_likert(args.input, sidecars=args.sidecar, group=group or args.mondrian)
     else:
         group = args.group
         data = load_likert(

@@ -8,7 +8,11 @@ models, with the record built by the same extractor from the returned
 tokens and their top-K alternatives: a rating token missing from a top-K
 list gets the floor ``log 1e-5`` and a ``missing_token`` flag (the core
 counts it); an endpoint that returns no logprobs gives an
-``api_no_logprobs`` record (the row is excluded and counted).
+``api_no_logprobs`` record (the row is excluded and counted). Letter answers
+(pairwise verdicts, PARC options, and VLMEvalKit's own multiple-choice
+benchmarks when started by the launcher: sidecar only, plain prediction)
+are read at the first generated letter, with the same floor for a letter
+missing from the top-K list.
 
 Only the standard library is used (``urllib``), so it runs and is tested
 without VLMEvalKit. Failed requests are retried; after the last try it
@@ -30,9 +34,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.vlmeval.capture import extraction_record, prediction_sha1
-from judgecp.adapters.vlmeval.runtime import PROMPTS, append_record, sidecar_target
-from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
+from judgecp.adapters.vlmeval.capture import (
+    extraction_record,
+    letter_record_from_candidates,
+    prediction_sha1,
+)
+from judgecp.adapters.vlmeval.runtime import PROMPTS, append_record, is_mcq, sidecar_target
+from judgecp.adapters.vlmeval.specs import LETTERS, MCQ_KIND, JudgeSpec, spec_for
 from judgecp.extraction import DEFAULT_FLOOR
 
 log = logging.getLogger("judgecp.vlmeval")
@@ -193,24 +201,39 @@ class JudgeCPOpenAI:
             text = choice["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
             return f"{self.fail_msg} unexpected response: {json.dumps(data)[:200]}"
-        if spec is None:
+        kind = spec.kind if spec is not None else (MCQ_KIND if is_mcq(dataset) else None)
+        if kind is None or dataset is None:
             return text
+        index, meta = PROMPTS.claim_entry(dataset, message)
+        letters = meta.get("letters") or (spec.letters if spec is not None else ()) or LETTERS
         parsed = tokens_and_candidates(choice.get("logprobs"))
         if parsed is None:
             record: dict[str, Any] = {
-                "v": 1, "kind": "likert", "source": "openai_api", "logprobs": None, "parsed": None,
+                "v": 1, "kind": kind, "source": "openai_api", "logprobs": None, "parsed": None,
                 "stage": None, "position": None, "n_tokens": 0, "flags": ["api_no_logprobs"],
             }
         else:
             tokens, candidates = parsed
-            record = self.record(tokens, candidates, spec)
-        index = PROMPTS.claim(dataset, message)
-        assert dataset is not None
+            record = self.record(tokens, candidates, spec, kind=kind, letters=letters)
         record.update(index=index, dataset=dataset, model=self.name, prediction_sha1=prediction_sha1(text))
         target = sidecar_target(self.name, dataset)
         if target is not None and index is not None:
             append_record(target, record)
+        if spec is None:
+            return text  # VLMEvalKit's own benchmark: plain prediction, the record is in the sidecar
         return {"prediction": text, "extra_records": json.dumps(record, ensure_ascii=False, allow_nan=False)}
 
-    def record(self, tokens: Sequence[str], candidates: Sequence[dict[str, float]], spec: JudgeSpec) -> dict[str, Any]:
-        return extraction_record(tokens, candidates, scale=spec.scale, floor=self.floor, source="openai_api")
+    def record(
+        self,
+        tokens: Sequence[str],
+        candidates: Sequence[dict[str, float]],
+        spec: JudgeSpec | None,
+        *,
+        kind: str = "likert",
+        letters: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        if kind == "likert":
+            assert spec is not None
+            return extraction_record(tokens, candidates, scale=spec.scale, floor=self.floor, source="openai_api")
+        return letter_record_from_candidates(tokens, candidates, letters or LETTERS, kind=kind, floor=self.floor,
+                                             source="openai_api")

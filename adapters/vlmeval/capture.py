@@ -9,6 +9,13 @@ the model's outputs before any logits processor (temperature, top-k,
 repetition penalty, constrained decoding), which is what the judge "believes";
 ``output_scores`` would give the processed ones.
 
+:func:`letter_record` does the same for a letter answer (a pairwise verdict
+"A"/"B", a multiple-choice option letter): the answer position is the first
+generated token that is one of the letters (``"A"``, ``"▁A"``, ``"ĠA"``,
+``<0x41>``), and the record holds log P of every letter there (variants
+combined by log-sum-exp), the letter generated and the position; no letter
+generated gives ``logprobs: None`` and the flag ``no_answer_letter``.
+
 :func:`likert_record` turns the last captured call into a judgecp Likert
 record: it reads, at every generated position, the log-probability of every
 vocabulary token that spells a rating (``"4"``, ``"▁4"``, ``"Ġ4"``, ...) and of
@@ -34,6 +41,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,9 +63,12 @@ FLAG_NO_CAPTURE = "no_capture"
 FLAG_MULTIPLE_CALLS = "multiple_generate_calls"
 FLAG_BEAM_SEARCH = "beam_search"
 FLAG_BATCHED = "batched_generate"
+FLAG_NO_LETTER = "no_answer_letter"
 
-#: Flags that mean "no logprobs could be read" (not the extractor's ``no_score``).
-CAPTURE_FAILURE_FLAGS = (FLAG_NO_CAPTURE, FLAG_BEAM_SEARCH, "no_tokenizer", "api_no_logprobs")
+#: Flags that mean "no logprobs could be read" (not the extractor's ``no_score``, which the
+#: Likert core counts itself). A letter record without a generated letter has no answer
+#: position, so ``no_answer_letter`` is one of them.
+CAPTURE_FAILURE_FLAGS = (FLAG_NO_CAPTURE, FLAG_BEAM_SEARCH, "no_tokenizer", "api_no_logprobs", FLAG_NO_LETTER)
 
 
 @dataclass
@@ -254,7 +265,99 @@ def likert_record(
     return extraction_record(tokens, per_position, scale=scale, floor=floor, flags=flags, source="hf_generate")
 
 
-def _failed(*flags: str) -> dict[str, Any]:
+_BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+def token_letter(token: str) -> str | None:
+    """The single capital letter a raw token spells (``"B"``, ``"▁B"``, ``"ĠB"``, ``<0x42>``), else ``None``."""
+    match = _BYTE_TOKEN.fullmatch(token)
+    text = chr(int(match.group(1), 16)) if match else normalize_token(token)
+    return text if len(text) == 1 and "A" <= text <= "Z" else None
+
+
+def letter_record_from_candidates(
+    tokens: Sequence[str],
+    per_position: Sequence[Mapping[str, float]],
+    letters: Sequence[str],
+    *,
+    kind: str,
+    floor: float = DEFAULT_FLOOR,
+    flags: Sequence[str] = (),
+    source: str,
+) -> dict[str, Any]:
+    """A letter record from generated tokens and per-position candidate logprobs (HF and API judges).
+
+    The answer position is the first generated token that is one of
+    ``letters``. There, log P(letter) combines the letter's token variants by
+    log-sum-exp; a letter absent from the candidates (a top-k list) gets
+    ``floor`` and the flag ``missing_token``. The record keeps all letters'
+    values: the reader restricts them to a row's options.
+    """
+    wanted = [str(x) for x in letters]
+    out_flags = list(flags)
+    position = next((i for i, tok in enumerate(tokens) if token_letter(str(tok)) in wanted), None)
+    if position is None:
+        return _failed(*out_flags, FLAG_NO_LETTER, kind=kind, source=source, letters=wanted,
+                       n_tokens=len(tokens))
+    variants: dict[str, list[float]] = {x: [] for x in wanted}
+    for tok, lp in per_position[position].items():
+        letter = token_letter(str(tok))
+        if letter in variants and lp is not None and not math.isnan(float(lp)):
+            variants[letter].append(float(lp))
+    logprobs: dict[str, float] = {}
+    for letter, values in variants.items():
+        finite = [v for v in values if v > -math.inf]
+        if not finite:
+            logprobs[letter] = floor
+            if "missing_token" not in out_flags:
+                out_flags.append("missing_token")
+            continue
+        m = max(finite)
+        logprobs[letter] = m + math.log(sum(math.exp(v - m) for v in finite))
+    return {
+        "v": RECORD_VERSION,
+        "kind": kind,
+        "source": source,
+        "letters": wanted,
+        "logprobs": logprobs,
+        "answer": token_letter(str(tokens[position])),
+        "stage": "first_letter",
+        "position": position,
+        "n_tokens": len(tokens),
+        "flags": out_flags,
+    }
+
+
+def letter_record(
+    calls: Sequence[GenerateCall],
+    tokenizer: Any,
+    letters: Sequence[str],
+    *,
+    kind: str,
+    floor: float = DEFAULT_FLOOR,
+) -> dict[str, Any]:
+    """The capture record of one letter answer (pairwise verdict, option letter) from its ``generate`` calls."""
+    wanted = [str(x) for x in letters]
+    if not calls:
+        return _failed(FLAG_NO_CAPTURE, kind=kind, letters=wanted)
+    flags = [FLAG_MULTIPLE_CALLS] if len(calls) > 1 else []
+    tokens, per_position, more = position_logprobs(calls[-1], tokenizer, wanted)
+    flags += more
+    if FLAG_BEAM_SEARCH in flags:
+        return _failed(*flags, kind=kind, letters=wanted)
+    return letter_record_from_candidates(tokens, per_position, wanted, kind=kind, floor=floor, flags=flags,
+                                         source="hf_generate")
+
+
+def _failed(
+    *flags: str, kind: str = "likert", source: str = "hf_generate", letters: Sequence[str] | None = None,
+    n_tokens: int = 0,
+) -> dict[str, Any]:
+    if kind != "likert":
+        return {
+            "v": RECORD_VERSION, "kind": kind, "source": source, "letters": list(letters or []), "logprobs": None,
+            "answer": None, "stage": None, "position": None, "n_tokens": n_tokens, "flags": list(flags),
+        }
     return {
         "v": RECORD_VERSION,
         "kind": "likert",

@@ -15,18 +15,21 @@ scale come from :mod:`~judgecp.adapters.vlmeval.specs`, evaluation from
   left out at load time and counted (``image_missing``, ``image_unreadable``)
   instead of VLMEvalKit's silent ``skip_noimg`` drop; ``evaluate()`` reports
   them.
-* ``evaluate()`` writes ``<model>_<dataset>_cp.json`` and returns the
-  headline metrics as plain floats.
+* ``evaluate()`` writes the kind's metric file beside the prediction file
+  (``<model>_<dataset>_cp.json`` for Likert judges, ``_selective.json`` for
+  pairwise judging, ``_reliability.json`` for PARC) and returns the headline
+  metrics as plain floats.
 
-A new judge dataset of a known kind is a subclass setting ``SPEC``. A new
-kind (pairwise in both orders, PARC prompt variations) adds a spec kind, a
-TSV builder that writes one row per (pair, order) or (item, variation), and
-a record builder in the reader; the dataset class stays this thin (see
-docs/vlmeval.md, "Adding a judge dataset").
+Classes: ``MLLMJudgeCP``, ``PolarisCP`` (Likert), ``MLLMJudgePairCP``
+(pairwise, both orders), ``PARCCP`` (PARC variation datasets, any name
+``PARC_<name>`` built into ``$LMUData``). A new judge dataset of a known
+kind is a subclass setting ``SPEC`` (see docs/vlmeval.md, "Adding a judge
+dataset").
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import binascii
 import io
@@ -46,7 +49,14 @@ from judgecp.adapters.vlmeval.evaluation import (
     metric_path,
 )
 from judgecp.adapters.vlmeval.runtime import PROMPTS
-from judgecp.adapters.vlmeval.specs import DATASET_TYPE, MLLM_JUDGE, POLARIS, JudgeSpec
+from judgecp.adapters.vlmeval.specs import (
+    DATASET_TYPE,
+    MLLM_JUDGE,
+    MLLM_JUDGE_PAIR,
+    PARC,
+    POLARIS,
+    JudgeSpec,
+)
 from judgecp.exclusions import Exclusions
 
 
@@ -67,6 +77,19 @@ def _image_ok(cell: str) -> bool:
     return True
 
 
+def _images_of(cell: str) -> list[str] | None:
+    """The base64 images of a full image cell: one, or VLMEvalKit's ``str(list)`` of several (``None``: unparseable)."""
+    if cell.startswith("["):
+        try:
+            value = ast.literal_eval(cell)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            return None
+        return value
+    return [cell]
+
+
 class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
     """Base of judgecp's VLMEvalKit judge datasets (one subclass per :class:`JudgeSpec`)."""
 
@@ -77,6 +100,9 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
     DATASET_MD5: ClassVar[dict[str, str]] = {}
     force_use_dataset_prompt = True
 
+    #: The headline keys ``status.json`` shows as the primary metric (``None``: the first method's).
+    PRIMARY: ClassVar[tuple[str, ...] | None] = None
+
     def __init__(
         self,
         dataset: str = "",
@@ -85,10 +111,19 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         seeds: int | str | list[int] = 10,
         cal_fraction: float = 0.5,
         mondrian: str | None = None,
+        alphas: float | str | list[float] = "0.05,0.1,0.15,0.2,0.25",
+        n_splits: int = 1000,
+        signal: str = "bpe",
+        controllers: str | list[str] = "scope,clopper_pearson,naive,heuristic,vanilla",
+        delta: float = 0.1,
+        headline_alpha: float = 0.1,
+        reference: str = "variation",
         skip_noimg: bool = True,
     ) -> None:
         self.options = ProtocolOptions.from_kwargs(
-            alpha=alpha, methods=methods, seeds=seeds, cal_fraction=cal_fraction, mondrian=mondrian
+            alpha=alpha, methods=methods, seeds=seeds, cal_fraction=cal_fraction, mondrian=mondrian,
+            alphas=alphas, n_splits=n_splits, signal=signal, controllers=controllers, delta=delta,
+            headline_alpha=headline_alpha, reference=reference,
         )
         self.excluded_at_load = Exclusions()
         super().__init__(dataset=dataset or self.SPEC.names[0], skip_noimg=skip_noimg)
@@ -121,7 +156,8 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
                     keep.append(False)
                     continue
                 if target not in checked:
-                    checked[target] = _image_ok(target)
+                    images = _images_of(target)
+                    checked[target] = images is not None and all(_image_ok(x) for x in images)
                 if not checked[target]:
                     self.excluded_at_load.add("image_unreadable", index)
                     keep.append(False)
@@ -140,7 +176,8 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         text = self.SPEC.render(line)
         msgs = [dict(type="image", value=p) for p in toliststr(tgt_path)]
         msgs.append(dict(type="text", value=text))
-        PROMPTS.register(self.dataset_name, msgs, line["index"])
+        meta = {"letters": list(self.SPEC.answer_letters(line))} if self.SPEC.kind != "likert" else None
+        PROMPTS.register(self.dataset_name, msgs, line["index"], meta)
         return msgs
 
     def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, Any]:
@@ -156,10 +193,21 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
 
     @classmethod
     def report_primary_metric(cls, metrics: dict[str, Any] | None) -> dict[str, float | int]:
-        """The first method's coverage and label-set width (keys as ``status.json`` flattens them)."""
+        """The headline's primary numbers (keys as ``status.json`` flattens them).
+
+        Likert: the first method's coverage and label-set width; pairwise:
+        SCOPE's coverage and risk at the headline level; PARC: the calibrated
+        reliability and accuracy over all cells of the model.
+        """
         if not isinstance(metrics, dict):
             return {}
         out: dict[str, float | int] = {}
+        if cls.PRIMARY is not None:
+            for k in cls.PRIMARY:
+                value = metrics.get(k)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    out[k] = value
+            return out
         for key in metrics:
             if key.endswith("|coverage"):
                 method = key[: -len("|coverage")]
@@ -179,16 +227,17 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         judge_model: str | None = None,
         error_message: str | None = None,
     ) -> dict[str, int | None]:
-        """Rows without a usable judge score (read from the metric file), out of the rows read."""
+        """Rows without a usable judge output (read from the metric file), out of the rows read."""
         if prediction_file is None:
             return dict(failed=0, total=total_samples)
-        path = metric_path(prediction_file)
+        path = metric_path(prediction_file, cls.SPEC.kind)
         try:
             report = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             return dict(failed=total_samples if error_message else 0, total=total_samples)
         n_read = int(report.get("n_read") or 0)
-        return dict(failed=n_read - int(report.get("n") or 0), total=n_read)
+        used = (report.get("vlmeval") or {}).get("rows_used")  # pairwise: rows, not pairs
+        return dict(failed=n_read - int(used if used is not None else report.get("n") or 0), total=n_read)
 
 
 class MLLMJudgeCP(JudgeCPDataset):
@@ -203,4 +252,28 @@ class PolarisCP(JudgeCPDataset):
     SPEC = POLARIS
 
 
-DATASET_CLASSES: tuple[type[JudgeCPDataset], ...] = (MLLMJudgeCP, PolarisCP)
+class MLLMJudgePairCP(JudgeCPDataset):
+    """MLLM-as-a-Judge pair comparisons, each pair twice (responses swapped); verdict "A" or "B"."""
+
+    SPEC = MLLM_JUDGE_PAIR
+    PRIMARY = ("scope|coverage", "scope|risk")
+
+
+class PARCCP(JudgeCPDataset):
+    """PARC variation datasets (``PARC_<name>``, built from the local variation format); option letters."""
+
+    SPEC = PARC
+    PRIMARY = ("reliability|overall", "accuracy|overall")
+
+    @classmethod
+    def supported_datasets(cls) -> list[str]:
+        """``PARC_CP`` and every ``PARC_<name>`` TSV in ``$LMUData`` whose build manifest says PARC."""
+        names = list(cls.SPEC.names)
+        for tsv in sorted(Path(LMUDataRoot()).glob("PARC_*.tsv")):
+            manifest = read_manifest(tsv)
+            if manifest is not None and manifest.get("kind") == "parc" and tsv.stem not in names:
+                names.append(tsv.stem)
+        return names
+
+
+DATASET_CLASSES: tuple[type[JudgeCPDataset], ...] = (MLLMJudgeCP, PolarisCP, MLLMJudgePairCP, PARCCP)

@@ -6,9 +6,12 @@ judgecp judge dataset, the wrapped call runs the model's own ``generate``
 inside a :class:`~judgecp.adapters.vlmeval.capture.GenerateCapture` and returns
 ``{"prediction": text, "extra_records": json}``, VLMEvalKit's structured
 prediction (it keeps ``extra_records`` as a column of the prediction file);
-the record also goes to the run's sidecar JSONL. For any other dataset the
-call passes straight through (the multiple-choice capture for VLMEvalKit's
-own benchmarks slots in here when the core gains conformal sets).
+the record also goes to the run's sidecar JSONL. For VLMEvalKit's own
+multiple-choice datasets (marked by the launcher, :func:`~judgecp.adapters.
+vlmeval.runtime.mark_mcq`) the option-letter logprobs are captured the same
+way, but the prediction stays plain text (VLMEvalKit's own evaluation and
+``--reuse`` see exactly what they would without judgecp) and the record goes
+to the sidecar only. Any other dataset passes straight through.
 
 Nothing here imports VLMEvalKit; :mod:`judgecp.adapters.vlmeval.register`
 builds the models from its registry and calls :func:`attach_capture`.
@@ -25,20 +28,44 @@ from judgecp.adapters.vlmeval.capture import (
     GenerateCall,
     GenerateCapture,
     find_tokenizer,
+    letter_record,
     likert_record,
     prediction_sha1,
 )
-from judgecp.adapters.vlmeval.runtime import PROMPTS, append_record, sidecar_target
-from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
+from judgecp.adapters.vlmeval.runtime import (
+    PROMPTS,
+    append_record,
+    is_mcq,
+    register_prompt,
+    sidecar_target,
+)
+from judgecp.adapters.vlmeval.specs import LETTERS, MCQ_KIND, JudgeSpec, spec_for
 from judgecp.errors import InputError
 
 LP_SUFFIX = "-lp"
 
-#: How a record is built from the captured ``generate`` calls, per judge kind. A new kind
-#: (pairwise verdicts A/B, PARC option letters) adds its builder here.
-RecordBuilder = Callable[[Sequence[GenerateCall], Any, JudgeSpec], dict[str, Any]]
+#: How a record is built from the captured ``generate`` calls, per kind:
+#: ``(calls, tokenizer, spec or None, letters of the row)``.
+RecordBuilder = Callable[[Sequence[GenerateCall], Any, "JudgeSpec | None", Sequence[str]], dict[str, Any]]
+
+
+def _likert(calls: Sequence[GenerateCall], tokenizer: Any, spec: JudgeSpec | None, letters: Sequence[str]) -> dict[str, Any]:
+    assert spec is not None
+    return likert_record(calls, tokenizer, scale=spec.scale)
+
+
+def _letters(kind: str) -> RecordBuilder:
+    def build(calls: Sequence[GenerateCall], tokenizer: Any, spec: JudgeSpec | None, letters: Sequence[str]) -> dict[str, Any]:
+        return letter_record(calls, tokenizer, letters, kind=kind)
+
+    return build
+
+
 RECORD_BUILDERS: dict[str, RecordBuilder] = {
-    "likert": lambda calls, tokenizer, spec: likert_record(calls, tokenizer, scale=spec.scale),
+    "likert": _likert,
+    "pairwise": _letters("pairwise"),
+    "parc": _letters("parc"),
+    MCQ_KIND: _letters(MCQ_KIND),
 }
 
 
@@ -72,24 +99,38 @@ def attach_capture(
 
     def generate(self: Any, message: Any, dataset: str | None = None) -> Any:
         spec = specs(dataset) if dataset else None
-        if spec is None:
+        kind = spec.kind if spec is not None else (MCQ_KIND if is_mcq(dataset) else None)
+        if kind is None or dataset is None:
             return inner(message=message, dataset=dataset)
-        index = PROMPTS.claim(dataset, message)
+        index, meta = PROMPTS.claim_entry(dataset, message)
         with GenerateCapture() as capture:
             text = inner(message=message, dataset=dataset)
         text = "" if text is None else str(text)
-        builder = RECORD_BUILDERS.get(spec.kind)
+        builder = RECORD_BUILDERS.get(kind)
         if builder is None:
-            raise InputError(f"{dataset}: no logprob record builder for judge kind {spec.kind!r}")
-        record = builder(capture.calls, tok, spec)
+            raise InputError(f"{dataset}: no logprob record builder for kind {kind!r}")
+        letters = meta.get("letters") or (spec.letters if spec is not None else ()) or LETTERS
+        record = builder(capture.calls, tok, spec, letters)
         record.update(index=index, dataset=dataset, model=name, prediction_sha1=prediction_sha1(text))
-        assert dataset is not None
         target = sidecar_target(name, dataset)
         if target is not None and index is not None:
             append_record(target, record)
+        if spec is None:
+            return text  # VLMEvalKit's own benchmark: plain prediction, the record is in the sidecar
         return {"prediction": text, "extra_records": json.dumps(record, ensure_ascii=False, allow_nan=False)}
 
     model.generate = types.MethodType(generate, model)
+    custom_prompt = getattr(model, "build_prompt", None)
+    if callable(custom_prompt):
+
+        def build_prompt(self: Any, line: Any, *args: Any, **kwargs: Any) -> Any:
+            message = custom_prompt(line, *args, **kwargs)
+            dataset = kwargs.get("dataset", args[0] if args else None)
+            if is_mcq(dataset):
+                register_prompt(str(dataset), message, line)
+            return message
+
+        model.build_prompt = types.MethodType(build_prompt, model)
     model.judgecp_capture = True
     model.judgecp_name = name
     return model

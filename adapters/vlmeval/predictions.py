@@ -22,10 +22,15 @@ repaired or counted here, never silently dropped:
 
 Other exclusions: ``inference_failed`` (VLMEvalKit's failure message),
 ``duplicate_index``, ``index_missing``, and the capture failures
-``no_capture``, ``beam_search``, ``api_no_logprobs``. The reader is generic
-(:func:`read_predictions`); :func:`likert_records` turns its rows into the
-core's Likert records. A multiple-choice reader for VLMEvalKit's own MCQ
-benchmarks (conformal sets) is another function over the same table.
+``no_capture``, ``beam_search``, ``api_no_logprobs``, ``no_answer_letter``.
+The reader is generic (:func:`read_predictions`); one function per kind turns
+its rows into the core's records: :func:`likert_records`,
+:func:`pairwise_records` (one record per row: pair and order, "A"/"B"
+logprobs, the human preference in the original order) and
+:func:`option_records` (multiple choice: PARC variation datasets and
+VLMEvalKit's own multiple-choice benchmarks, whose options and answer key
+are the prediction file's ``A``..``Z`` and ``answer`` columns, or, when the
+file lacks them, the dataset's TSV in ``$LMUData``).
 """
 
 from __future__ import annotations
@@ -43,9 +48,14 @@ from judgecp.adapters.vlmeval.capture import CAPTURE_FAILURE_FLAGS, prediction_s
 from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG
 from judgecp.adapters.vlmeval.specs import (
     KIND_COLUMN,
+    LETTERS,
+    MCQ_KIND,
+    MLLM_JUDGE_PAIR,
+    PARC,
     SCALE_COLUMN,
     JudgeSpec,
     dataset_names,
+    row_options,
     spec_for,
 )
 from judgecp.errors import InputError, MissingDependencyError
@@ -82,9 +92,15 @@ class PredictionTable:
     sidecars: list[Path] = field(default_factory=list)
     n_read: int = 0
     record_sources: dict[str, int] = field(default_factory=dict)
+    #: Flags of the rows given to the core (reader's and capture's), for kinds whose core records carry none.
+    flags: Exclusions = field(default_factory=Exclusions)
+    #: Where the options and answer key came from (multiple choice): the prediction file or a TSV.
+    options_source: str | None = None
+    #: Rows whose records reached the core's results (pairwise: both rows of every pair kept).
+    rows_used: int | None = None
 
     def summary(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "prediction_file": str(self.path),
             "dataset": self.dataset,
             "rows_read": self.n_read,
@@ -93,6 +109,22 @@ class PredictionTable:
             "repaired": self.repaired.to_json(key="repair"),
             "excluded_by_reader": self.excluded.to_json(),
         }
+        if self.flags:
+            out["row_flags"] = self.flags.to_json(key="flag")
+        if self.options_source is not None:
+            out["options_from"] = self.options_source
+        if self.rows_used is not None:
+            out["rows_used"] = self.rows_used
+        return out
+
+    def record_dataset(self) -> str | None:
+        """The dataset the records were captured for (VLMEvalKit's own benchmarks: not in our name list)."""
+        names = {str(r.record.get("dataset")) for r in self.rows if r.record and r.record.get("dataset")}
+        return names.pop() if len(names) == 1 else None
+
+    def record_model(self) -> str | None:
+        names = {str(r.record.get("model")) for r in self.rows if r.record and r.record.get("model")}
+        return names.pop() if len(names) == 1 else None
 
 
 # -- the file ------------------------------------------------------------------
@@ -169,6 +201,10 @@ def split_stem(stem: str, dataset: str | None = None) -> tuple[str | None, str |
     for name in names:
         if name and stem.endswith("_" + name):
             return stem[: -len(name) - 1], name
+    if dataset is None and "_PARC_" in stem:  # PARC datasets are named when built: PARC_<name>
+        model, name = stem.rsplit("_PARC_", 1)
+        if model and name:
+            return model, "PARC_" + name
     return None, dataset
 
 
@@ -337,25 +373,72 @@ def read_predictions(
     return table
 
 
-def resolve_spec(table: PredictionTable, spec: JudgeSpec | None = None) -> JudgeSpec:
-    """The judge spec of a table: given, from the dataset name, or from the kind column."""
-    if spec is not None:
-        return spec
-    if table.dataset is not None:
-        found = spec_for(table.dataset)
+KINDS = ("likert", "pairwise", "mcq", "parc")
+
+
+def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, JudgeSpec | None]:
+    """The kind of a prediction file and its judge spec (``None`` for VLMEvalKit's own multiple choice).
+
+    In order: ``kind`` when given; the dataset name (judgecp's datasets);
+    the ``judgecp_kind`` column a judgecp TSV carries; the records' own kind
+    (an ``-lp`` model on VLMEvalKit's multiple-choice benchmarks writes kind
+    ``mcq`` into the sidecar).
+    """
+    if kind is not None and kind not in KINDS:
+        raise InputError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
+    found = spec_for(table.dataset) if table.dataset is not None else None
+    if found is None and table.record_dataset() is not None:
+        found = spec_for(str(table.record_dataset()))
+    columns = {str(r.columns.get(KIND_COLUMN)) for r in table.rows if r.columns.get(KIND_COLUMN)}
+    if kind is None:
         if found is not None:
-            return found
-    kinds = {str(r.columns.get(KIND_COLUMN)) for r in table.rows if r.columns.get(KIND_COLUMN)}
-    if kinds == {"likert"} or (not kinds and KIND_COLUMN in table.columns):
+            kind = found.kind
+        elif len(columns) == 1:
+            kind = columns.pop()
+        elif not columns and KIND_COLUMN in table.columns:
+            kind = "likert"
+        else:
+            record_kinds = {str(r.record.get("kind")) for r in table.rows if r.record and r.record.get("kind")}
+            if len(record_kinds) == 1:
+                kind = record_kinds.pop()
+    if kind is None:
+        raise InputError(
+            f"{table.path}: cannot tell what this prediction file holds: its name does not end in one of "
+            f"{', '.join(dataset_names())} (or PARC_<name>), it has no {KIND_COLUMN} column, and no row has a "
+            "logprob record (VLMEvalKit's own multiple-choice benchmarks get them from a `<model>-lp` run "
+            "started with `judgecp vlmeval`). Give --kind mcq to read it as multiple choice anyway."
+        )
+    if kind == MCQ_KIND:
+        return kind, None
+    if found is not None and found.kind == kind:
+        return kind, found
+    if kind == "likert":
         scales = {str(r.columns.get(SCALE_COLUMN)) for r in table.rows if r.columns.get(SCALE_COLUMN)}
         scale = LikertScale.parse(scales.pop()) if len(scales) == 1 else LikertScale()
-        return JudgeSpec(key="likert", kind="likert", names=(), prompt="", fields={}, scale=scale,
-                         group="category" if "category" in table.columns else None)
-    raise InputError(
-        f"{table.path}: not a judgecp judge dataset (file name does not end in one of "
-        f"{', '.join(dataset_names())} and there is no {KIND_COLUMN} column). Conformal sets for "
-        "VLMEvalKit's own multiple-choice benchmarks need the core's multiple-choice support (a later release)."
-    )
+        return kind, JudgeSpec(key="likert", kind="likert", names=(), prompt="", fields={}, scale=scale,
+                               group="category" if "category" in table.columns else None)
+    return kind, {"pairwise": MLLM_JUDGE_PAIR, "parc": PARC}[kind]
+
+
+def resolve_spec(table: PredictionTable, spec: JudgeSpec | None = None) -> JudgeSpec:
+    """The judge spec of a table of one of judgecp's judge datasets (see :func:`resolve_kind`)."""
+    if spec is not None:
+        return spec
+    kind, found = resolve_kind(table)
+    if found is None:
+        raise InputError(
+            f"{table.path}: a prediction file of a VLMEvalKit multiple-choice benchmark (kind {kind}), "
+            "not of a judgecp judge dataset; evaluate it with `judgecp evaluate --format vlmeval --kind mcq`"
+        )
+    return found
+
+
+def _row_flags(table: PredictionTable, row: PredictionRow) -> list[str]:
+    assert row.record is not None
+    flags = [*row.flags, *(str(f) for f in row.record.get("flags", []))]
+    for flag in flags:
+        table.flags.add(flag, row.index)
+    return flags
 
 
 def likert_records(table: PredictionTable, spec: JudgeSpec) -> list[dict[str, Any]]:
@@ -374,5 +457,143 @@ def likert_records(table: PredictionTable, spec: JudgeSpec) -> list[dict[str, An
         }
         if spec.group:
             rec[spec.group] = row.columns.get(spec.group)
+        records.append(rec)
+    return records
+
+
+def pairwise_records(table: PredictionTable, spec: JudgeSpec, group: str | None = None) -> list[dict[str, Any]]:
+    """The core's pairwise records, one per row: ``pair_id, order, logprobs {"A", "B"}, label`` (+ ``group``).
+
+    ``label`` is the human preference in the original order (the TSV's
+    ``preference``); the core joins a pair's two rows, counts contradictory
+    labels (``label_conflict``), flags a pair left with one order
+    (``single_order``). Flags of the rows are counted in ``table.flags``.
+    """
+    records = []
+    for row in table.rows:
+        assert row.record is not None
+        _row_flags(table, row)
+        lp = row.record.get("logprobs") or {}
+        rec: dict[str, Any] = {
+            "id": row.index,
+            "pair_id": row.columns.get("pair_id"),
+            "order": row.columns.get("order"),
+            "label": row.columns.get(spec.label),
+            "logprobs": {letter: lp.get(letter) for letter in ("A", "B")},
+        }
+        if group:
+            rec[group] = row.columns.get(group)
+        records.append(rec)
+    return records
+
+
+def _option_columns(table: PredictionTable) -> bool:
+    return "answer" in table.columns and sum(1 for letter in LETTERS if letter in table.columns) >= 2
+
+
+def load_option_table(dataset: str, lmu_root: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """``index -> {A.., answer, category}`` from ``$LMUData/<dataset>.tsv`` (images are not kept).
+
+    For prediction files that lack the option columns. The TSV is streamed
+    with the csv module, so its base64 images cost reading time only.
+    """
+    import os
+    import sys
+
+    root = Path(lmu_root) if lmu_root is not None else Path(os.environ.get("LMUData") or Path.home() / "LMUData")
+    path = root / f"{dataset}.tsv"
+    if not path.is_file():
+        raise InputError(
+            f"the prediction file has no option columns (A, B, ...) and answer, and {path} does not exist; "
+            "set $LMUData to VLMEvalKit's data folder"
+        )
+    csv.field_size_limit(sys.maxsize)
+    keep = {*LETTERS, "answer", "category", "index"}
+    out: dict[str, dict[str, Any]] = {}
+    with path.open(encoding="utf-8", newline="") as fh:
+        for raw in csv.DictReader(fh, delimiter="\t"):
+            row = {k: v for k, v in raw.items() if k in keep and v not in (None, "")}
+            out[_index_text(row.get("index"))] = row
+    return out
+
+
+def _family_variation(variation: str, family: Any, table: PredictionTable, index: str) -> str:
+    """PARC's variation name for the core: names outside PARC's list get their ``family`` as prefix.
+
+    The core derives a variation's family from its name (``LR-I`` -> ``LR``);
+    the variation format allows other names with a ``family`` field, which
+    become ``<family>-<name>`` (flag ``variation_renamed``).
+    """
+    from judgecp.parc import FAMILIES, family_of
+
+    try:
+        family_of(variation)
+        return variation
+    except InputError:
+        fam = str(family or "").strip().upper()
+        if fam in FAMILIES:
+            table.flags.add("variation_renamed", index)
+            return f"{fam}-{variation}"
+        return variation  # the core counts it as variation_unknown
+
+
+def option_records(
+    table: PredictionTable,
+    kind: str,
+    *,
+    dataset: str | None = None,
+    model: str | None = None,
+    lmu_root: str | Path | None = None,
+) -> list[dict[str, Any]]:
+    """The core's multiple-choice records of the table's rows (PARC: with ``source_id`` and ``variation``).
+
+    A row's options are its non-empty ``A``..``Z`` columns and its answer key
+    the ``answer`` column (comma-separated letters for several correct
+    options); the logprobs are the record's, restricted to those options (an
+    option without one: the core's ``option_logprob_missing``; a key naming
+    a letter that is not an option: ``answer_not_an_option``). The
+    prediction is the letter the model generated. ``dataset`` and ``model``
+    label the records (defaults: from the records).
+    """
+    dataset = dataset or table.dataset or table.record_dataset() or ""
+    model = model or table.record_model() or ""
+    if table.dataset is None and dataset:
+        table.dataset = dataset
+    lookup: dict[str, dict[str, Any]] | None = None
+    if _option_columns(table):
+        table.options_source = "prediction file"
+    else:
+        if not dataset:
+            raise InputError(f"{table.path}: no option columns, and no dataset name to find its TSV by")
+        lookup = load_option_table(dataset, lmu_root)
+        table.options_source = f"{dataset}.tsv in $LMUData"
+    records = []
+    for row in table.rows:
+        assert row.record is not None
+        _row_flags(table, row)
+        cols = row.columns if lookup is None else lookup.get(row.index, {})
+        if lookup is not None and not cols:
+            table.excluded.add("row_not_in_dataset_tsv", row.index)
+            continue
+        options = [letter for letter, _ in row_options(cols)]
+        lp = row.record.get("logprobs") or {}
+        rec: dict[str, Any] = {
+            "id": row.index,
+            "options": options,
+            "correct": cols.get("answer"),
+            "logprobs": {letter: lp[letter] for letter in options if letter in lp},
+            "prediction": row.record.get("answer"),
+            "model": model,
+        }
+        if kind == "parc":
+            rec["dataset"] = row.columns.get("source_dataset") or dataset
+            rec["source_id"] = row.columns.get("source_id")
+            rec["variation"] = _family_variation(str(row.columns.get("variation") or ""), row.columns.get("family"),
+                                                 table, row.index)
+            rec["category"] = rec["variation"]
+        else:
+            rec["dataset"] = dataset
+            if cols.get("category") not in (None, ""):
+                rec["category"] = cols.get("category")
         records.append(rec)
     return records

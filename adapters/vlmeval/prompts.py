@@ -53,3 +53,51 @@ POLARIS_PROMPT = (
     '\n'
     'Output format: Provide your analysis of how well the caption matches the image, then provide your final score in exactly this format on its own line: ‘‘Score: X’’ where X is a single integer from 1 to 5.'
 )
+
+#: Pairwise judging in both orders (SCOPE, appendix B.3.1): the MT-Bench / Chatbot Arena
+#: pairwise instruction of Zheng et al. (2023), ``pair-v2`` in FastChat's
+#: ``fastchat/llm_judge/data/judge_prompts.jsonl``, with what SCOPE removes for direct
+#: logit extraction: the request for an explanation (its sentence "Begin your evaluation
+#: by comparing the two responses and provide a short explanation." and "After providing
+#: your explanation,") and, binary labels having no tie, the ``[[C]]`` option; the verdict
+#: is the bare letter. System and user parts are one user turn (VLMEvalKit messages have no
+#: system role); the image goes through the model's vision input. Fields ``question``,
+#: ``response_a``, ``response_b`` (the reversed order swaps the two responses).
+PAIRWISE_PROMPT = (
+    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI "
+    "assistants to the user question displayed below. You should choose the assistant that follows the "
+    "user's instructions and answers the user's question better. Your evaluation should consider factors "
+    "such as the helpfulness, relevance, accuracy, depth, creativity, and level of detail of their "
+    "responses. Avoid any position biases and ensure that the order in which the responses were presented "
+    "does not influence your decision. Do not allow the length of the responses to influence your "
+    "evaluation. Do not favor certain names of the assistants. Be as objective as possible. Output your "
+    'final verdict by strictly following this format: "A" if assistant A is better, "B" if assistant B '
+    "is better. Output only the letter, without any explanation.\n"
+    "\n"
+    "[User Question]\n"
+    "{question}\n"
+    "\n"
+    "[The Start of Assistant A's Answer]\n"
+    "{response_a}\n"
+    "[The End of Assistant A's Answer]\n"
+    "\n"
+    "[The Start of Assistant B's Answer]\n"
+    "{response_b}\n"
+    "[The End of Assistant B's Answer]"
+)
+
+#: The last line of the multiple-choice prompt of the PARC variation datasets.
+OPTION_LETTER_INSTRUCTION = "Only respond with the option letter."
+
+
+def multiple_choice_prompt(question: str, options: list[tuple[str, str]]) -> str:
+    """PARC's multiple-choice prompt: the question, the options ``A. text`` one per line, the instruction.
+
+    The layout is VLMEvalKit's own for multiple choice (``Question:``, ``Options:``), with
+    its closing sentence replaced by :data:`OPTION_LETTER_INSTRUCTION`, so that the answer
+    is the option letter the logprobs are read at.
+    """
+    lines = [f"Question: {question}", "Options:"]
+    lines += [f"{letter}. {text}" for letter, text in options]
+    lines.append(OPTION_LETTER_INSTRUCTION)
+    return "\n".join(lines)

@@ -1,10 +1,14 @@
 """State shared between judgecp's datasets and models during a VLMEvalKit run.
 
-* :data:`PROMPTS` maps a built prompt to its row index. VLMEvalKit calls
-  ``model.generate(message, dataset)`` without the row; judgecp's datasets
-  register every prompt they build (``force_use_dataset_prompt`` makes
-  VLMEvalKit use them), and the capturing model looks its message up, so a
-  record always carries the ``index`` of its row.
+* :data:`PROMPTS` maps a built prompt to its row index (and the row's option
+  letters). VLMEvalKit calls ``model.generate(message, dataset)`` without the
+  row; judgecp's datasets register every prompt they build
+  (``force_use_dataset_prompt`` makes VLMEvalKit use them), and the
+  capturing model looks its message up, so a record always carries the
+  ``index`` of its row. For VLMEvalKit's own multiple-choice datasets the
+  launcher marks the dataset (:func:`mark_mcq`) and wraps its
+  ``build_prompt``; the ``-lp`` model wraps its own ``build_prompt`` (used
+  when the model has a custom prompt for the dataset) the same way.
 * The *sidecar*: every record is also appended, as one JSON line, to
   ``<run dir>/<model>_<dataset>_lprecords.jsonl`` (``..._lprecords_r<rank>.jsonl``
   under torchrun). VLMEvalKit's ``--reuse`` rewrites the prediction file from
@@ -50,44 +54,85 @@ def message_key(message: Any) -> str:
 
 
 class PromptIndex:
-    """Built prompt -> row index, per dataset (thread-safe; API models generate in threads).
+    """Built prompt -> row index (and details of the row), per dataset.
 
-    Two rows with the same prompt (same image file and text) are handed out
-    in order; a message asked for again after all were handed out (a retried
-    generation) gets the last one.
+    Thread-safe (API models generate in threads). Two rows with the same
+    prompt (same image file and text) are handed out in order; a message
+    asked for again after all were handed out (a retried generation) gets
+    the last one. ``meta`` is what the record builder needs to know about the
+    row, e.g. ``{"letters": ["A", "B", "C"]}`` for a multiple-choice row.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._indices: dict[tuple[str, str], list[str]] = defaultdict(list)
         self._claimed: dict[tuple[str, str], int] = defaultdict(int)
+        self._meta: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def register(self, dataset: str, message: Any, index: Any) -> None:
+    def register(self, dataset: str, message: Any, index: Any, meta: dict[str, Any] | None = None) -> None:
         key = (dataset, message_key(message))
         with self._lock:
             if str(index) not in self._indices[key]:
                 self._indices[key].append(str(index))
+            if meta is not None:
+                self._meta[(dataset, str(index))] = meta
 
-    def claim(self, dataset: str | None, message: Any) -> str | None:
-        """The index of the row this message was built for (``None`` if unknown)."""
+    def claim_entry(self, dataset: str | None, message: Any) -> tuple[str | None, dict[str, Any]]:
+        """The index of the row this message was built for (``None`` if unknown) and its ``meta``."""
         if dataset is None:
-            return None
+            return None, {}
         key = (dataset, message_key(message))
         with self._lock:
             indices = self._indices.get(key)
             if not indices:
-                return None
+                return None, {}
             n = self._claimed[key]
             self._claimed[key] = n + 1
-            return indices[min(n, len(indices) - 1)]
+            index = indices[min(n, len(indices) - 1)]
+            return index, dict(self._meta.get((dataset, index), {}))
+
+    def claim(self, dataset: str | None, message: Any) -> str | None:
+        """The index of the row this message was built for (``None`` if unknown)."""
+        return self.claim_entry(dataset, message)[0]
 
     def clear(self) -> None:
         with self._lock:
             self._indices.clear()
             self._claimed.clear()
+            self._meta.clear()
 
 
 PROMPTS = PromptIndex()
+
+_mcq_lock = threading.Lock()
+_MCQ_DATASETS: set[str] = set()
+
+
+def mark_mcq(dataset_name: str) -> None:
+    """Capture option-letter logprobs for this VLMEvalKit multiple-choice dataset (set by the launcher)."""
+    with _mcq_lock:
+        _MCQ_DATASETS.add(dataset_name)
+
+
+def is_mcq(dataset_name: str | None) -> bool:
+    with _mcq_lock:
+        return dataset_name is not None and dataset_name in _MCQ_DATASETS
+
+
+def row_meta(line: Any) -> dict[str, Any]:
+    """What a record builder needs to know about a multiple-choice row: its option letters."""
+    from judgecp.adapters.vlmeval.specs import row_options
+
+    return {"letters": [letter for letter, _ in row_options(line)]}
+
+
+def register_prompt(dataset: str, message: Any, line: Any) -> None:
+    """Register a built prompt of a multiple-choice row (index and option letters) for the capture."""
+    try:
+        index = line["index"]
+    except (KeyError, TypeError, IndexError):
+        return
+    PROMPTS.register(dataset, message, index, row_meta(line))
 
 
 def sidecar_name(model_name: str, dataset_name: str, rank: int = 0, world_size: int = 1) -> str:

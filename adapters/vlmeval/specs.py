@@ -5,19 +5,34 @@ a judge benchmark; keeping it here (no vlmeval import) lets the TSV builders,
 the prediction reader and the post-hoc command use the same definitions in
 CI, where VLMEvalKit is not installed.
 
-Kinds: ``likert`` now. ``pairwise`` (both orders, SCOPE) and ``parc``
-(prompt variations) come with the core's pairwise and PARC metrics; a spec of
-those kinds only needs a prompt, fields and a record builder (see
-``docs/vlmeval.md``, "Adding a judge dataset").
+Kinds:
+
+* ``likert``: a score on a scale (MLLM-as-a-Judge scoring, Polaris); the core's
+  conformal intervals and label sets;
+* ``pairwise``: a verdict "A" or "B" on a pair of responses, every pair in both
+  orders (MLLM-as-a-Judge pair comparison); SCOPE's selective risk control and
+  bidirectional preference entropy;
+* ``parc``: multiple-choice answers to prompt variations (the local PARC
+  variation format, ``docs/parc_format.md``); PARC's reliability scores.
+
+VLMEvalKit's own multiple-choice benchmarks are no judgecp datasets: their
+records (kind ``mcq``) come from the ``-lp`` models' sidecar, and
+:data:`MCQ_KIND` names them.
 """
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgecp.adapters.vlmeval.prompts import MLLM_JUDGE_PROMPT, POLARIS_PROMPT
+from judgecp.adapters.vlmeval.prompts import (
+    MLLM_JUDGE_PROMPT,
+    PAIRWISE_PROMPT,
+    POLARIS_PROMPT,
+    multiple_choice_prompt,
+)
 from judgecp.errors import InputError
 from judgecp.scale import LikertScale
 
@@ -30,14 +45,37 @@ DATASET_TYPE = "JudgeCP"
 KIND_COLUMN = "judgecp_kind"
 SCALE_COLUMN = "judgecp_scale"
 
+#: The kind of the records a ``-lp`` model writes for VLMEvalKit's own multiple-choice datasets.
+MCQ_KIND = "mcq"
+
+#: Option letters, in VLMEvalKit's column order (``A`` .. ``Z``).
+LETTERS = tuple(string.ascii_uppercase)
+
+#: The file each kind's ``evaluate()`` writes beside the prediction file: ``<stem><suffix>.json``.
+METRIC_SUFFIXES = {"likert": "_cp", "pairwise": "_selective", "parc": "_reliability", MCQ_KIND: "_mcq"}
+
+
+def _present(value: Any) -> bool:
+    if value is None or (isinstance(value, float) and value != value):
+        return False
+    return bool(str(value).strip())
+
+
+def row_options(row: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(letter, text)`` of the options a TSV or prediction row has (non-empty ``A`` .. ``Z`` columns)."""
+    return [(letter, str(row[letter]).strip()) for letter in LETTERS if letter in row and _present(row[letter])]
+
 
 @dataclass(frozen=True)
 class JudgeSpec:
     """One judge benchmark as VLMEvalKit datasets see it.
 
     ``fields`` maps the prompt's placeholders to TSV columns; ``label`` is the
-    TSV column holding the human label (VLMEvalKit's ``answer``); ``group`` a
-    column for per-group tables (``None``: no groups).
+    TSV column holding the human label (VLMEvalKit's ``answer``; for pairwise
+    judging the preference in the *original* order, ``preference``); ``group`` a
+    column for per-group tables (``None``: no groups). ``letters`` are the
+    answer tokens of a pairwise verdict; ``prefixes`` match dataset names
+    chosen when the TSV is built (PARC: ``PARC_<name>``).
     """
 
     key: str
@@ -50,9 +88,27 @@ class JudgeSpec:
     group: str | None = None
     title: str = ""
     source: str = ""
+    letters: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+
+    @property
+    def metric_suffix(self) -> str:
+        return METRIC_SUFFIXES[self.kind]
+
+    def matches(self, dataset_name: str) -> bool:
+        return dataset_name in self.names or any(dataset_name.startswith(p) for p in self.prefixes)
+
+    def answer_letters(self, row: Mapping[str, Any]) -> tuple[str, ...]:
+        """The letters a verdict or answer is read among: the spec's, or the row's options."""
+        return self.letters or tuple(letter for letter, _ in row_options(row))
 
     def render(self, row: Mapping[str, Any]) -> str:
         """The judge prompt for one TSV row (missing or NaN fields are an error naming them)."""
+        if self.kind == "parc":
+            options = row_options(row)
+            if len(options) < 2 or not _present(row.get("question")):
+                raise InputError(f"{self.key}: row {row.get('index')!r} needs a question and at least two options")
+            return multiple_choice_prompt(str(row["question"]), options)
         values: dict[str, str] = {}
         missing = []
         for placeholder, column in self.fields.items():
@@ -91,16 +147,46 @@ POLARIS = JudgeSpec(
     source="huggingface.co/datasets/yuwd/Polaris (polaris_test.csv, images.tar.gz)",
 )
 
-SPECS: tuple[JudgeSpec, ...] = (MLLM_JUDGE, POLARIS)
+MLLM_JUDGE_PAIR = JudgeSpec(
+    key="mllm_judge_pair",
+    kind="pairwise",
+    names=("MLLMJudgePair_CP", "MLLMJudgePair_CP_Lite"),
+    prompt=PAIRWISE_PROMPT,
+    fields={"question": "question", "response_a": "response_a", "response_b": "response_b"},
+    label="preference",
+    group="category",
+    letters=("A", "B"),
+    title="MLLM-as-a-Judge, pair-comparison split (Chen et al., ICML 2024), each pair in both orders",
+    source=(
+        "github.com/Dongping-Chen/MLLM-Judge (Dataset/Benchmark/pair.jsonl, Dataset/Benchmark_Lite/"
+        "pair_lite.jsonl, Dataset/image/); the same files on huggingface.co/datasets/shuaishuaicdp/MLLM-Judge"
+    ),
+)
+
+PARC = JudgeSpec(
+    key="parc",
+    kind="parc",
+    names=("PARC_CP",),
+    prompt="",
+    fields={"question": "question"},
+    label="answer",
+    group="variation",
+    prefixes=("PARC_",),
+    title="PARC prompt variations (Schmalfuss et al., github.com/NVlabs/PARC) in the local variation format",
+    source="a folder in the format of docs/parc_format.md (variations.jsonl + images/)",
+)
+
+SPECS: tuple[JudgeSpec, ...] = (MLLM_JUDGE, POLARIS, MLLM_JUDGE_PAIR, PARC)
 
 
 def spec_for(dataset_name: str) -> JudgeSpec | None:
     """The spec of a judgecp dataset name, or ``None`` for any other dataset."""
     for spec in SPECS:
-        if dataset_name in spec.names:
+        if spec.matches(dataset_name):
             return spec
     return None
 
 
 def dataset_names() -> list[str]:
+    """The fixed dataset names (PARC datasets are named when built: ``PARC_<name>``)."""
     return [name for spec in SPECS for name in spec.names]

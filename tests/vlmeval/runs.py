@@ -1,13 +1,17 @@
 """Real VLMEvalKit runs through the launcher, for the integration test and the committed fixtures.
 
-Everything is local: a tiny Idefics3 judge (VLMEvalKit's ``DOCLING`` wrapper
-loads it from a folder on CPU), stand-in sources in the public layouts, TSVs
-built by ``judgecp vlmeval build-tsv``, and ``judgecp vlmeval ...`` run as a
-subprocess exactly as a user would (``HF_HUB_OFFLINE=1``).
+Everything is local: tiny Idefics3 judges (VLMEvalKit's ``DOCLING`` wrapper
+loads them from a folder on CPU; ``tiny-docling`` answers ``Score: N``,
+``tiny-letters`` one letter), stand-in sources in the public layouts, TSVs
+built by ``judgecp vlmeval build-tsv``, a small multiple-choice TSV that
+VLMEvalKit reads as its own (custom) MCQ benchmark, and ``judgecp vlmeval
+...`` run as a subprocess exactly as a user would (``HF_HUB_OFFLINE=1``).
 """
 
 from __future__ import annotations
 
+import base64
+import csv
 import json
 import os
 import subprocess
@@ -15,9 +19,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.vlmeval.sources import mllm_judge_source, polaris_source
+from tests.vlmeval.sources import (
+    mllm_judge_pair_source,
+    mllm_judge_source,
+    parc_source,
+    png_bytes,
+    polaris_source,
+)
 
 TINY = "tiny-docling"
+LETTERS = "tiny-letters"
+#: The multiple-choice TSV VLMEvalKit treats as its own (a custom MCQ dataset: TYPE "MCQ").
+MCQ = "TinyMCQ"
 
 
 def judgecp_cmd() -> list[str]:
@@ -43,15 +56,16 @@ class Workspace:
         return self.run("vlmeval", *args, "--work-dir", str(work_dir), **kw)  # type: ignore[arg-type]
 
 
-def workspace(root: Path, model_dir: Path, max_new_tokens: int = 12) -> Workspace:
+def workspace(root: Path, model_dir: Path, max_new_tokens: int = 12, letters_dir: Path | None = None) -> Workspace:
     """Folders, the model registry file and the environment of a run."""
     root.mkdir(parents=True, exist_ok=True)
     lmu = root / "LMUData"
     lmu.mkdir(exist_ok=True)
     models = root / "models.json"
-    models.write_text(json.dumps({
-        TINY: {"class": "DOCLING", "model_path": str(model_dir), "max_new_tokens": max_new_tokens},
-    }))
+    entries = {TINY: {"class": "DOCLING", "model_path": str(model_dir), "max_new_tokens": max_new_tokens}}
+    if letters_dir is not None:
+        entries[LETTERS] = {"class": "DOCLING", "model_path": str(letters_dir), "max_new_tokens": 4}
+    models.write_text(json.dumps(entries))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGECP_", "LMUData"))}
     env.update({
         "LMUData": str(lmu),
@@ -68,6 +82,34 @@ def build_sources(ws: Workspace, n: int = 24, n_pairs: int = 16) -> tuple[Path, 
     mllm = mllm_judge_source(ws.root / "mllm_src", n=n)
     polaris = polaris_source(ws.root / "polaris_src", n_pairs=n_pairs)
     return mllm, polaris
+
+
+def build_letter_sources(ws: Workspace, n_pairs: int = 12, n_items: int = 20, n_mcq: int = 24) -> None:
+    """The pairwise and PARC stand-in sources, and the multiple-choice TSV in ``$LMUData``."""
+    mllm_judge_pair_source(ws.root / "pair_src", n_pairs=n_pairs)
+    parc_source(ws.root / "parc_src", n_items=n_items)
+    mcq_tsv(ws.lmu / f"{MCQ}.tsv", n=n_mcq)
+
+
+def mcq_tsv(path: Path, n: int = 24) -> Path:
+    """A VLMEvalKit multiple-choice TSV (``index, image, question, A..D, answer, category``).
+
+    Three or four options per row; row 5's answer key names ``E``, an option
+    it does not have (``answer_not_an_option`` in the post-hoc report).
+    """
+    rows = []
+    for i in range(n):
+        rows.append({
+            "index": i, "image": base64.b64encode(png_bytes(8 + i % 5, 8, (10 * i % 256, 0, 0))).decode(),
+            "question": f"What colour is square {i}?", "A": "red", "B": "blue", "C": "green",
+            "D": "yellow" if i % 4 == 0 else "", "answer": "E" if i == 5 else "ABC"[i % 3],
+            "category": ["colour", "shape"][i % 2],
+        })
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]), delimiter="\t")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
 
 
 def run_dir(work_dir: Path, model: str) -> list[Path]:

@@ -93,3 +93,104 @@ def polaris_source(root: Path, n_pairs: int = 8, bad_rows: bool = True) -> Path:
         writer.writeheader()
         writer.writerows(rows)
     return root
+
+
+def mllm_judge_pair_source(root: Path, n_pairs: int = 12, bad_rows: bool = True) -> Path:
+    """``Dataset/Benchmark/pair.jsonl`` + ``Dataset/image/`` in MLLM-as-a-Judge's pair-comparison layout.
+
+    ``n_pairs`` good pairs (two per image, human preference alternating A/B)
+    plus, with ``bad_rows``: a tie (``C``: ``tie_label``), an unknown label
+    (``label_unknown``), a missing image (``image_missing``), a repeated
+    pair_id (``duplicate_id``), a pair without its second answer
+    (``field_missing``) and a cut line (``malformed_json_line``).
+    """
+    bench = root / "Dataset" / "Benchmark"
+    images = root / "Dataset" / "image"
+    bench.mkdir(parents=True, exist_ok=True)
+    images.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(n_pairs):
+        image_id = 200 + i // 2
+        (images / f"{image_id}.jpg").write_bytes(png_bytes(9 + i, 7, (10 * i % 256, 40, 200)))
+        lines.append(json.dumps({
+            "id": image_id, "pair_id": 10 * i, "image_path": f"{image_id}.jpg",
+            "original_dataset": CATEGORIES[i % len(CATEGORIES)],
+            "instruction": f"Please analyse this figure in detail and answer: what is shown in part {i}?",
+            "answer1": {"name": ["gpt4", "llava"][i % 2], "answer": f"Part {i} shows a red square.\tClearly."},
+            "answer2": {"name": ["gemini", "cogvlm"][i % 2], "answer": f"Part {i} shows {{braces}} and \"quotes\"."},
+            "human_answer": "AB"[i % 2],
+        }))
+    if bad_rows:
+        (images / "999.jpg").write_bytes(png_bytes(5, 5, (1, 2, 3)))
+        base = {"id": 999, "image_path": "999.jpg", "original_dataset": "coco", "instruction": "q",
+                "answer1": {"name": "a", "answer": "x"}, "answer2": {"name": "b", "answer": "y"}}
+        lines.append(json.dumps({**base, "pair_id": 9001, "human_answer": "C"}))
+        lines.append(json.dumps({**base, "pair_id": 9002, "human_answer": "maybe"}))
+        lines.append(json.dumps({**base, "pair_id": 9003, "human_answer": "A", "image_path": "absent.jpg"}))
+        lines.append(json.dumps({**base, "pair_id": 0, "human_answer": "B"}))
+        lines.append(json.dumps({**base, "pair_id": 9005, "human_answer": "A", "answer2": {"name": "b", "answer": ""}}))
+        lines.append('{"id": 999, "pair_id": 9006, "instruction": "cut')
+    (bench / "pair.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+PARC_VARIATIONS = ("O", "LR-I", "LS-N", "VR-B")
+
+
+def parc_source(root: Path, n_items: int = 8, bad_rows: bool = True, dataset: str = "toy") -> Path:
+    """A PARC variation folder (``docs/parc_format.md``): ``variations.jsonl`` + ``images/``.
+
+    ``n_items`` source items, each with the variations O, LR-I, LS-N, VR-B.
+    Even items are comparative (two images, options Left/Right); odd items
+    have one image and three options, and their negation LS-N has the two
+    originally wrong options as correct answers. With ``bad_rows``: a
+    variation whose image is missing (``image_missing``), an answer key
+    naming a missing option (``answer_not_an_option``), a repeated id
+    (``duplicate_id``), a variation name outside PARC's without a family
+    (``variation_unknown``), one with a family (kept: ``VR-blur2``), and a
+    source item without its original prompt (kept; the core counts
+    ``no_original_prompt``).
+    """
+    images = root / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    records = []
+
+    def image(name: str, shade: int) -> str:
+        (images / name).write_bytes(png_bytes(8, 8, (shade % 256, 100, 50)))
+        return f"images/{name}"
+
+    for k in range(n_items):
+        source = f"{dataset}-{k:03d}"
+        comparative = k % 2 == 0
+        for v, variation in enumerate(PARC_VARIATIONS):
+            rid = f"{source}/{variation}"
+            if comparative:
+                options = {"A": "Left", "B": "Right"}
+                correct = ["A"] if (k // 2) % 2 == 0 else ["B"]
+                if variation == "LS-N":
+                    correct = ["B"] if correct == ["A"] else ["A"]
+                img: object = [image(f"{source}_{variation}_l.png", 30 * k + v), image(f"{source}_{variation}_r.png", 30 * k + v + 7)]
+            else:
+                options = {"A": "red", "B": "green", "C": "blue"}
+                correct = ["ABC"[k % 3]]
+                if variation == "LS-N":
+                    correct = [x for x in "ABC" if x != correct[0]]
+                img = image(f"{source}_{variation}.png", 30 * k + v)
+            question = f"Which side shows the brighter square ({k})?" if comparative else f"What colour is square {k}?"
+            if variation == "LS-N":
+                question = question.replace("Which", "Which does not").replace("What colour is", "What colour is not")
+            records.append({"id": rid, "source_id": source, "dataset": dataset, "variation": variation,
+                            "question": question, "options": options, "correct": correct, "image": img})
+    if bad_rows:
+        base = {"source_id": f"{dataset}-000", "dataset": dataset, "question": "q?",
+                "options": {"A": "Left", "B": "Right"}, "correct": ["A"], "image": records[0]["image"]}
+        records.append({**base, "id": "bad/missing-image", "variation": "LR-C", "image": "images/absent.png"})
+        records.append({**base, "id": "bad/answer", "variation": "LR-V", "correct": ["C"]})
+        records.append({**base, "id": records[1]["id"], "variation": "LR-I"})
+        records.append({**base, "id": "bad/unknown", "variation": "blur2"})
+        records.append({**base, "id": f"{dataset}-000/blur2", "variation": "blur2", "family": "VR"})
+        records.append({**base, "id": "orphan/LR-I", "source_id": f"{dataset}-orphan", "variation": "LR-I"})
+    with (root / "variations.jsonl").open("w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r) + "\n")
+    return root

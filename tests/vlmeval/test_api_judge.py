@@ -42,15 +42,16 @@ class Server:
         self.fail_first = 0
         self.with_logprobs = True
         self.status = 200
+        self.tokens = TOKENS
 
     def reply(self) -> dict[str, Any]:
         choice: dict[str, Any] = {
             "index": 0,
-            "message": {"role": "assistant", "content": "".join(t["token"] for t in TOKENS)},
+            "message": {"role": "assistant", "content": "".join(t["token"] for t in self.tokens)},
             "finish_reason": "stop",
         }
         if self.with_logprobs:
-            choice["logprobs"] = {"content": TOKENS}
+            choice["logprobs"] = {"content": self.tokens}
         return {"id": "x", "object": "chat.completion", "choices": [choice]}
 
 
@@ -149,3 +150,34 @@ def test_failure_and_missing_logprobs(server: tuple[Server, str], message: list[
     assert record["logprobs"] is None and record["flags"] == ["api_no_logprobs"]
     closed = JudgeCPOpenAI(model="m", api_base="http://127.0.0.1:9/v1", retry=1, timeout=2)
     assert closed.generate(message, dataset="Polaris_CP").startswith(FAIL_MSG)
+
+
+#: A one-letter verdict: " B", with " A" and "A" among the alternatives, "C" absent.
+LETTER_TOKENS = [
+    {"token": " B", "logprob": -0.3, "top_logprobs": [
+        {"token": " B", "logprob": -0.3}, {"token": " A", "logprob": -1.6}, {"token": "A", "logprob": -3.2},
+    ]},
+]
+
+
+def test_letter_answers(server: tuple[Server, str], message: list[dict[str, str]], tmp_path: Path) -> None:
+    """Pairwise verdicts and VLMEvalKit multiple choice: log P of the letters at the first generated letter."""
+    from judgecp.adapters.vlmeval.runtime import mark_mcq, register_prompt
+
+    state, url = server
+    state.tokens = LETTER_TOKENS
+    judge = JudgeCPOpenAI(model="judge-7b", api_base=url, top_logprobs=5)
+    PROMPTS.register("MLLMJudgePair_CP", message, "3")
+    mark_mcq("TinyMCQ_api")
+    register_prompt("TinyMCQ_api", message, {"index": 9, "A": "x", "B": "y", "C": "z"})
+    with run_context(tmp_path, "judge-7b"):
+        out = judge.generate(message, dataset="MLLMJudgePair_CP")
+        plain = judge.generate(message, dataset="TinyMCQ_api")
+    record = json.loads(out["extra_records"])
+    assert record["kind"] == "pairwise" and record["answer"] == "B" and record["index"] == "3"
+    assert record["logprobs"]["B"] == pytest.approx(-0.3)
+    assert record["logprobs"]["A"] == pytest.approx(math.log(math.exp(-1.6) + math.exp(-3.2)))
+    assert plain == " B"  # VLMEvalKit's own benchmark: plain text, the record in the sidecar
+    (mcq,) = [json.loads(x) for x in (tmp_path / "judge-7b_TinyMCQ_api_lprecords.jsonl").read_text().splitlines()]
+    assert mcq["kind"] == "mcq" and mcq["letters"] == ["A", "B", "C"] and mcq["index"] == "9"
+    assert mcq["logprobs"]["C"] == pytest.approx(DEFAULT_FLOOR) and mcq["flags"] == ["missing_token"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import csv
 import json
@@ -11,14 +12,30 @@ import pytest
 
 from judgecp.adapters.vlmeval.build import (
     build_mllm_judge,
+    build_mllm_judge_pair,
+    build_parc,
     build_polaris,
     polaris_label,
     read_manifest,
 )
-from judgecp.adapters.vlmeval.specs import KIND_COLUMN, MLLM_JUDGE, POLARIS, SCALE_COLUMN
+from judgecp.adapters.vlmeval.specs import (
+    KIND_COLUMN,
+    MLLM_JUDGE,
+    MLLM_JUDGE_PAIR,
+    PARC,
+    POLARIS,
+    SCALE_COLUMN,
+    spec_for,
+)
 from judgecp.cli import main
 from judgecp.errors import InputError
-from tests.vlmeval.sources import mllm_judge_source, png_bytes, polaris_source
+from tests.vlmeval.sources import (
+    mllm_judge_pair_source,
+    mllm_judge_source,
+    parc_source,
+    png_bytes,
+    polaris_source,
+)
 
 
 def read_tsv(path: Path) -> list[dict[str, str]]:
@@ -123,3 +140,116 @@ def test_cli_build_tsv(tmp_path: Path, capsys: pytest.CaptureFixture[str], monke
     monkeypatch.delenv("LMUData")
     assert main(["vlmeval", "build-tsv", "polaris", "--source", str(src)]) == 2
     assert "give --out DIR or set $LMUData" in capsys.readouterr().err
+
+
+# -- pairwise judging in both orders -------------------------------------------------------
+
+
+def test_mllm_judge_pair_tsv_holds_every_pair_in_both_orders(tmp_path: Path) -> None:
+    src = mllm_judge_pair_source(tmp_path / "src", n_pairs=6)
+    result = build_mllm_judge_pair(src, tmp_path / "lmu")
+    assert result.tsv.name == "MLLMJudgePair_CP.tsv" and result.rows_read == 12 and result.rows_written == 12
+    assert dict(result.excluded.counts) == {"tie_label": 1, "label_unknown": 1, "image_missing": 1,
+                                            "duplicate_id": 1, "field_missing": 1, "malformed_json_line": 1}
+    rows = read_tsv(result.tsv)
+    assert [r["index"] for r in rows] == [str(i) for i in range(12)]
+    for fwd, rev in zip(rows[::2], rows[1::2], strict=True):
+        assert fwd["pair_id"] == rev["pair_id"] and (fwd["order"], rev["order"]) == ("fwd", "rev")
+        assert (fwd["response_a"], fwd["response_b"]) == (rev["response_b"], rev["response_a"])
+        assert (fwd["model_a"], fwd["model_b"]) == (rev["model_b"], rev["model_a"])
+        assert fwd["preference"] == rev["preference"]  # the human label in the original order, on both rows
+        assert fwd["answer"] == fwd["preference"] and rev["answer"] == {"A": "B", "B": "A"}[fwd["preference"]]
+        assert fwd[KIND_COLUMN] == "pairwise" and fwd["category"] in ("coco", "ChartQA", "WIT", "mathvista")
+    assert [r["preference"] for r in rows[::2]] == ["A", "B", "A", "B", "A", "B"]
+    assert rows[1]["image"] == "0" and len(rows[0]["image"]) > 64  # the image once per file
+    assert "answer1" not in rows[0] and rows[0]["response_a"].startswith("Part 0 shows a red square.\tClearly.")
+    # the prompt: MT-Bench's pairwise instruction, verdict only; the reversed row swaps the answers
+    fwd, rev = MLLM_JUDGE_PAIR.render(rows[0]), MLLM_JUDGE_PAIR.render(rows[1])
+    assert fwd.startswith("Please act as an impartial judge") and "Output only the letter" in fwd
+    assert "[[C]]" not in fwd and "explanation" not in fwd.split("Output only")[0]
+    a_block = "[The Start of Assistant A's Answer]\n{}\n[The End of Assistant A's Answer]"
+    assert a_block.format(rows[0]["response_a"]) in fwd and a_block.format(rows[0]["response_b"]) in rev
+    assert "{braces}" in fwd
+    manifest = read_manifest(result.tsv)
+    assert manifest is not None and manifest["kind"] == "pairwise" and manifest["source"]["pairs"] == 6
+
+
+def test_mllm_judge_pair_lite_limit_and_the_hq_layout(tmp_path: Path) -> None:
+    src = mllm_judge_pair_source(tmp_path / "src", n_pairs=4, bad_rows=False)
+    limited = build_mllm_judge_pair(src, tmp_path / "lmu", limit=3)
+    assert limited.rows_written == 6
+    lite = src / "Dataset" / "Benchmark_Lite"
+    lite.mkdir(parents=True)
+    line = json.loads((src / "Dataset" / "Benchmark" / "pair.jsonl").read_text().splitlines()[0])
+    line["image_path"] = "image/" + line["image_path"]  # the HQ/Hard files name the image folder too
+    (src / "image").mkdir()
+    (src / "image" / Path(line["image_path"]).name).write_bytes(png_bytes(3, 3, (9, 9, 9)))
+    (lite / "pair_lite.jsonl").write_text(json.dumps(line) + "\n")
+    result = build_mllm_judge_pair(src, tmp_path / "lmu", lite=True)
+    assert result.tsv.name == "MLLMJudgePair_CP_Lite.tsv" and result.rows_written == 2
+    with pytest.raises(InputError, match="no pair-comparison file"):
+        build_mllm_judge_pair(tmp_path / "nowhere", tmp_path / "lmu")
+
+
+# -- PARC variation datasets ---------------------------------------------------------------------
+
+
+def test_parc_tsv_from_the_variation_format(tmp_path: Path) -> None:
+    src = parc_source(tmp_path / "src", n_items=4)
+    result = build_parc(src, tmp_path / "lmu")
+    assert result.tsv.name == "PARC_toy.tsv"  # PARC_<dataset>
+    assert dict(result.excluded.counts) == {"image_missing": 1, "answer_not_an_option": 1, "duplicate_id": 1,
+                                            "variation_unknown": 1}
+    rows = read_tsv(result.tsv)
+    assert len(rows) == 4 * 4 + 2 and result.rows_read == 22
+    by_id = {r["item_id"]: r for r in rows}
+    comparative, single = by_id["toy-000/O"], by_id["toy-001/O"]
+    assert (comparative["A"], comparative["B"], comparative["C"]) == ("Left", "Right", "")
+    assert (single["A"], single["B"], single["C"]) == ("red", "green", "blue")
+    assert single["answer"] == "B" and by_id["toy-001/LS-N"]["answer"] == "A,C"  # negation: two correct options
+    images = ast.literal_eval(comparative["image"])  # two images: VLMEvalKit's list of base64 strings
+    assert len(images) == 2 and base64.b64decode(images[0]).startswith(b"\x89PNG")
+    assert base64.b64decode(single["image"]).startswith(b"\x89PNG")
+    renamed = by_id["toy-000/blur2"]  # outside PARC's names, with a family: kept
+    assert renamed["variation"] == "blur2" and renamed["family"] == "VR"
+    assert by_id["orphan/LR-I"]["source_id"] == "toy-orphan"  # no original prompt: kept, the core counts it
+    assert {r["family"] for r in rows} == {"O", "LR", "LS", "VR"} and rows[0][KIND_COLUMN] == "parc"
+    prompt = PARC.render(single)
+    assert prompt == ("Question: What colour is square 1?\nOptions:\nA. red\nB. green\nC. blue\n"
+                      "Only respond with the option letter.")
+    assert PARC.render(comparative).count("\n") == 4 and PARC.answer_letters(comparative) == ("A", "B")
+    manifest = read_manifest(result.tsv)
+    assert manifest is not None and manifest["kind"] == "parc" and manifest["source"]["datasets"] == ["toy"]
+    assert spec_for("PARC_toy") is PARC and spec_for("PARC_") is PARC and spec_for("PARCX") is None
+
+
+def test_parc_names_and_bad_folders(tmp_path: Path) -> None:
+    src = parc_source(tmp_path / "src", n_items=2, bad_rows=False)
+    assert build_parc(src, tmp_path / "lmu", name="PARC_mine", limit=3).rows_written == 3
+    with pytest.raises(InputError, match="start with 'PARC_'"):
+        build_parc(src, tmp_path / "lmu", name="mine")
+    other = parc_source(tmp_path / "other", n_items=2, bad_rows=False, dataset="nyu")
+    with (src / "variations.jsonl").open("a") as fh:  # two datasets in one folder: a name is needed
+        fh.write((other / "variations.jsonl").read_text().replace("images/", "../other/images/"))
+    with pytest.raises(InputError, match="pass --name"):
+        build_parc(src, tmp_path / "lmu")
+    assert build_parc(src, tmp_path / "lmu", name="PARC_both").rows_written == 16
+    with pytest.raises(InputError, match="no variation file"):
+        build_parc(tmp_path / "nowhere", tmp_path / "lmu")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "variations.jsonl").write_text('{"id": "x", "options": {"A": "a"}}\nnot json\n')
+    with pytest.raises(InputError, match="no row could be built .*field_missing 1.*malformed_json_line 1"):
+        build_parc(tmp_path / "broken", tmp_path / "lmu", name="PARC_broken")
+
+
+def test_cli_build_tsv_pairwise_and_parc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = mllm_judge_pair_source(tmp_path / "pair", n_pairs=2, bad_rows=False)
+    parc = parc_source(tmp_path / "parc", n_items=2, bad_rows=False)
+    lmu = str(tmp_path / "lmu")
+    assert main(["vlmeval", "build-tsv", "mllm_judge_pair", "--source", str(pair), "--out", lmu]) == 0
+    assert "MLLMJudgePair_CP: read 2 rows, wrote 4" in capsys.readouterr().out
+    assert main(["vlmeval", "build-tsv", "parc", "--source", str(parc), "--out", lmu]) == 0
+    assert "PARC_toy: read 8 rows, wrote 8" in capsys.readouterr().out
+    assert main(["vlmeval", "build-tsv", "parc", "--source", str(parc), "--out", lmu, "--lite"]) == 2
+    assert main(["vlmeval", "build-tsv", "parc", "--source", str(parc), "--out", lmu, "--name", "toy"]) == 2
+    assert "start with 'PARC_'" in capsys.readouterr().err

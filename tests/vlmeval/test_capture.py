@@ -15,15 +15,20 @@ pytest.importorskip("transformers")
 from judgecp.adapters.vlmeval.capture import (  # noqa: E402
     FLAG_BEAM_SEARCH,
     FLAG_NO_CAPTURE,
+    FLAG_NO_LETTER,
     GenerateCapture,
     label_token_ids,
+    letter_record,
+    letter_record_from_candidates,
     likert_record,
     position_logprobs,
     prediction_sha1,
+    token_letter,
 )
 from judgecp.adapters.vlmeval.models import attach_capture  # noqa: E402
-from judgecp.adapters.vlmeval.runtime import PROMPTS, run_context  # noqa: E402
+from judgecp.adapters.vlmeval.runtime import PROMPTS, mark_mcq, register_prompt, run_context  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
+from judgecp.extraction import DEFAULT_FLOOR  # noqa: E402
 from judgecp.scale import LikertScale  # noqa: E402
 from tests.vlmeval.tiny_models import tiny_llama  # noqa: E402
 
@@ -200,3 +205,85 @@ def test_attach_capture_refuses_what_it_cannot_capture(llama: tuple[Any, Any]) -
 
     out = attach_capture(Fixed(), name="fixed").generate([{"type": "text", "value": "q"}], dataset="Polaris_CP")
     assert json.loads(out["extra_records"])["flags"] == [FLAG_NO_CAPTURE]
+
+
+# -- letter answers: pairwise verdicts, option letters ---------------------------------------
+
+
+def test_letter_record_from_candidates_reads_the_first_letter() -> None:
+    tokens = ["The", "Ġanswer", "Ġis", "ĠB", "."]
+    per_position = [{}, {}, {}, {"ĠB": -0.2, "B": -3.0, "ĠA": -1.9, "<0x44>": -6.0}, {}]
+    record = letter_record_from_candidates(tokens, per_position, ["A", "B", "C", "D"], kind="mcq",
+                                           source="openai_api")
+    assert record["answer"] == "B" and record["position"] == 3 and record["stage"] == "first_letter"
+    assert record["logprobs"]["B"] == pytest.approx(math.log(math.exp(-0.2) + math.exp(-3.0)))
+    assert record["logprobs"]["A"] == pytest.approx(-1.9) and record["logprobs"]["D"] == pytest.approx(-6.0)
+    assert record["logprobs"]["C"] == pytest.approx(DEFAULT_FLOOR) and record["flags"] == ["missing_token"]
+    none = letter_record_from_candidates(["ĠScore", ":", "Ġ4"], [{}, {}, {}], ["A", "B"], kind="pairwise",
+                                         source="hf_generate")
+    assert none["logprobs"] is None and none["flags"] == [FLAG_NO_LETTER] and none["n_tokens"] == 3
+    assert [token_letter(t) for t in ("A", "▁C", "ĠZ", "<0x42>", "AB", "a", "Ġ", "1")] == [
+        "A", "C", "Z", "B", None, None, None, None]
+
+
+def test_letter_record_from_raw_logits_equals_a_manual_forward_pass(llama: tuple[Any, Any]) -> None:
+    """A forced verdict " B": the record holds the raw-logit log P of every letter variant at that position."""
+    model, tok = llama
+    with GenerateCapture() as cap:
+        seq, start = generate(model, tok, force=" B", max_new_tokens=4)
+    record = letter_record(cap.calls, tok, ["A", "B"], kind="pairwise")
+    assert record["answer"] == "B" and record["flags"] == [] and record["kind"] == "pairwise"
+    manual = manual_logprobs(model, seq[0])[start + record["position"] - 1]
+    variants = label_token_ids(tok, ["A", "B"])
+    for letter in "AB":
+        ids = [idx for text, idx in variants.items() if token_letter(text) == letter]
+        assert ids
+        assert record["logprobs"][letter] == pytest.approx(float(torch.logsumexp(manual[ids], dim=0)), abs=1e-5)
+    assert sum(math.exp(v) for v in record["logprobs"].values()) < 0.99  # raw logits, not the forced one-hot
+    with GenerateCapture() as cap:
+        generate(model, tok, force=" the chart", max_new_tokens=6)
+    assert letter_record(cap.calls, tok, ["A", "B"], kind="pairwise")["flags"] == [FLAG_NO_LETTER]
+    assert letter_record([], tok, ["A"], kind="parc")["flags"] == [FLAG_NO_CAPTURE]
+
+
+class PromptedJudge(TextJudge):
+    """A model with its own prompt for some datasets (VLMEvalKit's ``use_custom_prompt``/``build_prompt``)."""
+
+    def build_prompt(self, line: Any, dataset: str | None = None) -> list[dict[str, str]]:
+        return [{"type": "text", "value": f"{line['question']} A. {line['A']} B. {line['B']} C. {line['C']}"}]
+
+
+def test_vlmeval_multiple_choice_gets_plain_predictions_and_sidecar_records(
+    llama: tuple[Any, Any], tmp_path: Path
+) -> None:
+    model, tok = llama
+    judge = attach_capture(PromptedJudge(model, tok, force=" C"), name="tiny-lp")
+    line = {"index": 7, "question": "What colour?", "A": "red", "B": "blue", "C": "green", "D": float("nan")}
+    message = judge.build_prompt(line, dataset="AI2D_TEST")
+    with run_context(tmp_path, "tiny-lp"):
+        assert isinstance(judge.generate(message, dataset="AI2D_TEST"), str)  # not marked: passes through
+        assert not (tmp_path / "tiny-lp_AI2D_TEST_lprecords.jsonl").exists()
+        mark_mcq("AI2D_TEST")  # what the launcher does for a dataset of TYPE "MCQ"
+        message = judge.build_prompt(line, dataset="AI2D_TEST")  # the model's own prompt, registered
+        out = judge.generate(message, dataset="AI2D_TEST")
+    assert isinstance(out, str) and out.strip() == "C"  # VLMEvalKit's own evaluation sees plain text
+    (record,) = [json.loads(x) for x in (tmp_path / "tiny-lp_AI2D_TEST_lprecords.jsonl").read_text().splitlines()]
+    assert record["kind"] == "mcq" and record["index"] == "7" and record["letters"] == ["A", "B", "C"]
+    assert record["answer"] == "C" and set(record["logprobs"]) == {"A", "B", "C"}
+    assert record["prediction_sha1"] == prediction_sha1(out) and record["dataset"] == "AI2D_TEST"
+
+
+def test_judgecp_letter_datasets_get_structured_predictions(llama: tuple[Any, Any], tmp_path: Path) -> None:
+    model, tok = llama
+    judge = attach_capture(TextJudge(model, tok, force=" A"), name="tiny-lp")
+    pair_msg = [{"type": "text", "value": "which is better, A or B?"}]
+    PROMPTS.register("MLLMJudgePair_CP", pair_msg, 3)
+    parc_msg = [{"type": "text", "value": "Question: which? Options: A. x B. y C. z D. w"}]
+    register_prompt("PARC_toy", parc_msg, {"index": 11, "A": "x", "B": "y", "C": "z", "D": "w"})
+    with run_context(tmp_path, "tiny-lp"):
+        pair = json.loads(judge.generate(pair_msg, dataset="MLLMJudgePair_CP")["extra_records"])
+        parc = json.loads(judge.generate(parc_msg, dataset="PARC_toy")["extra_records"])
+    assert pair["kind"] == "pairwise" and pair["letters"] == ["A", "B"] and pair["index"] == "3"
+    assert parc["kind"] == "parc" and parc["letters"] == ["A", "B", "C", "D"] and parc["index"] == "11"
+    assert pair["answer"] == parc["answer"] == "A"
+    assert (tmp_path / "tiny-lp_PARC_toy_lprecords.jsonl").exists()

@@ -30,11 +30,22 @@ pytestmark = [
     ),
 ]
 
-from judgecp.adapters.vlmeval.specs import MLLM_JUDGE  # noqa: E402
-from tests.vlmeval.runs import TINY, Workspace, build_sources, run_dir, workspace  # noqa: E402
+from judgecp.adapters.vlmeval.specs import MLLM_JUDGE, MLLM_JUDGE_PAIR  # noqa: E402
+from tests.vlmeval.runs import (  # noqa: E402
+    LETTERS,
+    MCQ,
+    TINY,
+    Workspace,
+    build_letter_sources,
+    build_sources,
+    run_dir,
+    workspace,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 LP = f"{TINY}-lp"
+LLP = f"{LETTERS}-lp"
+PAIR = "MLLMJudgePair_CP"
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +56,17 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Workspace:
-    space = workspace(tmp_path_factory.mktemp("vlmeval"), tiny_model)
+def letters_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.vlmeval.tiny_models import tiny_idefics3
+
+    return tiny_idefics3(tmp_path_factory.mktemp("models") / "tiny-letters", task="letters")
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, letters_model: Path) -> Workspace:
+    space = workspace(tmp_path_factory.mktemp("vlmeval"), tiny_model, letters_dir=letters_model)
     build_sources(space, n=24, n_pairs=16)
+    build_letter_sources(space)
     return space
 
 
@@ -265,26 +284,142 @@ def test_reuse_of_a_complete_run_takes_the_records_from_the_sidecar(ws: Workspac
     assert metrics["vlmeval"]["excluded_by_reader"] == [] and metrics["n_read"] == 24
 
 
-def test_other_datasets_pass_through_the_lp_model(ws: Workspace) -> None:
-    """A VLMEvalKit multiple-choice dataset: plain predictions, VLMEvalKit's own evaluation."""
-    from tests.vlmeval.sources import png_bytes
+def test_pairwise_judging_in_both_orders_end_to_end(ws: Workspace) -> None:
+    ok(ws.run("vlmeval", "build-tsv", "mllm_judge_pair", "--source", str(ws.root / "pair_src"), "--out", str(ws.lmu)))
+    work = ws.root / "out_pair"
+    ok(ws.vlmeval("--data", PAIR, "--model", LLP, work_dir=work))
+    (run,) = run_dir(work, LLP)
+    columns, rows = read_xlsx(run / f"{LLP}_{PAIR}.xlsx")
+    assert {"pair_id", "order", "response_a", "response_b", "preference", "prediction", "extra_records"} <= set(columns)
+    assert len(rows) == 24 and {r["order"] for r in rows} == {"fwd", "rev"}
+    side = {r["index"]: r for r in sidecar_lines(run / f"{LLP}_{PAIR}_lprecords.jsonl")}
+    for row in rows:
+        record = json.loads(row["extra_records"])
+        assert record["kind"] == "pairwise" and record["logprobs"] == side[str(row["index"])]["logprobs"]
+        assert set(record["logprobs"]) == {"A", "B"}
+    metrics = json.loads((run / f"{LLP}_{PAIR}_selective.json").read_text())
+    assert metrics["kind"] == "pairwise" and metrics["n"] == 12 and metrics["n_read"] == 24
+    build_excluded = {e["reason"]: e["count"] for e in metrics["vlmeval"]["excluded_at_build"]}
+    assert build_excluded == {"tie_label": 1, "label_unknown": 1, "image_missing": 1, "duplicate_id": 1,
+                              "field_missing": 1, "malformed_json_line": 1}
+    entry = json.loads((run / "status.json").read_text())["datasets"][PAIR]
+    assert entry["status"] == "done" and entry["primary_metric"] == ["scope|coverage", "scope|risk"]
+    assert isinstance(entry["metrics"]["scope|coverage"], float) and "bpe|auroc" in entry["metrics"]
 
-    rows = [
-        {"index": i, "image": base64.b64encode(png_bytes(8 + i, 8, (40 * i, 0, 0))).decode(),
-         "question": f"What colour is square {i}?", "A": "red", "B": "blue", "C": "green",
-         "answer": "ABC"[i % 3], "category": "colour"}
-        for i in range(6)
-    ]
-    with (ws.lmu / "TinyMCQ.tsv").open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]), delimiter="\t")
-        writer.writeheader()
-        writer.writerows(rows)
+
+def test_letter_logprobs_equal_a_manual_forward_pass(ws: Workspace, letters_model: Path) -> None:
+    """The pairwise run's records against a forward pass of the same model over the same tokens."""
+    import torch
+
+    from judgecp.adapters.vlmeval.capture import GenerateCapture, label_token_ids, token_letter
+
+    work = ws.root / "out_pair"
+    if not work.exists():
+        pytest.skip("needs test_pairwise_judging_in_both_orders_end_to_end")
+    from vlmeval.vlm import DOCLING
+
+    (run,) = run_dir(work, LLP)
+    _, rows = read_xlsx(run / f"{LLP}_{PAIR}.xlsx")
+    side = {r["index"]: r for r in sidecar_lines(run / f"{LLP}_{PAIR}_lprecords.jsonl")}
+    judge = DOCLING(model_path=str(letters_model), max_new_tokens=4)
+    variants = label_token_ids(judge.processor.tokenizer, ["A", "B"])
+    checked = 0
+    for row in rows:
+        record = side[str(row["index"])]
+        if record["logprobs"] is None:
+            continue
+        image = ws.lmu / "images" / PAIR / f"{row['index']}.png"
+        message = [dict(type="image", value=str(image)), dict(type="text", value=MLLM_JUDGE_PAIR.render(row))]
+        with GenerateCapture() as cap:
+            text = judge.generate(message, dataset=PAIR)
+        assert text == row["prediction"]
+        sequence = cap.calls[0].sequences[0]
+        steps = len(cap.calls[0].logits)
+        content, images = judge.build_prompt_default(message)
+        prompt = judge.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True)
+        inputs = judge._process(prompt, images)
+        with torch.no_grad():
+            out = judge.model(input_ids=sequence[None, :], attention_mask=torch.ones_like(sequence)[None, :],
+                              pixel_values=inputs["pixel_values"], pixel_attention_mask=inputs.get("pixel_attention_mask"),
+                              use_cache=False)
+        logp = torch.log_softmax(out.logits[0].float(), dim=-1)
+        row_at = len(sequence) - steps + record["position"] - 1
+        for letter in "AB":
+            ids = [i for t, i in variants.items() if token_letter(t) == letter]
+            manual = float(torch.logsumexp(logp[row_at, ids], dim=0))
+            assert record["logprobs"][letter] == pytest.approx(manual, abs=1e-4)
+        checked += 1
+    assert checked == 24
+
+
+def test_pairwise_partial_resume_and_the_shipped_config(ws: Workspace, letters_model: Path) -> None:
+    work = ws.root / "out_pair_resume"
+    build = ("vlmeval", "build-tsv", "mllm_judge_pair", "--source", str(ws.root / "pair_src"), "--out", str(ws.lmu))
+    ok(ws.run(*build, "--limit", "4"))
+    ok(ws.vlmeval("--data", PAIR, "--model", LLP, "--mode", "infer", work_dir=work))
+    time.sleep(1.1)
+    ok(ws.run(*build))
+    ok(ws.vlmeval("--data", PAIR, "--model", LLP, "--reuse", work_dir=work))
+    _, second = run_dir(work, LLP)
+    metrics = json.loads((second / f"{LLP}_{PAIR}_selective.json").read_text())
+    assert metrics["vlmeval"]["record_sources"] == {"embedded": 0, "repaired": 16, "sidecar": 8}
+    assert metrics["n"] == 12 and metrics["vlmeval"]["excluded_by_reader"] == []
+    # --config mode with the shipped file (its model replaced by the tiny one)
+    config = json.loads((REPO / "configs" / "vlmeval_mllm_judge_pair_cp.json").read_text())
+    config["model"] = {"tiny-pair-lp": {"class": "JudgeCPLogprobs", "base_class": "DOCLING",
+                                        "model_path": str(letters_model), "max_new_tokens": 4}}
+    config["data"][PAIR]["n_splits"] = 50
+    path = ws.root / "pair_config.json"
+    path.write_text(json.dumps(config))
+    ok(ws.vlmeval("--config", str(path), work_dir=ws.root / "out_pair_config"))
+    (run,) = run_dir(ws.root / "out_pair_config", "tiny-pair-lp")
+    metrics = json.loads((run / f"tiny-pair-lp_{PAIR}_selective.json").read_text())
+    assert metrics["protocol"]["n_splits"] == 50 and metrics["n"] == 12
+
+
+def test_parc_variation_dataset_end_to_end(ws: Workspace) -> None:
+    ok(ws.run("vlmeval", "build-tsv", "parc", "--source", str(ws.root / "parc_src"), "--out", str(ws.lmu)))
+    work = ws.root / "out_parc"
+    ok(ws.vlmeval("--data", "PARC_toy", "--model", LLP, work_dir=work))
+    (run,) = run_dir(work, LLP)
+    columns, rows = read_xlsx(run / f"{LLP}_PARC_toy.xlsx")
+    assert {"A", "B", "C", "answer", "source_id", "variation", "extra_records"} <= set(columns)
+    for row in rows:
+        record = json.loads(row["extra_records"])
+        options = [x for x in "ABC" if row.get(x) not in (None, "")]
+        assert record["kind"] == "parc" and record["letters"] == options  # read among the row's own options
+    metrics = json.loads((run / f"{LLP}_PARC_toy_reliability.json").read_text())
+    assert metrics["kind"] == "parc" and metrics["n_read"] == len(rows) == 20 * 4 + 2  # + renamed, orphan
+    assert {e["reason"] for e in metrics["vlmeval"]["excluded_at_build"]} == {
+        "image_missing", "answer_not_an_option", "duplicate_id", "variation_unknown"}
+    entry = json.loads((run / "status.json").read_text())["datasets"]["PARC_toy"]
+    assert entry["status"] == "done" and entry["primary_metric"] == ["reliability|overall", "accuracy|overall"]
+    assert isinstance(entry["metrics"]["accuracy|overall"], float)
+
+
+def test_vlmeval_multiple_choice_with_an_lp_model_gets_conformal_sets_post_hoc(ws: Workspace) -> None:
+    """VLMEvalKit's own MCQ evaluation is untouched; the sidecar's option logprobs give conformal sets after."""
     work = ws.root / "out_mcq"
-    ok(ws.vlmeval("--data", "TinyMCQ", "--model", LP, "--judge", "exact_matching", work_dir=work))
-    (run,) = run_dir(work, LP)
-    columns, pred = read_xlsx(run / f"{LP}_TinyMCQ.xlsx")
+    ok(ws.vlmeval("--data", MCQ, "--model", LLP, "--judge", "exact_matching", work_dir=work))
+    (run,) = run_dir(work, LLP)
+    columns, pred = read_xlsx(run / f"{LLP}_{MCQ}.xlsx")
     assert "extra_records" not in columns and all(not str(r["prediction"]).startswith("{") for r in pred)
-    assert (run / f"{LP}_TinyMCQ_acc.csv").exists()
-    assert json.loads((run / "status.json").read_text())["datasets"]["TinyMCQ"]["status"] == "done"
-    proc = ws.run("evaluate", "--format", "vlmeval", str(run / f"{LP}_TinyMCQ.xlsx"))
-    assert proc.returncode == 2 and "multiple-choice" in proc.stderr
+    assert (run / f"{LLP}_{MCQ}_acc.csv").exists()
+    entry = json.loads((run / "status.json").read_text())["datasets"][MCQ]
+    assert entry["status"] == "done" and entry["primary_metric"] == "Overall Acc"
+    side = sidecar_lines(run / f"{LLP}_{MCQ}_lprecords.jsonl")
+    assert len(side) == 24 and all(r["kind"] == "mcq" for r in side)
+    assert {len(r["letters"]) for r in side} == {3, 4}  # the row's own options (D only on some rows)
+    out = ws.root / "mcq.json"
+    ok(ws.run("evaluate", "--format", "vlmeval", str(work / LLP / f"{LLP}_{MCQ}.xlsx"), "--seeds", "3",
+              "--json", str(out)))
+    report = json.loads(out.read_text())
+    assert report["kind"] == "mcq" and report["n"] == 23 and report["n_read"] == 24
+    assert {e["reason"] for e in report["excluded"]} == {"answer_not_an_option"}
+    assert report["vlmeval"]["record_sources"]["sidecar"] == 24 and "lac" in report["methods"]
+    # the same model without -lp: no records, a clear message, exit status 2
+    ok(ws.vlmeval("--data", MCQ, "--model", LETTERS, "--judge", "exact_matching", work_dir=ws.root / "out_mcq_plain"))
+    proc = ws.run("evaluate", "--format", "vlmeval", "--kind", "mcq",
+                  str(ws.root / "out_mcq_plain" / LETTERS / f"{LETTERS}_{MCQ}.xlsx"))
+    assert proc.returncode == 2 and "no usable rows (no_logprob_record: 24)" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -91,23 +91,29 @@ def _dataset_classes() -> dict[str, tuple[str, set[str]]]:
 
 def test_shipped_vlmeval_configs_name_registered_classes_and_datasets() -> None:
     classes = _dataset_classes()
-    assert set(classes) == {"MLLMJudgeCP", "PolarisCP"}
-    spec_names = {"MLLMJudgeCP": "MLLM_JUDGE", "PolarisCP": "POLARIS"}
+    spec_names = {"MLLMJudgeCP": "MLLM_JUDGE", "PolarisCP": "POLARIS", "MLLMJudgePairCP": "MLLM_JUDGE_PAIR",
+                  "PARCCP": "PARC"}
     assert {k: v[0] for k, v in classes.items()} == spec_names
     by_key = {s.key: s for s in SPECS}
-    names = {"MLLMJudgeCP": by_key["mllm_judge"].names, "PolarisCP": by_key["polaris"].names}
+    specs = {"MLLMJudgeCP": by_key["mllm_judge"], "PolarisCP": by_key["polaris"],
+             "MLLMJudgePairCP": by_key["mllm_judge_pair"], "PARCCP": by_key["parc"]}
     configs = sorted(p.name for p in files("judgecp.configs").iterdir() if p.name.startswith("vlmeval_"))
-    assert configs == ["vlmeval_judges_cp.json", "vlmeval_mllm_judge_cp.json", "vlmeval_openai_judge_cp.json",
-                       "vlmeval_polaris_cp.json"]
+    assert configs == ["vlmeval_judges_cp.json", "vlmeval_mllm_judge_cp.json", "vlmeval_mllm_judge_pair_cp.json",
+                       "vlmeval_openai_judge_cp.json", "vlmeval_parc_cp.json", "vlmeval_polaris_cp.json"]
+    seen = set()
     for name in configs:
         config = json.loads(files("judgecp.configs").joinpath(name).read_text())
         assert set(config) == {"model", "data"} and config["model"]
         for key, entry in config["data"].items():
             cls = entry["class"]
             assert cls in classes, (name, cls)
+            seen.add(cls)
             # VLMEvalKit names image-dataset result files by the dataset, so the key must be it
-            assert entry["dataset"] == key and key in names[cls]
+            # (PARC datasets are named when built: PARC_<name>)
+            assert entry["dataset"] == key and specs[cls].matches(key), (name, key)
             assert set(entry) - {"class", "dataset"} <= classes[cls][1], (name, entry)
         for model, entry in config["model"].items():
             assert model.endswith("-lp") or entry.get("class") in ("JudgeCPOpenAI", "JudgeCPLogprobs")
-    assert set(dataset_names()) == {"MLLMJudge_CP", "MLLMJudge_CP_Lite", "Polaris_CP"}
+    assert seen == set(classes)  # every judge dataset has a ready config
+    assert set(dataset_names()) == {"MLLMJudge_CP", "MLLMJudge_CP_Lite", "Polaris_CP", "MLLMJudgePair_CP",
+                                    "MLLMJudgePair_CP_Lite", "PARC_CP"}

@@ -199,10 +199,16 @@ def test_not_a_judge_dataset_or_not_a_prediction_file(tmp_path: Path) -> None:
     root = copy(tmp_path, "clean")
     columns, rows = read_table(prediction(root))
     columns = [c for c in columns if c not in ("judgecp_kind", "judgecp_scale")]
-    mcq = tmp_path / "tiny_MMBench_DEV_EN.tsv"
-    write_tsv(mcq, columns, rows)
-    with pytest.raises(InputError, match="multiple-choice"):
-        evaluate_prediction_file(mcq, options=FAST)
+    # another dataset's name, no kind column: the embedded records still say what the rows are
+    other = tmp_path / "tiny_MMBench_DEV_EN.tsv"
+    write_tsv(other, columns, rows)
+    assert evaluate_prediction_file(other, options=FAST).report["n"] == 24
+    # ... and without records nothing tells: a clear error that names --kind mcq
+    plain_columns, plain_rows = read_table(prediction(copy(tmp_path, "plain"), model="tiny-docling"))
+    unknown = tmp_path / "tiny_MMBench_DEV_EN_plain.tsv"
+    write_tsv(unknown, [c for c in plain_columns if c not in ("judgecp_kind", "judgecp_scale")], plain_rows)
+    with pytest.raises(InputError, match="cannot tell what this prediction file holds.*--kind mcq"):
+        evaluate_prediction_file(unknown, options=FAST)
     # renamed, but the kind column still says what it is
     write_tsv(tmp_path / "renamed.tsv", [*columns, "judgecp_kind", "judgecp_scale"],
               [{**r, "judgecp_kind": "likert", "judgecp_scale": "1:5"} for r in rows])
@@ -238,15 +244,17 @@ def test_headline_of_an_error_report() -> None:
     assert h == {"n": 0, "n_read": 3, "excluded": 3, "pearson": None, "error": "no usable rows"}
 
 
-def test_kinds_without_an_evaluator_are_refused(tmp_path: Path) -> None:
-    """Pairwise and PARC datasets plug in by kind; until the core has their metrics they are refused clearly."""
+def test_a_file_read_as_the_wrong_kind_is_reported_not_fatal(tmp_path: Path) -> None:
+    """Likert rows given to the pairwise evaluator: every row counted (no pair, no order), an error, no crash."""
     from dataclasses import replace
 
     from judgecp.adapters.vlmeval.specs import MLLM_JUDGE
 
     root = copy(tmp_path, "clean")
-    with pytest.raises(InputError, match="kind 'pairwise' has no evaluator yet"):
-        evaluate_prediction_file(prediction(root), spec=replace(MLLM_JUDGE, kind="pairwise"), options=FAST)
+    outcome = evaluate_prediction_file(prediction(root), spec=replace(MLLM_JUDGE, kind="pairwise"), options=FAST)
+    assert outcome.metric_file is not None and outcome.metric_file.name.endswith("_selective.json")
+    assert "no usable pairs" in outcome.report["error"] and outcome.headline["n"] == 0
+    assert outcome.headline["excluded"] == 24
 
 
 def test_the_prediction_files_own_sidecar_wins_over_other_runs(tmp_path: Path) -> None:

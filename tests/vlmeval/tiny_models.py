@@ -9,7 +9,11 @@
   VLMEvalKit's ``DOCLING`` wrapper (``granite-docling-258M``), which loads it
   from a local path on CPU. :func:`teach_score_format` trains it for a few
   seconds to answer ``Score: N`` so that the extractor's anchored stage has
-  something to find (the digit stays uncertain: the targets are random).
+  something to find (the digit stays uncertain: the targets are random);
+  with ``task="letters"`` :func:`teach_letter_format` trains it instead to
+  answer a single letter to the pairwise prompt ("A"/"B"), PARC's
+  multiple-choice prompt and VLMEvalKit's own multiple-choice prompt (the
+  letter stays uncertain: the targets are random).
 """
 
 from __future__ import annotations
@@ -18,7 +22,12 @@ import random
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.vlmeval.prompts import MLLM_JUDGE_PROMPT, POLARIS_PROMPT
+from judgecp.adapters.vlmeval.prompts import (
+    MLLM_JUDGE_PROMPT,
+    PAIRWISE_PROMPT,
+    POLARIS_PROMPT,
+    multiple_choice_prompt,
+)
 
 IDEFICS3_SPECIAL = ["<fake_token_around_image>", "<image>", "<end_of_utterance>", "<global-img>"] + [
     f"<row_{i}_col_{j}>" for i in range(1, 7) for j in range(1, 7)
@@ -35,15 +44,23 @@ WORDS = (
 ).split()
 
 
-def corpus() -> list[str]:
+def corpus(letters: bool = False) -> list[str]:
     lines = [MLLM_JUDGE_PROMPT, POLARIS_PROMPT, "User: Assistant: Score: 1 2 3 4 5"]
     rng = random.Random(0)
     for _ in range(200):
         lines.append(" ".join(rng.choice(WORDS) for _ in range(12)) + f" Score: {rng.randint(1, 5)}")
+    if letters:
+        rng = random.Random(1)
+        lines += [PAIRWISE_PROMPT, VLMEVAL_MCQ_SUFFIX, "Question: Options: Only respond with the option letter."]
+        lines += [f"Assistant: {rng.choice('ABCD')}" for _ in range(100)]
     return lines
 
 
-def train_tokenizer(special: list[str] | None = None) -> Any:
+#: The closing sentence of VLMEvalKit's own multiple-choice prompt (``ImageMCQDataset.build_prompt``).
+VLMEVAL_MCQ_SUFFIX = "Please select the correct answer from the options above."
+
+
+def train_tokenizer(special: list[str] | None = None, letters: bool = False) -> Any:
     """A byte-level BPE ``PreTrainedTokenizerFast`` (vocabulary ~600) with ``<end_of_utterance>`` as EOS."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -58,7 +75,7 @@ def train_tokenizer(special: list[str] | None = None) -> Any:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(corpus(), trainer=trainer)
+    tok.train_from_iterator(corpus(letters), trainer=trainer)
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<|bos|>",
@@ -102,8 +119,11 @@ def tiny_llama(path: Path | None = None, seed: int = 0) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def tiny_idefics3(path: Path, seed: int = 0, teach_steps: int = 150) -> Path:
-    """Save a tiny Idefics3 model + processor to ``path`` (VLMEvalKit's DOCLING loads it)."""
+def tiny_idefics3(path: Path, seed: int = 0, teach_steps: int = 150, task: str = "score") -> Path:
+    """Save a tiny Idefics3 model + processor to ``path`` (VLMEvalKit's DOCLING loads it).
+
+    ``task``: ``"score"`` (answers ``Score: N``) or ``"letters"`` (answers one letter).
+    """
     import torch
     from transformers import (
         Idefics3Config,
@@ -112,7 +132,9 @@ def tiny_idefics3(path: Path, seed: int = 0, teach_steps: int = 150) -> Path:
         Idefics3Processor,
     )
 
-    tokenizer = train_tokenizer()
+    if task not in ("score", "letters"):
+        raise ValueError(f"task must be 'score' or 'letters', got {task!r}")
+    tokenizer = train_tokenizer(letters=task == "letters")
     image_processor = Idefics3ImageProcessor(
         do_image_splitting=False, size={"longest_edge": 32}, max_image_size={"longest_edge": 32}
     )
@@ -130,7 +152,9 @@ def tiny_idefics3(path: Path, seed: int = 0, teach_steps: int = 150) -> Path:
     model = Idefics3ForConditionalGeneration(config)
     model.generation_config.eos_token_id = tokenizer.convert_tokens_to_ids("<end_of_utterance>")
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    if teach_steps:
+    if teach_steps and task == "letters":
+        teach_letter_format(model, processor, steps=teach_steps, seed=seed)
+    elif teach_steps:
         teach_score_format(model, processor, steps=teach_steps, seed=seed)
     model.eval()
     path.mkdir(parents=True, exist_ok=True)
@@ -157,6 +181,48 @@ def teach_score_format(model: Any, processor: Any, steps: int = 120, seed: int =
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
         prompt = processor.apply_chat_template(messages, add_generation_prompt=True)
         target = f" Score: {rng.randint(1, 5)}<end_of_utterance>"
+        image = Image.fromarray(gen.integers(0, 255, (24, 24, 3), dtype=np.uint8))
+        inputs = processor(text=prompt + target, images=[image], return_tensors="pt")
+        n_target = len(tokenizer(target, add_special_tokens=False)["input_ids"])
+        labels = inputs["input_ids"].clone()
+        labels[:, :-n_target] = -100
+        loss = model(**inputs, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def letter_prompt(rng: random.Random) -> tuple[str, str]:
+    """A random pairwise, PARC or VLMEvalKit multiple-choice prompt and the letters it allows."""
+    kind = rng.randrange(3)
+    question = " ".join(rng.choice(WORDS) for _ in range(6)) + "?"
+    if kind == 0:
+        a, b = (" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 9))) for _ in range(2))
+        return PAIRWISE_PROMPT.format(question=question, response_a=a, response_b=b), "AB"
+    letters = "ABCD"[: rng.randint(2, 4)]
+    options = [(x, " ".join(rng.choice(WORDS) for _ in range(2))) for x in letters]
+    if kind == 1:
+        return multiple_choice_prompt(question, options), letters
+    text = f"Question: {question}\nOptions:\n" + "".join(f"{x}. {t}\n" for x, t in options)
+    return text + VLMEVAL_MCQ_SUFFIX, letters
+
+
+def teach_letter_format(model: Any, processor: Any, steps: int = 150, seed: int = 0) -> None:
+    """A few Adam steps so the model answers `` X<end_of_utterance>`` with X one of the prompt's letters."""
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    rng = random.Random(seed)
+    gen = np.random.default_rng(seed)
+    tokenizer = processor.tokenizer
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
+    model.train()
+    for _ in range(steps):
+        text, letters = letter_prompt(rng)
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
+        prompt = processor.apply_chat_template(messages, add_generation_prompt=True)
+        target = f" {rng.choice(letters)}<end_of_utterance>"
         image = Image.fromarray(gen.integers(0, 255, (24, 24, 3), dtype=np.uint8))
         inputs = processor(text=prompt + target, images=[image], return_tensors="pt")
         n_target = len(tokenizer(target, add_special_tokens=False)["input_ids"])

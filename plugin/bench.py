@@ -50,7 +50,13 @@ def bench_protocol(path: str | None, specs: Sequence[str], seeds: Sequence[int],
 
 def bench_scope(n_pairs: int, n_splits: int, alphas: Sequence[float], out: TextIO) -> None:
     """SCOPE (and every controller) over splits x levels on a simulated pool."""
-    from judgecp.pairwise import PairwiseProtocol, Splits, make_controller, signals, simulate_pairwise_judge
+    from judgecp.pairwise import (
+        PairwiseProtocol,
+        Splits,
+        make_controller,
+        signals,
+        simulate_pairwise_judge,
+    )
     from judgecp.selective import apply
 
     data = simulate_pairwise_judge(n_pairs, seed=0)

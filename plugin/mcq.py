@@ -182,7 +182,7 @@ def mcq_from_records(
             if any(p is None for p in ps):
                 bad = "option_logprob_missing"
             else:
-                pv = [float(p) for p in ps]
+                pv = [float(p) for p in ps if p is not None]
                 total = sum(pv)
                 if any(p < 0 or math.isnan(p) for p in pv) or total > 1 + 1e-6 or total <= 0:
                     bad = "probabilities_invalid"
@@ -231,10 +231,10 @@ def mcq_from_records(
     lp = np.full((n, k), PAD_LOGPROB)
     valid = np.zeros((n, k), bool)
     correct = np.zeros((n, k), bool)
-    for i, (_, opts, values, answers, _, _) in enumerate(keep):
+    for i, (_, opts, values, answer_set, _, _) in enumerate(keep):
         lp[i, : len(opts)] = values
         valid[i, : len(opts)] = True
-        correct[i, : len(opts)] = [o in answers for o in opts]
+        correct[i, : len(opts)] = [o in answer_set for o in opts]
     present = sorted({f for *_, meta in keep for f in meta})
     return MCQData(
         ids=np.asarray([r[0] for r in keep]),

@@ -93,7 +93,7 @@ def reliability_exponent(acc_rand: float) -> float:
 
 def reliability(acc: float, cert: float, acc_rand: float = 0.5) -> float:
     """``(2 acc^m - 1) cert``; ``acc_rand = 0.5`` is the uncalibrated score."""
-    return (2.0 * acc ** reliability_exponent(acc_rand) - 1.0) * cert
+    return float((2.0 * acc ** reliability_exponent(acc_rand) - 1.0) * cert)
 
 
 @dataclass(frozen=True)
@@ -142,11 +142,11 @@ def evaluate_parc(data: MCQData, protocol: PARCProtocol) -> dict[str, Any]:
             usable[i] = False
     # answers on the original prompts, for consistency
     original: dict[tuple[str, str, str], str] = {}
-    for i in np.flatnonzero(usable & (variation == "O")):
+    for i in np.flatnonzero(usable & (variation == "O")).tolist():
         original[(model[i], dataset[i], source[i])] = data.options[i][data.prediction[i]]
     has_original = np.array([(model[i], dataset[i], source[i]) in original for i in range(n)])
     missing = usable & (variation != "O") & ~has_original
-    for i in np.flatnonzero(missing):
+    for i in np.flatnonzero(missing).tolist():
         excluded.add("no_original_prompt", data.ids[i])  # kept for accuracy and certainty, not consistency
     answer = [data.options[i][data.prediction[i]] for i in range(n)]
     k = data.n_options
@@ -155,7 +155,7 @@ def evaluate_parc(data: MCQData, protocol: PARCProtocol) -> dict[str, Any]:
     semantic = np.isin(fam.astype(str), SEMANTIC_FAMILIES)
     cons_rand_row = np.where(semantic, 1.0 - 1.0 / k, 1.0 / k)
     cons_row = np.full(n, np.nan)
-    for i in np.flatnonzero(usable & (variation != "O") & has_original):
+    for i in np.flatnonzero(usable & (variation != "O") & has_original).tolist():
         same = answer[i] == original[(model[i], dataset[i], source[i])]
         cons_row[i] = float(not same) if semantic[i] else float(same)
 
@@ -164,7 +164,7 @@ def evaluate_parc(data: MCQData, protocol: PARCProtocol) -> dict[str, Any]:
         rows_md = np.flatnonzero(usable & (model == md[0]) & (dataset == md[1]))
         sources = np.asarray(sorted(set(source[rows_md].tolist())))
         if sources.size < 2:
-            for i in rows_md:
+            for i in rows_md.tolist():
                 excluded.add("too_few_items", data.ids[i])
             continue
         for seed in protocol.seeds:
@@ -179,9 +179,9 @@ def evaluate_parc(data: MCQData, protocol: PARCProtocol) -> dict[str, Any]:
                     continue
                 cell = cells[(md[0], md[1], var)]
                 if cal.size:
-                    cert = _certainties(data, cal, test, protocol.alpha, seed)
-                    if not np.isnan(cert).all():
-                        cell["certainty"].append(float(np.nanmean(cert)))
+                    cert_test = _certainties(data, cal, test, protocol.alpha, seed)
+                    if not np.isnan(cert_test).all():
+                        cell["certainty"].append(float(np.nanmean(cert_test)))
                 cell["accuracy"].append(float(correct_pred[test].mean()))
                 cell["acc_rand"].append(float(acc_rand_row[test].mean()))
                 cons = cons_row[test]
@@ -205,9 +205,9 @@ def evaluate_parc(data: MCQData, protocol: PARCProtocol) -> dict[str, Any]:
                             "calibrated": reliability(acc, cert, r) if cert is not None and 0 < r < 1 else None},
         }
         if c["consistency"]:
-            cons = float(np.mean(c["consistency"]))
+            mean_cons = float(np.mean(c["consistency"]))
             cr = float(np.mean(c["cons_rand"]))
-            entry["consistency"] = {"raw": cons, "calibrated": calibrated(cons, cr) if 0 < cr < 1 else None, "rand": cr}
+            entry["consistency"] = {"raw": mean_cons, "calibrated": calibrated(mean_cons, cr) if 0 < cr < 1 else None, "rand": cr}
         else:
             entry["consistency"] = None
         table[f"{m}|{d}|{v}"] = entry

@@ -174,7 +174,7 @@ def test_pairwise_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_mcq_and_parc_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for kind, key in (("mcq", "methods"), ("parc", "reliability")):
         out = tmp_path / f"{kind}.json"
-        code, text, _ = run(["evaluate", "--kind", kind, "--example", "--seeds", "2", "--json", str(out)], capsys)
+        code, _text, _ = run(["evaluate", "--kind", kind, "--example", "--seeds", "2", "--json", str(out)], capsys)
         assert code == 0, kind
         r = strict_load(out.read_text())
         assert r["kind"] == kind and key in r

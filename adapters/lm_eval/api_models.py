@@ -20,7 +20,7 @@ from typing import Any
 from lm_eval.models.openai_completions import LocalChatCompletion
 
 from judgecp.adapters.lm_eval.capture import response_from_candidates
-from judgecp.extraction import DEFAULT_FLOOR
+from judgecp.extraction import DEFAULT_FLOOR, openai_logprob_positions
 from judgecp.scale import LikertScale
 
 logger = logging.getLogger("lm_eval.judgecp")
@@ -29,14 +29,9 @@ logger = logging.getLogger("lm_eval.judgecp")
 def response_from_chat_choice(choice: dict[str, Any], scale: LikertScale, floor: float) -> str:
     """The judge response for one ``choices[i]`` of a chat completion with logprobs."""
     text = (choice.get("message") or {}).get("content") or ""
-    content = ((choice.get("logprobs") or {}).get("content")) or []
-    tokens = [str(item.get("token", "")) for item in content]
-    positions = []
-    for item in content:
-        candidates = {str(t.get("token", "")): float(t["logprob"]) for t in item.get("top_logprobs") or [] if "logprob" in t}
-        candidates.setdefault(str(item.get("token", "")), float(item.get("logprob", float("nan"))))
-        positions.append(candidates)
-    if not content:
+    parsed = openai_logprob_positions(choice.get("logprobs"))
+    tokens, positions = parsed if parsed is not None else ([], [])
+    if not tokens:
         logger.warning("judgecp: a chat completion came without logprobs; is top_logprobs supported by the server?")
     return response_from_candidates(text, tokens, positions, scale, floor=floor)
 

@@ -41,7 +41,7 @@ from judgecp.adapters.vlmeval.capture import (
 )
 from judgecp.adapters.vlmeval.runtime import PROMPTS, append_record, is_mcq, sidecar_target
 from judgecp.adapters.vlmeval.specs import LETTERS, MCQ_KIND, JudgeSpec, spec_for
-from judgecp.extraction import DEFAULT_FLOOR
+from judgecp.extraction import DEFAULT_FLOOR, openai_logprob_positions
 
 log = logging.getLogger("judgecp.vlmeval")
 
@@ -70,25 +70,6 @@ def chat_messages(message: Any, system_prompt: str | None = None) -> list[dict[s
         out.append({"role": "system", "content": system_prompt})
     out.append({"role": "user", "content": content})
     return out
-
-
-def tokens_and_candidates(logprobs: Any) -> tuple[list[str], list[dict[str, float]]] | None:
-    """Tokens and per-position candidate logprobs from ``choices[0].logprobs`` (``None`` if absent)."""
-    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
-        return None
-    tokens: list[str] = []
-    per_position: list[dict[str, float]] = []
-    for entry in logprobs["content"]:
-        token = str(entry.get("token", ""))
-        candidates: dict[str, float] = {}
-        for alt in entry.get("top_logprobs") or []:
-            if alt.get("logprob") is not None:
-                candidates[str(alt.get("token", ""))] = float(alt["logprob"])
-        if entry.get("logprob") is not None:
-            candidates.setdefault(token, float(entry["logprob"]))
-        tokens.append(token)
-        per_position.append(candidates)
-    return tokens, per_position
 
 
 class JudgeCPOpenAI:
@@ -206,7 +187,7 @@ class JudgeCPOpenAI:
             return text
         index, meta = PROMPTS.claim_entry(dataset, message)
         letters = meta.get("letters") or (spec.letters if spec is not None else ()) or LETTERS
-        parsed = tokens_and_candidates(choice.get("logprobs"))
+        parsed = openai_logprob_positions(choice.get("logprobs"))
         if parsed is None:
             record: dict[str, Any] = {
                 "v": 1, "kind": kind, "source": "openai_api", "logprobs": None, "parsed": None,

@@ -4,7 +4,10 @@ Every task reads the same schema from either source. The local directory is
 named by ``--metadata '{"data_dir": "..."}'`` or by the task's environment
 variable (documented in its README); without one, the task downloads the
 public dataset it names (``dataset_path`` in its YAML) from the Hugging Face
-hub into the hub cache.
+hub into the hub cache. A local copy of a parquet-backed hub dataset holds
+its parquet files as the hub repository lays them out (``data/test-*.parquet``,
+``ScienceQA-IMG/test-*.parquet``, ...); text datasets may also be one
+``<split>.jsonl`` with the same fields.
 """
 
 from __future__ import annotations
@@ -63,3 +66,74 @@ def text(value: Any) -> str | None:
     if value is None:
         return None
     return str(value)
+
+
+#: Attribute of a loaded ``DatasetDict`` holding what the loader left out (e.g. tie votes).
+LOAD_EXCLUSIONS_ATTR = "judgecp_load_exclusions"
+
+
+def with_load_exclusions(dataset_dict: Any, excluded: Any) -> Any:
+    """Attach the loader's counted exclusions (an :class:`~judgecp.exclusions.Exclusions`) to a ``DatasetDict``.
+
+    Rows a task leaves out before the model sees them (SCOPE's tie votes,
+    questions outside the task's definition) are counted there; the task
+    adds them to its ``excluded`` metric.
+    """
+    setattr(dataset_dict, LOAD_EXCLUSIONS_ATTR, excluded)
+    return dataset_dict
+
+
+def load_exclusions_of(dataset_dict: Any) -> Any:
+    """The counted exclusions a loader attached (empty when none)."""
+    from judgecp.exclusions import Exclusions
+
+    found = getattr(dataset_dict, LOAD_EXCLUSIONS_ATTR, None)
+    return found if isinstance(found, Exclusions) else Exclusions()
+
+
+def parquet_files(root: Path, split: str, config: str | None = None) -> list[Path]:
+    """``<split>-*.parquet`` (or ``<split>.parquet``) files of a local copy in the hub layout.
+
+    With a ``config`` (e.g. ScienceQA's ``ScienceQA-IMG``), its sub-folder is
+    searched when the copy has one, as the hub repository keeps one folder
+    per config.
+    """
+    base = root / config if config and (root / config).is_dir() else root
+    files = sorted(set(base.rglob(f"{split}-*.parquet")) | set(base.rglob(f"{split}.parquet")))
+    return files
+
+
+def load_table(
+    root: Path | None, *, hub_id: str, split: str, config: str | None = None, local_split: str | None = None
+) -> Any:
+    """A ``datasets.Dataset``: the local copy's parquet files, or the hub dataset's split.
+
+    ``local_split`` names the split's files in the local copy when they
+    differ from the hub split's name (default: the same).
+    """
+    datasets = require("datasets", "lm-eval", "judge tasks")
+    if root is None:
+        if config is None:
+            return datasets.load_dataset(hub_id, split=split)  # type: ignore[attr-defined]
+        return datasets.load_dataset(hub_id, config, split=split)  # type: ignore[attr-defined]
+    name = local_split or split
+    files = parquet_files(root, name, config)
+    if not files:
+        where = f"{root}/{config}" if config and (root / config).is_dir() else str(root)
+        raise InputError(f"no {name}-*.parquet under {where}: a local copy of {hub_id} needs the hub's parquet files")
+    return datasets.load_dataset("parquet", data_files={name: [str(f) for f in files]}, split=name)  # type: ignore[attr-defined]
+
+
+def rows_of(root: Path | None, *, hub_id: str, split: str) -> tuple[list[dict[str, Any] | None], str]:
+    """Text rows of a dataset split, and where they came from.
+
+    A local copy holds ``<split>.jsonl`` (one row per line, the hub's fields)
+    or the hub's parquet files; a JSONL line that is not a JSON object is
+    ``None`` (the task counts it as ``malformed_json_line``).
+    """
+    if root is not None and (root / f"{split}.jsonl").is_file():
+        path = root / f"{split}.jsonl"
+        return [row for _lineno, row in read_jsonl(path)], str(path)
+    table = load_table(root, hub_id=hub_id, split=split)
+    where = str(root) if root is not None else f"{hub_id} (split {split})"
+    return [dict(row) for row in table], where

@@ -54,11 +54,17 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
 
 
 def as_dataset_dict(rows: list[dict[str, Any]], split: str = "test", *, what: str = "this task") -> Any:
-    """A ``datasets.DatasetDict`` with one split (every value a string or None, so types never clash)."""
+    """A ``datasets.DatasetDict`` with one split (every value a string or None, so types never clash).
+
+    Every document gets every field any document has (``None`` where it has
+    none): a left-out row's placeholder document may lack fields the others carry.
+    """
     datasets = require("datasets", "lm-eval", "judge tasks")
     if not rows:
         raise InputError(f"no documents for {what}")
-    return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})  # type: ignore[attr-defined]
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    full = [{k: row.get(k) for k in keys} for row in rows]
+    return datasets.DatasetDict({split: datasets.Dataset.from_list(full)})  # type: ignore[attr-defined]
 
 
 def text(value: Any) -> str | None:
@@ -66,29 +72,6 @@ def text(value: Any) -> str | None:
     if value is None:
         return None
     return str(value)
-
-
-#: Attribute of a loaded ``DatasetDict`` holding what the loader left out (e.g. tie votes).
-LOAD_EXCLUSIONS_ATTR = "judgecp_load_exclusions"
-
-
-def with_load_exclusions(dataset_dict: Any, excluded: Any) -> Any:
-    """Attach the loader's counted exclusions (an :class:`~judgecp.exclusions.Exclusions`) to a ``DatasetDict``.
-
-    Rows a task leaves out before the model sees them (SCOPE's tie votes,
-    questions outside the task's definition) are counted there; the task
-    adds them to its ``excluded`` metric.
-    """
-    setattr(dataset_dict, LOAD_EXCLUSIONS_ATTR, excluded)
-    return dataset_dict
-
-
-def load_exclusions_of(dataset_dict: Any) -> Any:
-    """The counted exclusions a loader attached (empty when none)."""
-    from judgecp.exclusions import Exclusions
-
-    found = getattr(dataset_dict, LOAD_EXCLUSIONS_ATTR, None)
-    return found if isinstance(found, Exclusions) else Exclusions()
 
 
 def parquet_files(root: Path, split: str, config: str | None = None) -> list[Path]:

@@ -86,12 +86,17 @@ def load_images(doc: Mapping[str, Any]) -> list[Any]:
 
     An image that cannot be read is replaced by a blank placeholder and the
     document is marked failed (see :func:`failed`); the others are kept, so
-    the prompt's image count still matches.
+    the prompt's image count still matches. A document left out before
+    judging (``exclude`` set, no image) gets one blank image.
     """
+    from PIL import Image
+
     refs = doc.get("image_refs")
+    if not refs and doc.get("exclude") and doc.get("image") is None and not doc.get("image_path"):
+        # A placeholder document for a source item that cannot be judged: a blank image, nothing to warn about.
+        return [Image.new("RGB", PLACEHOLDER_SIZE)]
     if not refs:
         return [load_image(doc)]
-    from PIL import Image
 
     out = []
     for ref in refs:

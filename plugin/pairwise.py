@@ -480,6 +480,9 @@ def evaluate_pairwise(data: PairwiseData, protocol: PairwiseProtocol) -> dict[st
         "alphas": list(protocol.alphas),
         "protocol": {"n_splits": protocol.n_splits, "cal_fraction": protocol.cal_fraction, "signal": protocol.signal,
                      "delta": protocol.delta, "seed": protocol.seed},
+        # Mean bidirectional preference entropy (nats, 0..ln 2): how undecided the judge is once
+        # both orders are averaged; position bias that flips the verdict pushes it toward ln 2.
+        "bpe_mean": float(sigs["bpe"].uncertainty.mean()),
         "uncertainty": {name: uncertainty_quality(s, data.labels) for name, s in sigs.items()},
         "controllers": run_controllers(sigs[protocol.signal], data.labels, protocol),
         "risk_coverage": {name: risk_coverage_curve(s, data.labels) for name, s in sigs.items()},

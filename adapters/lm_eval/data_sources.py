@@ -4,7 +4,10 @@ Every task reads the same schema from either source. The local directory is
 named by ``--metadata '{"data_dir": "..."}'`` or by the task's environment
 variable (documented in its README); without one, the task downloads the
 public dataset it names (``dataset_path`` in its YAML) from the Hugging Face
-hub into the hub cache.
+hub into the hub cache. A local copy of a parquet-backed hub dataset holds
+its parquet files as the hub repository lays them out (``data/test-*.parquet``,
+``ScienceQA-IMG/test-*.parquet``, ...); text datasets may also be one
+``<split>.jsonl`` with the same fields.
 """
 
 from __future__ import annotations
@@ -51,11 +54,17 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
 
 
 def as_dataset_dict(rows: list[dict[str, Any]], split: str = "test", *, what: str = "this task") -> Any:
-    """A ``datasets.DatasetDict`` with one split (every value a string or None, so types never clash)."""
+    """A ``datasets.DatasetDict`` with one split (every value a string or None, so types never clash).
+
+    Every document gets every field any document has (``None`` where it has
+    none): a left-out row's placeholder document may lack fields the others carry.
+    """
     datasets = require("datasets", "lm-eval", "judge tasks")
     if not rows:
         raise InputError(f"no documents for {what}")
-    return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})  # type: ignore[attr-defined]
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    full = [{k: row.get(k) for k in keys} for row in rows]
+    return datasets.DatasetDict({split: datasets.Dataset.from_list(full)})  # type: ignore[attr-defined]
 
 
 def text(value: Any) -> str | None:
@@ -63,3 +72,51 @@ def text(value: Any) -> str | None:
     if value is None:
         return None
     return str(value)
+
+
+def parquet_files(root: Path, split: str, config: str | None = None) -> list[Path]:
+    """``<split>-*.parquet`` (or ``<split>.parquet``) files of a local copy in the hub layout.
+
+    With a ``config`` (e.g. ScienceQA's ``ScienceQA-IMG``), its sub-folder is
+    searched when the copy has one, as the hub repository keeps one folder
+    per config.
+    """
+    base = root / config if config and (root / config).is_dir() else root
+    files = sorted(set(base.rglob(f"{split}-*.parquet")) | set(base.rglob(f"{split}.parquet")))
+    return files
+
+
+def load_table(
+    root: Path | None, *, hub_id: str, split: str, config: str | None = None, local_split: str | None = None
+) -> Any:
+    """A ``datasets.Dataset``: the local copy's parquet files, or the hub dataset's split.
+
+    ``local_split`` names the split's files in the local copy when they
+    differ from the hub split's name (default: the same).
+    """
+    datasets = require("datasets", "lm-eval", "judge tasks")
+    if root is None:
+        if config is None:
+            return datasets.load_dataset(hub_id, split=split)  # type: ignore[attr-defined]
+        return datasets.load_dataset(hub_id, config, split=split)  # type: ignore[attr-defined]
+    name = local_split or split
+    files = parquet_files(root, name, config)
+    if not files:
+        where = f"{root}/{config}" if config and (root / config).is_dir() else str(root)
+        raise InputError(f"no {name}-*.parquet under {where}: a local copy of {hub_id} needs the hub's parquet files")
+    return datasets.load_dataset("parquet", data_files={name: [str(f) for f in files]}, split=name)  # type: ignore[attr-defined]
+
+
+def rows_of(root: Path | None, *, hub_id: str, split: str) -> tuple[list[dict[str, Any] | None], str]:
+    """Text rows of a dataset split, and where they came from.
+
+    A local copy holds ``<split>.jsonl`` (one row per line, the hub's fields)
+    or the hub's parquet files; a JSONL line that is not a JSON object is
+    ``None`` (the task counts it as ``malformed_json_line``).
+    """
+    if root is not None and (root / f"{split}.jsonl").is_file():
+        path = root / f"{split}.jsonl"
+        return [row for _lineno, row in read_jsonl(path)], str(path)
+    table = load_table(root, hub_id=hub_id, split=split)
+    where = str(root) if root is not None else f"{hub_id} (split {split})"
+    return [dict(row) for row in table], where

@@ -5,6 +5,14 @@ A document names its image by ``image_path`` (a local file) or carries it as
 be read, the model still gets a blank placeholder (so every request is
 answered and batching stays simple) and the document is remembered as
 failed; the task then excludes its record as ``image_load_failed``.
+
+Documents with several images, or whose images live in a hub table, name
+them in ``image_refs``: local paths, or ``table#row#column`` references into
+a table registered with :func:`register_table` (a ``datasets.Dataset`` whose
+image columns are not decoded). The documents then stay small text records
+(lm-eval writes every document into the samples file), and an image that
+does not decode is a counted exclusion instead of a crash while lm-eval
+iterates the documents.
 """
 
 from __future__ import annotations
@@ -22,8 +30,87 @@ PLACEHOLDER_SIZE = (32, 32)
 _failed: set[str] = set()
 
 
+#: Registered image tables: key -> {column: one-column view of the undecoded table}.
+_tables: dict[str, dict[str, Any]] = {}
+
+
 def _key(doc: Mapping[str, Any]) -> str:
-    return f"{doc.get('image_path') or ''}|{doc.get('id')}"
+    refs = doc.get("image_refs") or ()
+    return f"{doc.get('image_path') or ''}|{'|'.join(str(r) for r in refs)}|{doc.get('id')}"
+
+
+def register_table(key: str, table: Any, columns: list[str]) -> None:
+    """Make ``table``'s image ``columns`` readable through ``key#row#column`` references.
+
+    The columns are cast to ``Image(decode=False)`` (a metadata change, no
+    copy), so reading a document never decodes an image by accident.
+    """
+    import datasets
+
+    views = {}
+    for column in columns:
+        undecoded = table.cast_column(column, datasets.Image(decode=False))
+        views[column] = undecoded.select_columns([column])
+    _tables[key] = views
+
+
+def table_ref(key: str, row: int, column: str) -> str:
+    return f"{key}#{row}#{column}"
+
+
+def _open_ref(ref: str) -> Any:
+    """The image a reference names, decoded (raises when it cannot be read)."""
+    import io
+
+    from PIL import Image
+
+    if ref.count("#") >= 2 and ref.split("#", 1)[0] in _tables:
+        key, row, column = ref.rsplit("#", 2)
+        cell = _tables[key][column][int(row)][column]
+        if cell is None:
+            raise OSError("no image in this row")
+        if cell.get("bytes"):
+            img = Image.open(io.BytesIO(cell["bytes"]))
+        elif cell.get("path"):
+            img = Image.open(cell["path"])
+        else:
+            raise OSError("an empty image cell")
+    else:
+        img = Image.open(ref)
+    img.load()
+    return img
+
+
+def load_images(doc: Mapping[str, Any]) -> list[Any]:
+    """Every image of the document as RGB (``image_refs``, else its one image).
+
+    An image that cannot be read is replaced by a blank placeholder and the
+    document is marked failed (see :func:`failed`); the others are kept, so
+    the prompt's image count still matches. A document left out before
+    judging (``exclude`` set, no image) gets one blank image.
+    """
+    from PIL import Image
+
+    refs = doc.get("image_refs")
+    if not refs and doc.get("exclude") and doc.get("image") is None and not doc.get("image_path"):
+        # A placeholder document for a source item that cannot be judged: a blank image, nothing to warn about.
+        return [Image.new("RGB", PLACEHOLDER_SIZE)]
+    if not refs:
+        return [load_image(doc)]
+
+    out = []
+    for ref in refs:
+        try:
+            if doc.get("image_error"):
+                raise OSError(doc["image_error"])
+            out.append(_open_ref(str(ref)).convert("RGB"))
+        except Exception as exc:
+            key = _key(doc)
+            if key not in _failed:
+                logger.warning("judgecp: image %s of document %s could not be read (%s); it will be excluded", ref, doc.get("id"), exc)
+            _failed.add(key)
+            out.append(Image.new("RGB", PLACEHOLDER_SIZE))
+    return out
 
 
 def check_image_file(path: str | Path) -> str:

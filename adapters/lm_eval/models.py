@@ -39,6 +39,7 @@ from judgecp.adapters.lm_eval.capture import (
     read_continuation,
 )
 from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin, image_fingerprint
+from judgecp.adapters.lm_eval.records import set_model_name
 from judgecp.extraction import DEFAULT_FLOOR
 from judgecp.scale import LikertScale
 
@@ -61,6 +62,14 @@ class JudgeCaptureMixin(GenerationPairingMixin):
         self._judgecp_vocabulary: RatingVocabulary | None = None
         self._pairing_init(record)
         self._judgecp_cpu_data_parallel()
+        set_model_name(self._judgecp_model_name())
+
+    def _judgecp_model_name(self) -> str | None:
+        """The ``pretrained`` id or path the model was loaded from (records of PARC tasks carry it)."""
+        name = getattr(self, "pretrained", None)
+        if isinstance(name, str):
+            return name
+        return getattr(getattr(self, "model", None), "name_or_path", None)
 
     def _judgecp_cpu_data_parallel(self) -> None:
         """Split the documents over ``accelerate launch`` processes on CPU too.

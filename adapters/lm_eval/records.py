@@ -16,6 +16,26 @@ counted as excluded with that reason, never dropped silently. Extra fields
 A chain-of-thought judge answers ``generate_until`` with a JSON string
 (:func:`judge_response`), because lm-eval keeps ``str()`` of each response in
 the samples file.
+
+The other kinds carry what their core readers take (``judgecp evaluate
+--kind pairwise|mcq|parc`` reads them as they are):
+
+* pairwise (:func:`pairwise_record`), one per pair and order::
+
+      {"id": "p17/rev", "pair_id": "p17", "order": "rev", "lp_A": -1.9, "lp_B": -0.2,
+       "label": "A", "category": "chat", "exclude": null}
+
+  ``label`` is the human preference in the *original* order (``A`` = the
+  response shown first in the forward prompt), raw when it is neither
+  (``tie``, ``""``: the core counts it);
+* multiple choice (:func:`choice_record`), one per item::
+
+      {"id": "ai2d/17", "options": ["A", "B", "C", "D"], "correct": ["B"],
+       "logprobs": {"A": -2.1, ...}, "prediction": "B", "dataset": "ai2d",
+       "category": "...", "exclude": null}
+
+  and PARC's, the same plus ``source_id``, ``variation``, ``family``
+  (optional) and ``model``.
 """
 
 from __future__ import annotations
@@ -128,12 +148,89 @@ def split_excluded(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str,
     return kept, excluded
 
 
+def pairwise_record(
+    doc_id: Any,
+    pair_id: Any,
+    order: str,
+    lp_a: float | None,
+    lp_b: float | None,
+    label: Any,
+    *,
+    exclude: str | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """One pairwise document's record (see the module docstring)."""
+    return {
+        "id": str(doc_id),
+        "pair_id": str(pair_id),
+        "order": order,
+        "lp_A": None if lp_a is None else _finite_or_str(lp_a),
+        "lp_B": None if lp_b is None else _finite_or_str(lp_b),
+        "label": None if label is None else str(label),
+        **fields,
+        "exclude": exclude,
+    }
+
+
+def choice_record(
+    doc_id: Any,
+    options: Sequence[str],
+    correct: Sequence[str],
+    logprobs: Mapping[str, float] | None,
+    prediction: str | None,
+    *,
+    exclude: str | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """One multiple-choice (or PARC) document's record (see the module docstring)."""
+    return {
+        "id": str(doc_id),
+        "options": list(options),
+        "correct": list(correct),
+        "logprobs": None if logprobs is None else {k: _finite_or_str(v) for k, v in logprobs.items()},
+        "prediction": prediction,
+        **fields,
+        "exclude": exclude,
+    }
+
+
+#: Name of the model answering in this process (set by the judgecp models; PARC records carry it).
+_model_name: list[str] = []
+
+
+def set_model_name(name: str | None) -> None:
+    """Remember the model's name for the records built in this process (the last one set wins)."""
+    _model_name[:] = [str(name)] if name else []
+
+
+def model_name() -> str:
+    """The model's name set by a judgecp model, or ``"model"`` (a stock lm-eval model sets none)."""
+    return _model_name[0] if _model_name else "model"
+
+
+#: The ``judgecp evaluate --kind`` of each record kind.
+RECORD_KINDS = ("likert", "pairwise", "mcq", "parc")
+
+
+def record_kind(value: Any) -> str | None:
+    """Which kind of judgecp record ``value`` is (:data:`RECORD_KINDS`), or ``None``."""
+    if not isinstance(value, dict) or "id" not in value:
+        return None
+    if "pair_id" in value and "order" in value:
+        return "pairwise"
+    if "options" in value and "logprobs" in value:
+        return "parc" if "variation" in value else "mcq"
+    if "logprobs" in value and "label" in value:
+        return "likert"
+    return None
+
+
 def is_likert_record(value: Any) -> bool:
-    return isinstance(value, dict) and "logprobs" in value and "label" in value and "id" in value
+    return record_kind(value) == "likert"
 
 
 def records_from_samples(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """The Likert records of lm-eval samples files (``samples_<task>_<date>.jsonl``).
+    """The judgecp records of lm-eval samples files (``samples_<task>_<date>.jsonl``).
 
     Every metric of a task holds the same record; the first one found on a
     line is taken. Lines without a record are an error naming the file.
@@ -147,7 +244,7 @@ def records_from_samples(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
                     continue
                 sample = json.loads(line)
                 metrics = sample.get("metrics") or list(sample)
-                record = next((sample[m] for m in metrics if is_likert_record(sample.get(m))), None)
+                record = next((sample[m] for m in metrics if record_kind(sample.get(m))), None)
                 if record is None:
                     raise ValueError(f"{p}:{lineno}: no judgecp record in this sample; is it a judgecp task?")
                 records.append(record)
@@ -159,11 +256,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Writes the records of lm-eval samples files as a JSONL file that
     ``judgecp evaluate`` reads as it is (the full report: every method, per
-    group, diagnostics). Records the adapter excluded (unreadable image,
-    response not JSON, ...) are left out and counted on stderr; the core
-    counts the rest of the exclusions itself. With the task's settings
-    (``--methods naive,lac --seeds 10``, defaults of the lm-eval tasks) the
-    numbers are the ones lm-eval reported.
+    group, diagnostics), and prints the ``--kind`` to give it. Records the
+    adapter excluded (unreadable image, response not JSON, ...) are left out
+    and counted on stderr; the core counts the rest of the exclusions itself.
+    With the task's settings (``--methods naive,lac --seeds 10`` for the
+    Likert tasks; the defaults of ``judgecp evaluate --kind pairwise|mcq|parc``
+    for the others) the numbers are the ones lm-eval reported.
     """
     import argparse
     import sys
@@ -172,12 +270,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("samples", nargs="+", help="lm-eval samples_<task>_<date>.jsonl file(s) of one task")
     parser.add_argument("-o", "--output", required=True, help="records JSONL to write")
     args = parser.parse_args(argv)
+    records = records_from_samples(args.samples)
+    kinds = sorted({record_kind(r) or "" for r in records})
+    if len(kinds) > 1:
+        raise SystemExit(f"the samples files mix record kinds ({', '.join(kinds)}); export one task at a time")
     # Sorted by id as the aggregation sorts them: the same rows give the same splits.
-    kept, excluded = split_excluded(sorted(records_from_samples(args.samples), key=lambda r: str(r.get("id"))))
+    kept, excluded = split_excluded(sorted(records, key=lambda r: str(r.get("id"))))
     with Path(args.output).open("w", encoding="utf-8") as handle:
         for record in kept:
             handle.write(json.dumps(record) + "\n")
-    print(f"{len(kept)} records written to {args.output}", file=sys.stderr)
+    kind = kinds[0] if kinds else "likert"
+    print(f"{len(kept)} {kind} records written to {args.output}; evaluate them with: "
+          f"judgecp evaluate {args.output} --kind {kind}", file=sys.stderr)
     for entry in excluded.to_json():
         print(f"left out before evaluation: {entry['reason']} {entry['count']} (e.g. {', '.join(entry['examples'])})", file=sys.stderr)
     return 0

@@ -12,9 +12,11 @@ import itertools
 from collections.abc import Iterable
 from pathlib import Path
 
-#: Text the tokenizer is trained on: digits, the rating words and the prompt vocabulary.
+#: Text the tokenizer is trained on: digits, option letters, the rating words and the prompt vocabulary.
 _CORPUS = [
     "Score: 1 Score: 2 Score: 3 Score: 4 Score: 5 score rating 1 2 3 4 5",
+    # " A".." J" become single tokens, as in real judges' vocabularies (one pass per document).
+    " ".join(f"Answer: {letter}" for letter in "ABCDEFGHIJ" * 3),
     "Please serve as an unbiased judge in assessing the quality of the response from an AI assistant",
     "regarding the user's instruction and the provided image. Evaluation steps: Scoring rubric:",
     "Poor (1) Fair (2) Average (3) Good (4) Excellent (5) The response caption image analysis",

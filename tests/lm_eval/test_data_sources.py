@@ -78,3 +78,104 @@ def test_polaris_hub_split_and_parquet_copy(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.delenv("JUDGECP_POLARIS_DIR", raising=False)
     assert len(utils.load_docs()["test"]) == 3
     assert calls == [(("yuwd/Polaris",), {"split": "test"})]
+
+
+# -- pairwise, multiple-choice and PARC tasks ------------------------------------------------
+
+HUB_LOADS = {
+    # folder: (fixture builder, the load_dataset call it makes without a local copy)
+    "mt_bench_human_cp": ("build_mt_bench_human_dir", (("lmsys/mt_bench_human_judgments",), {"split": "human"})),
+    "rewardbench_cp": ("build_rewardbench_dir", (("allenai/reward-bench",), {"split": "filtered"})),
+    "chatbot_arena_cp": ("build_chatbot_arena_dir", (("lmsys/chatbot_arena_conversations",), {"split": "train"})),
+    "scienceqa_img_cp": ("build_scienceqa_dir", (("lmms-lab/ScienceQA", "ScienceQA-IMG"), {"split": "test"})),
+    "ai2d_cp": ("build_ai2d_dir", (("lmms-lab/ai2d",), {"split": "test"})),
+    "mmmu_val_cp": ("build_mmmu_dir", (("lmms-lab/MMMU",), {"split": "validation"})),
+}
+
+
+@pytest.mark.parametrize("folder", sorted(HUB_LOADS))
+def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same documents from the local copy (data_dir) and from the hub dataset the YAML and README name."""
+    import datasets
+
+    from judgecp.adapters.lm_eval import data_sources, fixtures
+
+    builder, call = HUB_LOADS[folder]
+    local = getattr(fixtures, builder)(tmp_path / "copy")
+    utils = task_utils(folder)
+    from_dir = utils.load_docs(data_dir=str(local))["test"]
+    assert len(from_dir) > 5
+    # The hub path: the same rows as a datasets table (JSONL copies are read line by line locally).
+    jsonl = sorted(local.glob("*.jsonl"))
+    if jsonl:
+        rows = [r for _, r in data_sources.read_jsonl(jsonl[0]) if r is not None]
+        table = datasets.Dataset.from_list(rows)
+    else:
+        table = data_sources.load_table(local, hub_id="unused", split=call[1]["split"], config=(call[0] + (None,))[1])
+    calls: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **kw: calls.append((a, kw)) or table)
+    for var in ("JUDGECP_MT_BENCH_HUMAN_DIR", "JUDGECP_REWARDBENCH_DIR", "JUDGECP_CHATBOT_ARENA_DIR",
+                "JUDGECP_SCIENCEQA_DIR", "JUDGECP_AI2D_DIR", "JUDGECP_MMMU_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    from_hub = utils.load_docs()["test"]
+    assert calls == [call]
+    good = [d["id"] for d in from_dir if not d["exclude"]]
+    assert [d["id"] for d in from_hub if not d["exclude"]] == good
+    yaml_text = next((tasks_path() / folder).glob("*.yaml")).read_text()
+    readme = (tasks_path() / folder / "README.md").read_text()
+    assert f"dataset_path: {call[0][0]}" in yaml_text and call[0][0] in readme
+
+
+def test_pairwise_rows_that_cannot_be_judged_stay_as_counted_documents(tmp_path: Path) -> None:
+    from judgecp.adapters.lm_eval import fixtures
+
+    utils = task_utils("mt_bench_human_cp")
+    docs = utils.load_docs(data_dir=str(fixtures.build_mt_bench_human_dir(tmp_path / "mt")))["test"]
+    left = {d["id"]: d["exclude"] for d in docs if d["exclude"]}
+    assert sorted(left.values()) == ["conversation_incomplete", "malformed_json_line", "tie_label"]
+    assert all(i.endswith("/fwd") for i in left)  # one placeholder document per row, not two
+    assert len(docs) == 2 * 17 + 3  # 16 votes + the model_c one in both orders
+    tie = next(d for d in docs if d["exclude"] == "tie_label")
+    assert utils.doc_to_text(tie) == "(left out: tie_label)" and tie["label"] == "tie"
+    # max_pairs: a seeded sample of usable pairs, both orders each; the rows that cannot be judged are not eligible
+    sample = utils.load_docs(data_dir=str(tmp_path / "mt"), max_pairs=5, data_seed=3)["test"]
+    assert len(sample) == 10 and not any(d["exclude"] for d in sample)
+    again = utils.load_docs(data_dir=str(tmp_path / "mt"), max_pairs=5, data_seed=3)["test"]
+    assert [d["id"] for d in again] == [d["id"] for d in sample]
+    with pytest.raises(InputError, match="max_pairs"):
+        utils.load_docs(data_dir=str(tmp_path / "mt"), max_pairs="many")
+
+
+def test_rewardbench_balances_which_response_comes_first(tmp_path: Path) -> None:
+    from judgecp.adapters.lm_eval import fixtures
+
+    utils = task_utils("rewardbench_cp")
+    docs = utils.load_docs(data_dir=str(fixtures.build_rewardbench_dir(tmp_path / "rb", n=12)))["test"]
+    fwd = [d for d in docs if d["order"] == "fwd"]
+    assert sorted(d["label"] for d in fwd) == ["A"] * 6 + ["B"] * 6
+    for d in fwd:  # the chosen response is where the label says
+        chosen = d["answers_a"][0] if d["label"] == "A" else d["answers_b"][0]
+        assert chosen.endswith("is a fine thing.")
+
+
+def test_parc_reads_the_local_variation_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judgecp.adapters.lm_eval import fixtures
+
+    utils = task_utils("parc_cp")
+    monkeypatch.delenv("JUDGECP_PARC_DIR", raising=False)
+    with pytest.raises(InputError, match="no hub dataset"):
+        utils.load_docs()
+    root = fixtures.build_parc_dir(tmp_path / "parc")
+    monkeypatch.setenv("JUDGECP_PARC_DIR", str(root))
+    docs = utils.load_docs()["test"]
+    by_id = {d["id"]: d for d in docs}
+    two = by_id["parc/mit_states-00001/VS-S"]
+    assert two["letters"] == ["A", "B"] and two["options"] == ["Left", "Right"] and len(two["image_refs"]) == 2
+    assert utils.doc_to_text(two).startswith("<image>\n<image>\nWhich object")
+    assert [im.size for im in utils.doc_to_image(two)] == [(16, 16), (16, 16)]
+    assert by_id["parc/mmbench-00000/blurry"]["family"] == "VR"
+    assert sorted(d["exclude"] for d in docs if d["exclude"]) == ["duplicate_id", "malformed_json_line"]
+    only = utils.load_docs(parc_dataset="mit_states")["test"]
+    assert {d["dataset"] for d in only} == {"mit_states"} and len(only) == 30
+    with pytest.raises(InputError, match="no 'nyu_depth' items"):
+        utils.load_docs(parc_dataset="nyu_depth")

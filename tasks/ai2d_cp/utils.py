@@ -1,0 +1,62 @@
+"""AI2D (science diagrams, test split) for judgecp: conformal option sets over the letters.
+
+Documents come from a local copy (``--metadata '{"data_dir": DIR}'`` or
+``JUDGECP_AI2D_DIR``) holding the hub's parquet files
+(``DIR/data/test-*.parquet``), or from the public dataset ``lmms-lab/ai2d``
+(split ``test``). See README.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgecp.adapters.lm_eval import data_sources, images
+from judgecp.adapters.lm_eval.mcq_task import (
+    LETTERS,
+    MultipleChoiceTask,
+    choice_document,
+    doc_to_choice,
+    doc_to_image,
+    doc_to_target,
+    documents_dataset,
+    seed_prompt,
+)
+
+__all__ = ["AI2DTask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "load_docs"]
+
+HUB_DATASET = "lmms-lab/ai2d"
+SPLIT = "test"
+ENV_VAR = "JUDGECP_AI2D_DIR"
+
+
+class AI2DTask(MultipleChoiceTask):
+    """AI2D diagram questions (no categories in this release)."""
+
+
+def answer_letter(answer: Any) -> list[str]:
+    """The key ("0".."3", an index into the options) as a letter; a non-index stays as it is."""
+    try:
+        index = int(str(answer).strip())
+    except (TypeError, ValueError):
+        return [] if answer in (None, "") else [str(answer)]
+    return [LETTERS[index]] if 0 <= index < len(LETTERS) else [str(answer)]
+
+
+def load_docs(data_dir: str | None = None, **_: Any) -> Any:
+    """``custom_dataset`` hook: one document per diagram question; images stay in the table until judged."""
+    root = data_sources.local_dir(data_dir, ENV_VAR)
+    table = data_sources.load_table(root, hub_id=HUB_DATASET, split=SPLIT)
+    key = f"ai2d:{root or HUB_DATASET}"
+    images.register_table(key, table, ["image"])
+    docs = []
+    for i, row in enumerate(table.select_columns([c for c in table.column_names if c != "image"])):
+        docs.append(choice_document(
+            f"ai2d/{i:05d}", question=row.get("question") or "", options=row.get("options") or [],
+            correct=answer_letter(row.get("answer")), image_refs=[images.table_ref(key, i, "image")], dataset="ai2d",
+        ))
+    where = str(root) if root else f"{HUB_DATASET} ({SPLIT})"
+    return documents_dataset(docs, what=f"AI2D in {where}")
+
+
+def doc_to_text(doc: dict[str, Any]) -> str:
+    return seed_prompt(doc, "scientific diagram")

@@ -1,0 +1,64 @@
+"""ScienceQA (image questions, test split) for judgecp: conformal option sets over the letters.
+
+Documents come from a local copy (``--metadata '{"data_dir": DIR}'`` or
+``JUDGECP_SCIENCEQA_DIR``) holding the hub's parquet files
+(``DIR/ScienceQA-IMG/test-*.parquet``, or ``DIR/test-*.parquet``), or from
+the public dataset ``lmms-lab/ScienceQA`` (config ``ScienceQA-IMG``, split
+``test``). See README.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgecp.adapters.lm_eval import data_sources, images
+from judgecp.adapters.lm_eval.mcq_task import (
+    LETTERS,
+    MultipleChoiceTask,
+    choice_document,
+    doc_to_choice,
+    doc_to_image,
+    doc_to_target,
+    documents_dataset,
+    seed_prompt,
+)
+
+__all__ = ["ScienceQATask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "load_docs"]
+
+HUB_DATASET = "lmms-lab/ScienceQA"
+CONFIG = "ScienceQA-IMG"
+SPLIT = "test"
+ENV_VAR = "JUDGECP_SCIENCEQA_DIR"
+
+class ScienceQATask(MultipleChoiceTask):
+    """ScienceQA image questions; ``category`` is the item's subject (natural, social, language science)."""
+
+
+def answer_letter(answer: Any) -> list[str]:
+    """The key as a letter (an index past the options names a missing option: the core counts it)."""
+    try:
+        index = int(answer)
+    except (TypeError, ValueError):
+        return []
+    return [LETTERS[index]] if 0 <= index < len(LETTERS) else [str(answer)]
+
+
+def load_docs(data_dir: str | None = None, **_: Any) -> Any:
+    """``custom_dataset`` hook: one document per image question; images stay in the table until judged."""
+    root = data_sources.local_dir(data_dir, ENV_VAR)
+    table = data_sources.load_table(root, hub_id=HUB_DATASET, config=CONFIG, split=SPLIT)
+    key = f"scienceqa_img:{root or HUB_DATASET}"
+    images.register_table(key, table, ["image"])
+    docs = []
+    for i, row in enumerate(table.select_columns([c for c in table.column_names if c != "image"])):
+        docs.append(choice_document(
+            f"scienceqa_img/{i:05d}", question=row.get("question") or "", options=row.get("choices") or [],
+            correct=answer_letter(row.get("answer")), image_refs=[images.table_ref(key, i, "image")],
+            dataset="scienceqa_img", category=row.get("subject"), context=(row.get("hint") or "").strip() or None,
+        ))
+    where = str(root) if root else f"{HUB_DATASET} ({CONFIG}, {SPLIT})"
+    return documents_dataset(docs, what=f"ScienceQA-IMG in {where}")
+
+
+def doc_to_text(doc: dict[str, Any]) -> str:
+    return seed_prompt(doc, "science")

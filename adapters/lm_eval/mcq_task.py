@@ -45,6 +45,21 @@ def letters_for(options: Sequence[Any]) -> list[str]:
     return list(LETTERS[: min(len(options), len(LETTERS))])
 
 
+def letter_of_index(answer: Any) -> list[str]:
+    """An answer key given as an option index ("0", 1, ...) as its letter.
+
+    A key past the letters or not an index stays as it is; an empty key gives
+    no answer. Either way the core counts an answer that names no option.
+    """
+    if answer is None or str(answer).strip() == "":
+        return []
+    try:
+        index = int(str(answer).strip())
+    except ValueError:
+        return [str(answer).strip()]
+    return [LETTERS[index]] if 0 <= index < len(LETTERS) else [str(answer).strip()]
+
+
 def option_lines(options: Sequence[Any]) -> str:
     """``A. first option`` lines, one per option."""
     return "\n".join(f"{letter}. {text}" for letter, text in zip(LETTERS, options, strict=False))

@@ -12,13 +12,13 @@ from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources, images
 from judgecp.adapters.lm_eval.mcq_task import (
-    LETTERS,
     MultipleChoiceTask,
     choice_document,
     doc_to_choice,
     doc_to_image,
     doc_to_target,
     documents_dataset,
+    letter_of_index,
     seed_prompt,
 )
 
@@ -33,15 +33,6 @@ class AI2DTask(MultipleChoiceTask):
     """AI2D diagram questions (no categories in this release)."""
 
 
-def answer_letter(answer: Any) -> list[str]:
-    """The key ("0".."3", an index into the options) as a letter; a non-index stays as it is."""
-    try:
-        index = int(str(answer).strip())
-    except (TypeError, ValueError):
-        return [] if answer in (None, "") else [str(answer)]
-    return [LETTERS[index]] if 0 <= index < len(LETTERS) else [str(answer)]
-
-
 def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: one document per diagram question; images stay in the table until judged."""
     root = data_sources.local_dir(data_dir, ENV_VAR)
@@ -52,7 +43,7 @@ def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     for i, row in enumerate(table.select_columns([c for c in table.column_names if c != "image"])):
         docs.append(choice_document(
             f"ai2d/{i:05d}", question=row.get("question") or "", options=row.get("options") or [],
-            correct=answer_letter(row.get("answer")), image_refs=[images.table_ref(key, i, "image")], dataset="ai2d",
+            correct=letter_of_index(row.get("answer")), image_refs=[images.table_ref(key, i, "image")], dataset="ai2d",
         ))
     where = str(root) if root else f"{HUB_DATASET} ({SPLIT})"
     return documents_dataset(docs, what=f"AI2D in {where}")

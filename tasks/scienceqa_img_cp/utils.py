@@ -13,13 +13,13 @@ from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources, images
 from judgecp.adapters.lm_eval.mcq_task import (
-    LETTERS,
     MultipleChoiceTask,
     choice_document,
     doc_to_choice,
     doc_to_image,
     doc_to_target,
     documents_dataset,
+    letter_of_index,
     seed_prompt,
 )
 
@@ -34,15 +34,6 @@ class ScienceQATask(MultipleChoiceTask):
     """ScienceQA image questions; ``category`` is the item's subject (natural, social, language science)."""
 
 
-def answer_letter(answer: Any) -> list[str]:
-    """The key as a letter (an index past the options names a missing option: the core counts it)."""
-    try:
-        index = int(answer)
-    except (TypeError, ValueError):
-        return []
-    return [LETTERS[index]] if 0 <= index < len(LETTERS) else [str(answer)]
-
-
 def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: one document per image question; images stay in the table until judged."""
     root = data_sources.local_dir(data_dir, ENV_VAR)
@@ -53,7 +44,7 @@ def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     for i, row in enumerate(table.select_columns([c for c in table.column_names if c != "image"])):
         docs.append(choice_document(
             f"scienceqa_img/{i:05d}", question=row.get("question") or "", options=row.get("choices") or [],
-            correct=answer_letter(row.get("answer")), image_refs=[images.table_ref(key, i, "image")],
+            correct=letter_of_index(row.get("answer")), image_refs=[images.table_ref(key, i, "image")],
             dataset="scienceqa_img", category=row.get("subject"), context=(row.get("hint") or "").strip() or None,
         ))
     where = str(root) if root else f"{HUB_DATASET} ({CONFIG}, {SPLIT})"

@@ -288,3 +288,12 @@ def test_records_are_json_safe() -> None:
     assert json.loads(json.dumps(r))["logprobs"] == {"A": "-inf", "B": -0.5}
     p = pairwise_record("p/rev", "p", "rev", float("nan"), -0.1, "B")
     assert json.loads(json.dumps(p))["lp_A"] == "nan"
+
+
+def test_answer_keys_given_as_indices_become_letters() -> None:
+    from judgecp.adapters.lm_eval.mcq_task import letter_of_index
+
+    assert letter_of_index(0) == ["A"] and letter_of_index("3") == ["D"] and letter_of_index(" 1 ") == ["B"]
+    # not an index, or past the letters: kept as given, so the core counts it as naming no option
+    assert letter_of_index("C") == ["C"] and letter_of_index(40) == ["40"] and letter_of_index(-1) == ["-1"]
+    assert letter_of_index(None) == [] and letter_of_index("") == []

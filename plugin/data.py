@@ -23,7 +23,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,6 +126,27 @@ class LikertData:
 # -- reading files ---------------------------------------------------------
 
 
+def jsonl_objects(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """``(line number, object)`` for every non-blank JSONL line; ``None`` where the line is not a JSON object.
+
+    The callers count the ``None`` lines (``malformed_json_line``); nothing is skipped silently.
+    """
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            obj = None
+        yield lineno, obj if isinstance(obj, dict) else None
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """:func:`jsonl_objects` over a UTF-8 file, read line by line."""
+    with Path(path).open(encoding="utf-8") as handle:
+        yield from jsonl_objects(handle)
+
+
 def read_table(path: str | Path, excluded: Exclusions | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """Rows of a CSV (``.csv``/``.tsv``) or JSONL (``.jsonl``/``.json``) file as dicts.
 
@@ -156,14 +177,7 @@ def read_table(path: str | Path, excluded: Exclusions | None = None) -> tuple[li
                 raise InputError(f"{p}: not valid JSON ({exc.msg}, line {exc.lineno})") from exc
             parsed_lines = list(enumerate(data, 1))
         else:
-            parsed_lines = []
-            for lineno, line in enumerate(raw.splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    parsed_lines.append((lineno, json.loads(line)))
-                except json.JSONDecodeError:
-                    parsed_lines.append((lineno, None))
+            parsed_lines = list(jsonl_objects(raw.splitlines()))
         for lineno, obj in parsed_lines:
             if not isinstance(obj, dict):
                 excluded.add("malformed_json_line", f"line {lineno}")

@@ -12,12 +12,12 @@ its parquet files as the hub repository lays them out (``data/test-*.parquet``,
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from judgecp.data import read_jsonl
 from judgecp.errors import InputError, require
 
 
@@ -38,19 +38,6 @@ def hub_snapshot(repo_id: str, allow_patterns: Sequence[str]) -> Path:
     hub = require("huggingface_hub", "lm-eval", f"downloading {repo_id}")
     path = hub.snapshot_download(repo_id=repo_id, repo_type="dataset", allow_patterns=list(allow_patterns))  # type: ignore[attr-defined]
     return Path(path)
-
-
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
-    """``(line number, object)`` for every non-blank line; ``None`` for a line that is not a JSON object."""
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                obj = None
-            yield lineno, obj if isinstance(obj, dict) else None
 
 
 def as_dataset_dict(rows: list[dict[str, Any]], split: str = "test", *, what: str = "this task") -> Any:

@@ -42,6 +42,7 @@ from judgecp.adapters.vlmeval.specs import (
     POLARIS,
     SCALE_COLUMN,
 )
+from judgecp.data import read_jsonl
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 from judgecp.scale import LikertScale
@@ -247,55 +248,47 @@ def build_mllm_judge(
     seen: set[str] = set()
     rows: list[dict[str, Any]] = []
     read = 0
-    with scores.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            read += 1
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                excluded.add("malformed_json_line", f"line {lineno}")
-                continue
-            if not isinstance(item, dict):
-                excluded.add("malformed_json_line", f"line {lineno}")
-                continue
-            index = str(item.get("score_id", "")).strip()
-            if not index:
-                excluded.add("field_missing", f"line {lineno}: score_id")
-                continue
-            if index in seen:
-                excluded.add("duplicate_id", index)
-                continue
-            seen.add(index)
-            absent = [k for k in ("instruction", "answer", "image_path") if not str(item.get(k) or "").strip()]
-            if absent:
-                excluded.add("field_missing", f"{index}: {', '.join(absent)}")
-                continue
-            label, reason = _label(item.get("human"), spec.scale)
-            if label is None:
-                excluded.add(reason or "label_missing", index)
-                continue
-            image_path = images / str(item["image_path"])
-            if not image_path.is_file():
-                excluded.add("image_missing", f"{index}: {item['image_path']}")
-                continue
-            if limit is not None and len(rows) >= limit:
-                continue
-            rows.append(
-                {
-                    "index": index,
-                    "image": store.cell(image_path, index),
-                    "question": item["instruction"],
-                    "response": item["answer"],
-                    "answer": label,
-                    "category": str(item.get("original_dataset") or "").strip(),
-                    "actor": str(item.get("name") or "").strip(),
-                    "image_id": str(item.get("id") or "").strip(),
-                    KIND_COLUMN: spec.kind,
-                    SCALE_COLUMN: f"{spec.scale.minimum}:{spec.scale.maximum}",
-                }
-            )
+    for lineno, item in read_jsonl(scores):
+        read += 1
+        if item is None:
+            excluded.add("malformed_json_line", f"line {lineno}")
+            continue
+        index = str(item.get("score_id", "")).strip()
+        if not index:
+            excluded.add("field_missing", f"line {lineno}: score_id")
+            continue
+        if index in seen:
+            excluded.add("duplicate_id", index)
+            continue
+        seen.add(index)
+        absent = [k for k in ("instruction", "answer", "image_path") if not str(item.get(k) or "").strip()]
+        if absent:
+            excluded.add("field_missing", f"{index}: {', '.join(absent)}")
+            continue
+        label, reason = _label(item.get("human"), spec.scale)
+        if label is None:
+            excluded.add(reason or "label_missing", index)
+            continue
+        image_path = images / str(item["image_path"])
+        if not image_path.is_file():
+            excluded.add("image_missing", f"{index}: {item['image_path']}")
+            continue
+        if limit is not None and len(rows) >= limit:
+            continue
+        rows.append(
+            {
+                "index": index,
+                "image": store.cell(image_path, index),
+                "question": item["instruction"],
+                "response": item["answer"],
+                "answer": label,
+                "category": str(item.get("original_dataset") or "").strip(),
+                "actor": str(item.get("name") or "").strip(),
+                "image_id": str(item.get("id") or "").strip(),
+                KIND_COLUMN: spec.kind,
+                SCALE_COLUMN: f"{spec.scale.minimum}:{spec.scale.maximum}",
+            }
+        )
     columns = ["index", "image", "question", "response", "answer", "category", "actor", "image_id",
                KIND_COLUMN, SCALE_COLUMN]
     return _write(
@@ -461,73 +454,65 @@ def build_mllm_judge_pair(
     seen: set[str] = set()
     rows: list[dict[str, Any]] = []
     read = kept = 0
-    with pairs.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            read += 1
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                excluded.add("malformed_json_line", f"line {lineno}")
-                continue
-            if not isinstance(item, dict):
-                excluded.add("malformed_json_line", f"line {lineno}")
-                continue
-            pair_id = str(item.get("pair_id", "")).strip()
-            if not pair_id:
-                excluded.add("field_missing", f"line {lineno}: pair_id")
-                continue
-            if pair_id in seen:
-                excluded.add("duplicate_id", pair_id)
-                continue
-            seen.add(pair_id)
-            first, second = _response(item, "answer1"), _response(item, "answer2")
-            absent = [k for k in ("instruction", "image_path") if not str(item.get(k) or "").strip()]
-            absent += [k for k, v in (("answer1", first), ("answer2", second)) if v is None]
-            if absent:
-                excluded.add("field_missing", f"{pair_id}: {', '.join(absent)}")
-                continue
-            assert first is not None and second is not None
-            raw = str(item.get("human_answer", item.get("human", "")) or "").strip().upper()
-            if not raw:
-                excluded.add("label_missing", pair_id)
-                continue
-            if raw in PAIR_TIES:
-                excluded.add("tie_label", pair_id)
-                continue
-            if raw not in PAIR_LABELS:
-                excluded.add("label_unknown", f"{pair_id}: {raw}")
-                continue
-            rel = str(item["image_path"])
-            image_path = next((p for p in (images / rel, src / rel, images / Path(rel).name) if p.is_file()), None)
-            if image_path is None:
-                excluded.add("image_missing", f"{pair_id}: {rel}")
-                continue
-            if limit is not None and kept >= limit:
-                continue
-            kept += 1
-            preference = PAIR_LABELS[raw]
-            for order, (a, b) in (("fwd", (first, second)), ("rev", (second, first))):
-                index = str(len(rows))
-                rows.append(
-                    {
-                        "index": index,
-                        "image": store.cell(image_path, index),
-                        "question": item["instruction"],
-                        "response_a": a[0],
-                        "response_b": b[0],
-                        "answer": preference if order == "fwd" else ("B" if preference == "A" else "A"),
-                        "preference": preference,
-                        "pair_id": pair_id,
-                        "order": order,
-                        "category": str(item.get("original_dataset") or "").strip(),
-                        "model_a": a[1],
-                        "model_b": b[1],
-                        "image_id": str(item.get("id") or "").strip(),
-                        KIND_COLUMN: spec.kind,
-                    }
-                )
+    for lineno, item in read_jsonl(pairs):
+        read += 1
+        if item is None:
+            excluded.add("malformed_json_line", f"line {lineno}")
+            continue
+        pair_id = str(item.get("pair_id", "")).strip()
+        if not pair_id:
+            excluded.add("field_missing", f"line {lineno}: pair_id")
+            continue
+        if pair_id in seen:
+            excluded.add("duplicate_id", pair_id)
+            continue
+        seen.add(pair_id)
+        first, second = _response(item, "answer1"), _response(item, "answer2")
+        absent = [k for k in ("instruction", "image_path") if not str(item.get(k) or "").strip()]
+        absent += [k for k, v in (("answer1", first), ("answer2", second)) if v is None]
+        if absent:
+            excluded.add("field_missing", f"{pair_id}: {', '.join(absent)}")
+            continue
+        assert first is not None and second is not None
+        raw = str(item.get("human_answer", item.get("human", "")) or "").strip().upper()
+        if not raw:
+            excluded.add("label_missing", pair_id)
+            continue
+        if raw in PAIR_TIES:
+            excluded.add("tie_label", pair_id)
+            continue
+        if raw not in PAIR_LABELS:
+            excluded.add("label_unknown", f"{pair_id}: {raw}")
+            continue
+        rel = str(item["image_path"])
+        image_path = next((p for p in (images / rel, src / rel, images / Path(rel).name) if p.is_file()), None)
+        if image_path is None:
+            excluded.add("image_missing", f"{pair_id}: {rel}")
+            continue
+        if limit is not None and kept >= limit:
+            continue
+        kept += 1
+        preference = PAIR_LABELS[raw]
+        for order, (a, b) in (("fwd", (first, second)), ("rev", (second, first))):
+            index = str(len(rows))
+            rows.append(
+                {
+                    "index": index,
+                    "image": store.cell(image_path, index),
+                    "question": item["instruction"],
+                    "response_a": a[0],
+                    "response_b": b[0],
+                    "answer": preference if order == "fwd" else ("B" if preference == "A" else "A"),
+                    "preference": preference,
+                    "pair_id": pair_id,
+                    "order": order,
+                    "category": str(item.get("original_dataset") or "").strip(),
+                    "model_a": a[1],
+                    "model_b": b[1],
+                    "image_id": str(item.get("id") or "").strip(),
+                    KIND_COLUMN: spec.kind,
+                }
+            )
     columns = ["index", "image", "question", "response_a", "response_b", "answer", "preference", "pair_id",
                "order", "category", "model_a", "model_b", "image_id", KIND_COLUMN]
     return _write(
@@ -583,66 +568,58 @@ def build_parc(
     seen: set[str] = set()
     good: list[dict[str, Any]] = []
     read = 0
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            read += 1
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                excluded.add("malformed_json_line", f"line {lineno}")
-                continue
-            if not isinstance(item, dict):
-                excluded.add("malformed_json_line", f"line {lineno}")
-                continue
-            rid = str(item.get("id") or "").strip()
-            if not rid:
-                excluded.add("field_missing", f"line {lineno}: id")
-                continue
-            if rid in seen:
-                excluded.add("duplicate_id", rid)
-                continue
-            seen.add(rid)
-            absent = [k for k in ("source_id", "dataset", "variation", "question", "image")
-                      if not item.get(k) or (isinstance(item.get(k), str) and not item[k].strip())]
-            if absent:
-                excluded.add("field_missing", f"{rid}: {', '.join(absent)}")
-                continue
-            options = item.get("options")
-            if (not isinstance(options, dict) or len(options) < 2
-                    or any(str(k) not in LETTERS for k in options)
-                    or any(v is None or not str(v).strip() for v in options.values())):
-                excluded.add("options_invalid", rid)
-                continue
-            correct = item.get("correct")
-            answers = [str(c).strip() for c in (correct if isinstance(correct, list) else [correct]) if c is not None]
-            answers = [a for a in answers if a]
-            if not answers:
-                excluded.add("answer_missing", rid)
-                continue
-            if any(a not in options for a in answers):
-                excluded.add("answer_not_an_option", f"{rid}: {','.join(answers)}")
-                continue
-            variation = str(item["variation"]).strip()
-            family = str(item.get("family") or "").strip().upper()
-            try:
-                known = family_of(variation)
-            except InputError:
-                known = None
-            if known is None and family not in FAMILIES:
-                excluded.add("variation_unknown", f"{rid}: {variation}")
-                continue
-            family = known or family
-            rels = item["image"] if isinstance(item["image"], list) else [item["image"]]
-            paths = [src / str(r) for r in rels]
-            if not rels or not all(p.is_file() for p in paths):
-                excluded.add("image_missing", f"{rid}: {', '.join(str(r) for r in rels)}")
-                continue
-            if limit is not None and len(good) >= limit:
-                continue
-            good.append({"item": item, "id": rid, "options": options, "answers": answers, "variation": variation,
-                         "family": family, "paths": paths})
+    for lineno, item in read_jsonl(path):
+        read += 1
+        if item is None:
+            excluded.add("malformed_json_line", f"line {lineno}")
+            continue
+        rid = str(item.get("id") or "").strip()
+        if not rid:
+            excluded.add("field_missing", f"line {lineno}: id")
+            continue
+        if rid in seen:
+            excluded.add("duplicate_id", rid)
+            continue
+        seen.add(rid)
+        absent = [k for k in ("source_id", "dataset", "variation", "question", "image")
+                  if not item.get(k) or (isinstance(item.get(k), str) and not item[k].strip())]
+        if absent:
+            excluded.add("field_missing", f"{rid}: {', '.join(absent)}")
+            continue
+        options = item.get("options")
+        if (not isinstance(options, dict) or len(options) < 2
+                or any(str(k) not in LETTERS for k in options)
+                or any(v is None or not str(v).strip() for v in options.values())):
+            excluded.add("options_invalid", rid)
+            continue
+        correct = item.get("correct")
+        answers = [str(c).strip() for c in (correct if isinstance(correct, list) else [correct]) if c is not None]
+        answers = [a for a in answers if a]
+        if not answers:
+            excluded.add("answer_missing", rid)
+            continue
+        if any(a not in options for a in answers):
+            excluded.add("answer_not_an_option", f"{rid}: {','.join(answers)}")
+            continue
+        variation = str(item["variation"]).strip()
+        family = str(item.get("family") or "").strip().upper()
+        try:
+            known = family_of(variation)
+        except InputError:
+            known = None
+        if known is None and family not in FAMILIES:
+            excluded.add("variation_unknown", f"{rid}: {variation}")
+            continue
+        family = known or family
+        rels = item["image"] if isinstance(item["image"], list) else [item["image"]]
+        paths = [src / str(r) for r in rels]
+        if not rels or not all(p.is_file() for p in paths):
+            excluded.add("image_missing", f"{rid}: {', '.join(str(r) for r in rels)}")
+            continue
+        if limit is not None and len(good) >= limit:
+            continue
+        good.append({"item": item, "id": rid, "options": options, "answers": answers, "variation": variation,
+                     "family": family, "paths": paths})
     datasets = sorted({str(g["item"]["dataset"]) for g in good})
     if name is None:
         if len(datasets) != 1:

@@ -16,6 +16,7 @@ from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources, images
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
+from judgecp.data import read_jsonl
 
 logger = logging.getLogger("lm_eval.judgecp")
 
@@ -85,7 +86,7 @@ def _all_docs(root: str) -> tuple[dict[str, Any], ...]:
     if not score_file.exists():
         raise FileNotFoundError(f"{score_file} not found: the MLLM-as-a-Judge directory needs Benchmark/score.jsonl and image/")
     docs = []
-    for lineno, row in data_sources.read_jsonl(score_file):
+    for lineno, row in read_jsonl(score_file):
         if row is None:
             logger.warning("judgecp: %s:%d is not a JSON object; skipped", score_file, lineno)
             docs.append({"id": f"line{lineno}", "label": None, "group": None, "actor": None, "question": "",

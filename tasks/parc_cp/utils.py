@@ -23,6 +23,7 @@ from judgecp.adapters.lm_eval.mcq_task import (
     left_out_document,
     placeholder_prompt,
 )
+from judgecp.data import read_jsonl
 from judgecp.errors import InputError
 
 __all__ = ["PARCVariationTask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "load_docs"]
@@ -57,7 +58,7 @@ def _read(root: str) -> tuple[dict[str, Any], ...]:
         raise InputError(f"{path} not found: a PARC directory holds {FILE} and its images (docs/parc_format.md)")
     docs: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for lineno, row in data_sources.read_jsonl(path):
+    for lineno, row in read_jsonl(path):
         if row is None:
             docs.append(left_out_document(f"parc/line{lineno}", "malformed_json_line", dataset=None))
             continue

@@ -16,6 +16,7 @@ from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources, images
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
+from judgecp.data import read_jsonl
 
 HUB_DATASET = "yuwd/Polaris"
 ENV_VAR = "JUDGECP_POLARIS_DIR"
@@ -68,7 +69,7 @@ def _local_docs(root: str) -> tuple[dict[str, Any], ...]:
     if not source.exists():
         raise FileNotFoundError(f"{source} not found: the Polaris directory needs test.jsonl (or data/test-*.parquet)")
     docs = []
-    for lineno, row in data_sources.read_jsonl(source):
+    for lineno, row in read_jsonl(source):
         if row is None:
             docs.append({"id": f"line{lineno}", "label": None, "group": None, "caption": "", "image_path": "",
                          "image_error": "no image", "exclude": "malformed_json_line"})

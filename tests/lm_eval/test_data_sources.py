@@ -15,6 +15,7 @@ skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval import tasks_path  # noqa: E402
 from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir  # noqa: E402
+from judgecp.data import read_jsonl  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
@@ -108,7 +109,7 @@ def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(folder: str, tm
     # The hub path: the same rows as a datasets table (JSONL copies are read line by line locally).
     jsonl = sorted(local.glob("*.jsonl"))
     if jsonl:
-        rows = [r for _, r in data_sources.read_jsonl(jsonl[0]) if r is not None]
+        rows = [r for _, r in read_jsonl(jsonl[0]) if r is not None]
         table = datasets.Dataset.from_list(rows)
     else:
         table = data_sources.load_table(local, hub_id="unused", split=call[1]["split"], config=(call[0] + (None,))[1])

@@ -189,6 +189,28 @@ def test_pairwise_samples_file_recomputes_every_metric(pairwise_run: tuple[Path,
     assert offline["uncertainty"]["bpe"]["ece"] == metric(results, "mt_bench_human_cp", "ece_bpe")
 
 
+def test_stock_hf_gives_the_same_letter_logprobs(
+    pairwise_run: tuple[Path, str], tiny_llama: Path, data_dirs: dict[str, str], tmp_path: Path
+) -> None:
+    """``--model hf`` (one pass per option) and hf-judge (one pass per document) on the same pairs:
+    the same log P(" A"), log P(" B") in every document's record."""
+    output, _ = pairwise_run
+    run(lm_eval_cmd(
+        "--model", "hf", "--model_args", f"pretrained={tiny_llama},dtype=float32", "--device", "cpu",
+        "--tasks", "rewardbench_cp", "--output_path", str(tmp_path), "--log_samples",
+        "--metadata", json.dumps(PAIRWISE_METADATA),
+    ), offline_env(tmp_path, **data_dirs))
+    stock = {s["doc"]["id"]: s["n_pairs"] for s in samples(tmp_path, "rewardbench_cp")}
+    ours = {s["doc"]["id"]: s["n_pairs"] for s in samples(output, "rewardbench_cp")}
+    assert stock.keys() == ours.keys() and len(ours) == 24
+    for doc_id, record in ours.items():
+        assert record["lp_A"] == pytest.approx(stock[doc_id]["lp_A"], abs=1e-4), doc_id
+        assert record["lp_B"] == pytest.approx(stock[doc_id]["lp_B"], abs=1e-4), doc_id
+    assert metric(results_file(tmp_path), "rewardbench_cp", "bpe") == pytest.approx(
+        metric(results_file(output), "rewardbench_cp", "bpe"), abs=1e-4
+    )
+
+
 # -- multiple choice and PARC ------------------------------------------------------------------
 
 

@@ -1,14 +1,24 @@
 """judgecp: how far can a model judge be trusted?
 
-Distribution-free reliability metrics for (vision-)language-model judges:
-conformal prediction intervals and label sets for Likert scores, computed from
-the judge's score-token log-probabilities, plus the judge diagnostics of
-"VLM Judges Can Rank but Cannot Score" (Kumar et al., 2026).
+Distribution-free reliability metrics for (vision-)language-model judges,
+from their answer-token log-probabilities: conformal intervals and label
+sets for Likert scores, conformal option sets for multiple choice, selective
+risk control (SCOPE) for pairwise verdicts, PARC's reliability across prompt
+variations, and the judge diagnostics of "VLM Judges Can Rank but Cannot
+Score" (Kumar et al., 2026).
 
-The core (this package) imports numpy, scipy, scikit-learn, pluggy and pyyaml
-only; torch is imported lazily by the one method that needs it (R2CCP).
-Harness integrations live in :mod:`judgecp.adapters` and are never imported
-from here.
+The Python API (docs/api.md):
+
+* records: :func:`score_record`, :func:`pair_record`, :func:`choice_record`
+  build ``judgecp.record/1`` records; :func:`load` and :func:`from_records`
+  read and validate them (or any table, with :class:`Fields`);
+* estimators: :class:`ScoreIntervals`, :class:`ChoiceSets`,
+  :class:`SelectiveJudge`, :class:`PromptReliability`;
+* the repeated-split study: :func:`evaluate` with a :class:`Protocol`.
+
+The core imports numpy, scipy, scikit-learn, pluggy and pyyaml only; torch
+is imported lazily by the one method that needs it (R2CCP). Harness
+integrations live in :mod:`judgecp.adapters` and are never imported from here.
 """
 
 from __future__ import annotations
@@ -16,10 +26,27 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from judgecp.conformal import ConformalMethod, Prediction, conformal_quantile
-from judgecp.data import LikertData, load_likert
-from judgecp.errors import InputError, MissingDependencyError
+from judgecp.data import ChoiceData, Fields, PairData, ScoreData, from_records, from_table, load
+from judgecp.errors import InputError, MissingDependencyError, NotCalibratedError, NoUsableRecords
+from judgecp.estimators import (
+    ChoicePrediction,
+    ChoiceSets,
+    PromptReliability,
+    ScoreIntervals,
+    SelectiveJudge,
+    SelectivePrediction,
+)
+from judgecp.evaluation import evaluate
 from judgecp.exclusions import Exclusions
+from judgecp.protocol import Protocol, parse_settings
+from judgecp.records import SCHEMA, choice_record, pair_record, score_record
 from judgecp.scale import LikertScale
+from judgecp.simulate import (
+    simulate_likert_judge,
+    simulate_mcq_records,
+    simulate_pairwise_judge,
+    simulate_parc_records,
+)
 
 try:
     __version__ = version("judgecp")
@@ -27,14 +54,38 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
 __all__ = [
+    "SCHEMA",
+    "ChoiceData",
+    "ChoicePrediction",
+    "ChoiceSets",
     "ConformalMethod",
     "Exclusions",
+    "Fields",
     "InputError",
-    "LikertData",
     "LikertScale",
     "MissingDependencyError",
+    "NoUsableRecords",
+    "NotCalibratedError",
+    "PairData",
     "Prediction",
+    "PromptReliability",
+    "Protocol",
+    "ScoreData",
+    "ScoreIntervals",
+    "SelectiveJudge",
+    "SelectivePrediction",
     "__version__",
+    "choice_record",
     "conformal_quantile",
-    "load_likert",
+    "evaluate",
+    "from_records",
+    "from_table",
+    "load",
+    "pair_record",
+    "parse_settings",
+    "score_record",
+    "simulate_likert_judge",
+    "simulate_mcq_records",
+    "simulate_pairwise_judge",
+    "simulate_parc_records",
 ]

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgecp.errors import InputError
+from judgecp.errors import InputError, NotCalibratedError
 from judgecp.scale import LikertScale
 
 FloatArray = NDArray[np.float64]
@@ -147,6 +147,20 @@ class Prediction:
         labels = self.scale.labels.astype(np.float64)[None, :]
         return (labels >= np.floor(self.lower)[:, None]) & (labels <= np.ceil(self.upper)[:, None])
 
+    def covers(self, labels: ArrayLike) -> BoolArray:
+        """Whether each row's label set holds its label (for integer labels, the interval's coverage)."""
+        y = np.asarray(labels, dtype=np.float64)
+        idx = self.scale.index(np.round(y))
+        inside = (idx >= 0) & (idx < self.scale.k)
+        out: BoolArray = np.zeros(y.shape, bool)
+        out[inside] = self.sets[np.flatnonzero(inside), idx[inside]]
+        return out
+
+    def label_sets(self) -> list[list[int]]:
+        """Each row's label set as a list of labels."""
+        labels = self.scale.labels.tolist()
+        return [[labels[j] for j in np.flatnonzero(row)] for row in self.sets]
+
     def take(self, index: ArrayLike) -> Prediction:
         idx = np.asarray(index)
         return Prediction(
@@ -164,10 +178,6 @@ class Prediction:
         inv = np.empty_like(order)
         inv[order] = np.arange(order.size)
         return Prediction(lower[inv], upper[inv], sets[inv], full[inv], scale)
-
-
-class NotCalibratedError(RuntimeError):
-    """A method was asked to predict (or conformalize) before the earlier stage ran."""
 
 
 class ConformalMethod(abc.ABC):

@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 MAX_EXAMPLES = 5
 
 
@@ -25,6 +27,17 @@ class Exclusions:
             shown = self.examples.setdefault(reason, [])
             if len(shown) < MAX_EXAMPLES:
                 shown.append(str(example))
+
+    def add_rows(self, reason: str, mask: Any, ids: Any) -> None:
+        """Count the rows of a boolean ``mask`` under ``reason``, the first ids (in row order) as examples."""
+        rows = np.flatnonzero(mask)
+        if not rows.size:
+            return
+        shown = [str(ids[i]) for i in rows[:MAX_EXAMPLES].tolist()]
+        for example in shown:
+            self.add(reason, example)
+        if rows.size > len(shown):
+            self.add(reason, count=int(rows.size) - len(shown))
 
     def merge(self, other: Exclusions) -> None:
         for reason, count in other.counts.items():

@@ -33,8 +33,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, Literal
 
 from judgecp.hookspecs import hookimpl
+from judgecp.records.schema import judge_output
 from judgecp.scale import LikertScale
 
 #: Default floor for a rating token missing from a top-k list: log(1e-5) = -11.51.
@@ -53,6 +55,7 @@ FLAG_MISSING_TOKEN = "missing_token"
 FLAG_NAN = "nan_logprob"
 FLAG_KEYWORD = "keyword_anchor"
 FLAG_BACKWARD = "backward_scan"
+FLAG_NO_LETTER = "no_answer_letter"
 
 _ANCHOR = re.compile(r"Score:")
 _KEYWORD = re.compile(r"score|rating", re.IGNORECASE)
@@ -250,6 +253,75 @@ def extract(
     return ScoreExtraction(logprobs, position, stage, parsed, stage_flag + flags, floored)
 
 
+def label_token_ids(vocab: Mapping[str, int], labels: Sequence[str]) -> dict[str, int]:
+    """Every vocabulary token that spells one of ``labels`` (``"4"``, ``"▁4"``, ``"Ġ4"``, ``<0x34>``): token -> id.
+
+    ``vocab`` is a tokenizer's ``get_vocab()``; the labels are the scale's
+    tokens (``"1"``..``"5"``) or answer letters. Pure Python, so both
+    harness adapters share it without the core importing a tokenizer library.
+    """
+    style = detect_style(list(vocab))
+    wanted = set(labels)
+    return {
+        tok: int(idx) for tok, idx in vocab.items()
+        if normalize_token(tok) in wanted or normalize_token(token_text(tok, style)) in wanted
+    }
+
+
+def token_letter(token: str) -> str | None:
+    """The single capital letter a raw token spells (``"B"``, ``"▁B"``, ``"ĠB"``, ``<0x42>``), else ``None``."""
+    match = _SP_BYTE.fullmatch(token)
+    text = chr(int(match.group(1), 16)) if match else normalize_token(token)
+    return text if len(text) == 1 and "A" <= text <= "Z" else None
+
+
+@dataclass(frozen=True)
+class LetterExtraction:
+    """The answer letter a judge generated and log P(letter) for every letter at that position."""
+
+    logprobs: dict[str, float] | None
+    position: int | None
+    answer: str | None
+    flags: tuple[str, ...] = ()
+
+
+def extract_letter(
+    tokens: Sequence[str],
+    position_logprobs: Sequence[Mapping[str, float]],
+    letters: Sequence[str],
+    *,
+    floor: float = DEFAULT_FLOOR,
+) -> LetterExtraction:
+    """Read a letter answer (a pairwise verdict, a multiple-choice option) from generated tokens.
+
+    The answer position is the first generated token that is one of
+    ``letters``. There, log P(letter) combines the letter's token variants by
+    log-sum-exp; a letter absent from the candidates (a top-k list) gets
+    ``floor`` and the flag ``missing_token``. No letter generated gives
+    ``logprobs=None`` and the flag ``no_answer_letter``.
+    """
+    wanted = [str(x) for x in letters]
+    position = next((i for i, tok in enumerate(tokens) if token_letter(str(tok)) in wanted), None)
+    if position is None:
+        return LetterExtraction(None, None, None, (FLAG_NO_LETTER,))
+    variants: dict[str, list[float]] = {x: [] for x in wanted}
+    for tok, lp in position_logprobs[position].items():
+        letter = token_letter(str(tok))
+        if letter in variants and lp is not None and not math.isnan(float(lp)):
+            variants[letter].append(float(lp))
+    logprobs: dict[str, float] = {}
+    flags: list[str] = []
+    for letter, values in variants.items():
+        finite = [v for v in values if v > -math.inf]
+        if not finite:
+            logprobs[letter] = floor
+            if FLAG_MISSING_TOKEN not in flags:
+                flags.append(FLAG_MISSING_TOKEN)
+            continue
+        logprobs[letter] = _logsumexp(finite)
+    return LetterExtraction(logprobs, position, token_letter(str(tokens[position])), tuple(flags))
+
+
 def openai_logprob_positions(logprobs: object) -> tuple[list[str], list[dict[str, float]]] | None:
     """Tokens and per-position candidates from an OpenAI-style ``choices[i].logprobs``.
 
@@ -304,3 +376,42 @@ def extract_score_logprobs(
     floor: float,
 ) -> ScoreExtraction:
     return extract(tokens, position_logprobs, scale=scale, floor=floor)
+
+
+def score_output(
+    tokens: Sequence[str],
+    position_logprobs: Sequence[Mapping[str, float]],
+    *,
+    scale: LikertScale,
+    floor: float = DEFAULT_FLOOR,
+    flags: Sequence[str] = (),
+    **meta: Any,
+) -> dict[str, Any]:
+    """The ``score`` judge output (:func:`judgecp.records.judge_output`) of one generation.
+
+    Shared by every capture path of both harnesses: the extractor runs
+    through the hook, the output keeps where it found the score
+    (``meta.stage``, ``meta.position``) and ``meta`` given here (the
+    generated ``text``, ...). No score found: ``logprobs`` null and the
+    ``no_score`` flag (the core counts the record).
+    """
+    result = extract_score(list(tokens), list(position_logprobs), scale=scale, floor=floor)
+    return judge_output("score", logprobs=result.logprobs, prediction=result.parsed, flags=[*flags, *result.flags],
+                        stage=result.stage, position=result.position, n_tokens=len(tokens), **meta)
+
+
+def letter_output(
+    shape: Literal["pair", "choice"],
+    tokens: Sequence[str],
+    position_logprobs: Sequence[Mapping[str, float]],
+    letters: Sequence[str],
+    *,
+    floor: float = DEFAULT_FLOOR,
+    flags: Sequence[str] = (),
+    **meta: Any,
+) -> dict[str, Any]:
+    """The ``pair`` or ``choice`` judge output of one generation (the first generated letter)."""
+    result = extract_letter(tokens, position_logprobs, letters, floor=floor)
+    return judge_output(shape, logprobs=result.logprobs, prediction=result.answer, flags=[*flags, *result.flags],
+                        stage="first_letter" if result.position is not None else None, position=result.position,
+                        n_tokens=len(tokens), letters=list(letters), **meta)

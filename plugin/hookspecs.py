@@ -1,9 +1,9 @@
 """Hook specifications: the extension points of judgecp.
 
-Built-in methods and the built-in score extractor are plugins too: they
-register through these hooks exactly as a third-party package does (declare
-an entry point in the ``judgecp`` group pointing at a module with
-``@hookimpl`` functions). Every hook here is documented in
+Built-in methods, the built-in score extractor and judgecp's harness
+adapters are plugins too: they register through these hooks exactly as a
+third-party package does (declare an entry point in the ``judgecp`` group
+pointing at a module with ``@hookimpl`` functions). Every hook here is documented in
 ``docs/plugins.md``; a test fails when one is not.
 """
 
@@ -73,4 +73,32 @@ def extract_score_logprobs(
     :class:`judgecp.extraction.ScoreExtraction`, or ``None`` to let the next
     implementation try. The first non-``None`` result wins; the built-in
     three-stage extractor runs last.
+    """
+
+
+@hookspec
+def register_commands(commands: Any, benchmarks: Any) -> None:
+    """Add subcommands to the ``judgecp`` command line.
+
+    ``commands`` is the ``argparse`` sub-parser action of ``judgecp``,
+    ``benchmarks`` that of ``judgecp bench``: call ``add_parser(name,
+    help=...)`` on either, add arguments, and ``set_defaults(func=callable)``
+    where ``callable(args) -> int`` is the exit status. Errors meant for the
+    user are :class:`judgecp.errors.InputError`: the command line prints them
+    on one line and exits with status 2. judgecp's harness adapters add their
+    commands (``lm-eval``, ``tasks-path``, ``vlmeval``, ``bench capture``)
+    through this hook; the core imports no adapter.
+    """
+
+
+@hookspec
+def register_record_formats() -> list[Any]:  # type: ignore[empty-body]
+    """Return readers of harness output files, as :class:`judgecp.plugins.RecordFormat` objects.
+
+    A format has a ``name`` (``judgecp evaluate --format NAME``), a
+    ``description``, ``read(path, **options) -> judgecp.plugins.RecordBatch``
+    (the file's judgments as ``judgecp.record/1`` records, what could not be
+    read counted by reason) and ``sniff(path) -> bool`` (whether a file is of
+    this format, for ``--format auto``). judgecp's adapters register
+    ``lm-eval`` (samples files) and ``vlmeval`` (prediction files).
     """

@@ -1,24 +1,36 @@
-"""The plugin manager and the method registry.
+"""The plugin manager and the registries: methods, controllers, record formats, commands.
 
-Third-party plugins are discovered through the ``judgecp`` entry-point
-group; set ``JUDGECP_DISABLE_PLUGIN_AUTOLOAD=1`` to load built-ins only.
+Plugins are discovered through the ``judgecp`` entry-point group. judgecp's
+own harness adapters are entry points of the judgecp distribution and are
+always loaded (that is how the core reaches them without importing them);
+set ``JUDGECP_DISABLE_PLUGIN_AUTOLOAD=1`` to leave out every other
+distribution's plugins.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import importlib.util
+import inspect
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from judgecp import hookspecs
 from judgecp.conformal import ConformalMethod
-from judgecp.errors import InputError, MissingDependencyError
+from judgecp.errors import InputError, MissingDependencyError, did_you_mean, unknown
+from judgecp.exclusions import Exclusions
 from judgecp.scale import LikertScale
+
+if TYPE_CHECKING:
+    from judgecp.tables import Table
 
 ENTRY_POINT_GROUP = "judgecp"
 DISABLE_AUTOLOAD_ENV = "JUDGECP_DISABLE_PLUGIN_AUTOLOAD"
@@ -34,8 +46,10 @@ def make_plugin_manager(*, autoload: bool | None = None) -> pluggy.PluginManager
         pm.register(module, name=module_name)
     if autoload is None:
         autoload = not os.environ.get(DISABLE_AUTOLOAD_ENV)
-    if autoload:
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        own = ep.dist is not None and ep.dist.name == "judgecp"
+        if (own or autoload) and pm.get_plugin(ep.name) is None and not pm.is_blocked(ep.name):
+            pm.register(ep.load(), name=ep.name)
     return pm
 
 
@@ -147,7 +161,7 @@ def build_method(
     name, kwargs = parse_method_spec(spec)
     classes = method_classes(pm)
     if name not in classes:
-        raise InputError(f"unknown method {name!r}; available: {', '.join(classes)}")
+        raise unknown("method", name, classes)
     cls = classes[name]
     missing = missing_dependency(cls)
     if missing is not None:
@@ -156,3 +170,111 @@ def build_method(
         return cls(alpha, scale=scale, random_state=random_state, **kwargs)
     except TypeError as exc:
         raise InputError(f"method {spec!r}: {exc}") from exc
+
+
+# -- record formats -------------------------------------------------------------------------
+
+
+@dataclass
+class RecordBatch:
+    """What a format reader made of a file: its records, and what it could not turn into one."""
+
+    records: list[dict[str, Any]]
+    source: str
+    excluded: Exclusions = field(default_factory=Exclusions)
+    #: Lines or rows read, the ones left out included.
+    n_read: int = 0
+    #: The reader's own account (files used, repairs, ...), added to reports under its keys.
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def table(self) -> Table:
+        from judgecp.tables import table_from_rows
+
+        table = table_from_rows(self.records, source=self.source, excluded=self.excluded,
+                                n_read=self.n_read or len(self.records) + self.excluded.total)
+        table.info = dict(self.info)
+        return table
+
+
+@dataclass(frozen=True)
+class RecordFormat:
+    """A reader of a harness's output files (registered with ``register_record_formats``)."""
+
+    name: str
+    description: str
+    #: ``read(path, **options) -> RecordBatch``; options come from the command line (e.g. ``sidecars``).
+    read: Callable[..., RecordBatch]
+    sniff: Callable[[Path], bool] = lambda path: False
+
+
+def record_formats(pm: pluggy.PluginManager | None = None) -> dict[str, RecordFormat]:
+    pm = pm or get_plugin_manager()
+    found: dict[str, RecordFormat] = {}
+    for formats in pm.hook.register_record_formats():
+        for fmt in formats:
+            if fmt.name in found:
+                raise RuntimeError(f"two plugins register a record format named {fmt.name!r}")
+            found[fmt.name] = fmt
+    return found
+
+
+def record_format(name: str, pm: pluggy.PluginManager | None = None) -> RecordFormat:
+    formats = record_formats(pm)
+    if name not in formats:
+        raise unknown("--format", name, ["table", *formats])
+    return formats[name]
+
+
+def sniff_format(path: Path, pm: pluggy.PluginManager | None = None) -> str:
+    """The name of the first registered format that recognises ``path``, else ``"table"``."""
+    for name, fmt in record_formats(pm).items():
+        if fmt.sniff(path):
+            return name
+    return "table"
+
+
+# -- method specs ------------------------------------------------------------------------------
+
+
+def method_parameters(cls: type[ConformalMethod]) -> list[str]:
+    """The keyword arguments a method class takes (its and its bases' ``__init__``)."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        init = vars(klass).get("__init__")
+        if klass is object or init is None:
+            continue
+        for p in inspect.signature(init).parameters.values():
+            if p.name not in ("self", "alpha", "scale", "random_state") and p.kind is p.KEYWORD_ONLY:
+                if p.name not in names:
+                    names.append(p.name)
+    return names
+
+
+def check_method_spec(spec: str, *, kind: str = "likert", flag: str = "--methods") -> str:
+    """The canonical form of a method spec, or an :class:`InputError` that says what is wrong.
+
+    Checks the name (with "did you mean"), the parameter names against the
+    method's, that the method can serve the kind (multiple-choice options
+    have no order; no recalibration across items), and that it builds.
+    """
+    name, kwargs = parse_method_spec(spec)
+    classes = method_classes()
+    if name not in classes:
+        raise unknown(f"{flag} method", name, classes)
+    cls = classes[name]
+    allowed = method_parameters(cls)
+    for key in kwargs:
+        if key not in allowed:
+            raise InputError(
+                f"{flag}: {name} has no parameter {key!r}{did_you_mean(key, allowed)}; "
+                f"its parameters: {', '.join(allowed) or 'none'}"
+            )
+    if kind in ("mcq", "parc"):
+        if cls.output != "set" or cls.ordinal:
+            raise InputError(f"{flag}: method {name!r} relies on ordered labels; multiple-choice options have no order")
+        if kwargs.get("probabilities") == "recalibrated":
+            raise InputError(f"{flag}: {spec}: option letters are not classes shared across items; "
+                             "use the model's own probabilities")
+    canonical = canonical_spec(name, kwargs)
+    build_method(canonical, alpha=0.1, scale=LikertScale())
+    return canonical

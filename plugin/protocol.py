@@ -1,363 +1,307 @@
-"""The evaluation protocol: repeated random calibration/test splits.
+"""The evaluation protocol shared by every kind, and the one parser of its settings.
 
-For each seed the valid rows are shuffled with ``numpy.random.default_rng(seed)``;
-the first ``round(cal_fraction * n)`` calibrate every method (which fits its
-model, if any, on a part of them) and the rest are the test set. Metrics are
-averaged over seeds (mean and sample standard deviation, ddof=1). The same
-data, options and seeds give the same report, byte for byte, whatever
-``jobs`` is.
+A :class:`Protocol` says what to run: the level(s) ``alpha``/``alphas``, the
+conformal ``methods`` (Likert, multiple choice) or risk ``controllers``
+(pairwise), the number of random calibration/test ``splits`` and their
+``random_state``, the calibration share ``cal_fraction``, and an optional
+``mondrian`` field (group-conditional calibration) or ``group`` field
+(per-group tables). :func:`parse_settings` reads it from the command line,
+lm-eval's ``--metadata`` and VLMEvalKit's dataset arguments alike; an error
+names the setting as the user spelled it (``--cal-fraction``,
+``metadata cal_fraction``).
+
+Splits. Split ``i`` of a Likert, multiple-choice or PARC evaluation shuffles
+the rows with ``numpy.random.default_rng(random_state + i)`` (or the seeds
+listed in ``seeds``) and takes the first ``round(cal_fraction * n)`` to
+calibrate. A pairwise evaluation (SCOPE: 1000 splits) draws all its splits
+at once from ``default_rng(random_state)`` (:func:`split_matrix`). The same
+data and protocol give the same report, byte for byte, whatever ``jobs``.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import time
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.conformal import Prediction, check_alpha, min_calibration_size
-from judgecp.data import LikertData
-from judgecp.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
-from judgecp.errors import InputError
-from judgecp.features import judge_probabilities
-from judgecp.methods.mondrian import Mondrian
-from judgecp.plugins import build_method, canonical_spec, parse_method_spec
+from judgecp.errors import InputError, unknown
 
-
-def informativeness(widths: NDArray[np.float64]) -> dict[str, float]:
-    """Fractions of label sets that are decisive (width <= 1), moderate (1-3] or uninformative (> 3).
-
-    The bins of the seed paper's appendix F.6, in the scale's units.
-    """
-    return {
-        "decisive": float(np.mean(widths <= 1)),
-        "moderate": float(np.mean((widths > 1) & (widths <= 3))),
-        "uninformative": float(np.mean(widths > 3)),
-    }
+#: Defaults that differ by kind.
+DEFAULT_SPLITS = {"likert": 10, "mcq": 10, "parc": 10, "pairwise": 1000}
+DEFAULT_METHODS = {"likert": ("naive", "lac"), "mcq": ("lac", "aps", "aps(randomized=False)", "raps", "margin")}
+DEFAULT_ALPHAS = (0.05, 0.10, 0.15, 0.20, 0.25)
+DEFAULT_CONTROLLERS = ("scope", "clopper_pearson", "naive", "heuristic", "vanilla")
+SIGNALS = ("bpe", "predictive", "verbalized", "agreement")
+REFERENCES = ("variation", "original")
+#: More splits than this is a typo, not a protocol (and would not fit in memory for pairs).
+MAX_SPLITS = 100_000
 
 
 @dataclass(frozen=True)
 class Protocol:
-    """What to run: level, methods, splits and (optionally) groups."""
+    """What to run (see the module docstring); ``None`` means the kind's default."""
 
-    alpha: float = 0.1
-    methods: tuple[str, ...] = ("naive",)
-    seeds: tuple[int, ...] = tuple(range(10))
+    alpha: float | None = None
+    alphas: tuple[float, ...] | None = None
+    methods: tuple[str, ...] | None = None
+    splits: int | None = None
+    seeds: tuple[int, ...] | None = None
+    random_state: int = 0
     cal_fraction: float = 0.5
     mondrian: str | None = None
     group: str | None = None
+    signal: str = "bpe"
+    controllers: tuple[str, ...] | None = None
+    delta: float = 0.1
+    reference: str = "variation"
     jobs: int = 1
+    #: Methods that ``all`` had to leave out (missing optional dependency): ``(name, reason)``.
+    skipped: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
-        check_alpha(self.alpha)
-        if not 0.0 < self.cal_fraction < 1.0:
-            raise InputError(f"cal_fraction must be in (0, 1), got {self.cal_fraction!r}")
-        if not self.seeds:
-            raise InputError("need at least one seed")
-        if not self.methods:
-            raise InputError("need at least one method")
+        _check_settings(self, lambda name: name)
+
+    @property
+    def level(self) -> float:
+        """The headline level (``alpha``, default 0.1)."""
+        return 0.1 if self.alpha is None else float(self.alpha)
+
+    def levels(self, kind: str) -> tuple[float, ...]:
+        """The levels a kind sweeps: pairwise controllers run at every one (the headline's included)."""
+        if kind == "pairwise":
+            base = self.alphas or DEFAULT_ALPHAS
+            return base if self.alpha is None or self.alpha in base else tuple(sorted({*base, float(self.alpha)}))
+        return self.alphas or (self.level,)
+
+    def split_seeds(self, kind: str = "likert") -> tuple[int, ...]:
+        """The seeds of the splits (``seeds``, or ``random_state .. random_state + splits - 1``)."""
+        if self.seeds is not None:
+            return self.seeds
+        n = self.splits if self.splits is not None else DEFAULT_SPLITS[kind]
+        return tuple(range(self.random_state, self.random_state + n))
+
+    def n_splits(self, kind: str) -> int:
+        return len(self.split_seeds(kind))
+
+    def method_specs(self, kind: str) -> tuple[str, ...]:
+        return self.methods if self.methods is not None else DEFAULT_METHODS.get(kind, ())
+
+    def controller_names(self) -> tuple[str, ...]:
+        return self.controllers if self.controllers is not None else DEFAULT_CONTROLLERS
+
+    def with_(self, **changes: Any) -> Protocol:
+        return replace(self, **changes)
+
+
+def _check_settings(p: Protocol, spell: Callable[[str], str]) -> None:
+    from judgecp.conformal import check_alpha
+
+    for name, value in (("alpha", p.alpha), ("cal_fraction", p.cal_fraction), ("delta", p.delta)):
+        if value is not None and not (isinstance(value, (int, float)) and 0.0 < float(value) < 1.0):
+            raise InputError(f"{spell(name)} must be a number in (0, 1), got {value!r}")
+    for a in p.alphas or ():
+        try:
+            check_alpha(a)
+        except InputError as exc:
+            raise InputError(f"{spell('alphas')}: every level must be in (0, 1), got {a!r}") from exc
+    if p.alphas is not None and (not p.alphas or len(set(p.alphas)) != len(p.alphas)):
+        raise InputError(f"{spell('alphas')} must be distinct levels, got {list(p.alphas)}")
+    if p.splits is not None and not 1 <= p.splits <= MAX_SPLITS:
+        raise InputError(f"{spell('splits')} must be between 1 and {MAX_SPLITS}, got {p.splits}")
+    if p.seeds is not None and (not p.seeds or len(set(p.seeds)) != len(p.seeds) or len(p.seeds) > MAX_SPLITS):
+        raise InputError(f"{spell('seeds')} must list distinct seeds (at most {MAX_SPLITS}), got {list(p.seeds)[:10]}")
+    if p.jobs < 1:
+        raise InputError(f"{spell('jobs')} must be at least 1, got {p.jobs}")
+    if p.reference not in REFERENCES:
+        raise InputError(f"{spell('reference')} must be one of {', '.join(REFERENCES)}, got {p.reference!r}")
+    if p.signal not in SIGNALS:
+        raise unknown(spell("signal"), p.signal, SIGNALS)
+    if p.methods is not None and not p.methods:
+        raise InputError(f"{spell('methods')} is empty")
+    if p.methods is not None and len(set(p.methods)) != len(p.methods):
+        raise InputError(f"{spell('methods')} lists a method twice: {list(p.methods)}")
+    if p.controllers is not None and (not p.controllers or len(set(p.controllers)) != len(p.controllers)):
+        raise InputError(f"{spell('controllers')} must be distinct names, got {list(p.controllers)}")
+    if p.mondrian is not None and p.group is not None and p.mondrian != p.group:
+        raise InputError(f"give {spell('mondrian')} or {spell('group')}, not both (Mondrian tables are per group)")
+
+
+# -- the one settings parser ------------------------------------------------------------------
+
+#: Canonical setting -> accepted spellings (the first is the documented one).
+SETTINGS: dict[str, tuple[str, ...]] = {
+    "alpha": ("alpha",),
+    "alphas": ("alphas",),
+    "methods": ("methods",),
+    "splits": ("splits", "n_splits"),
+    "seeds": ("seeds",),
+    "random_state": ("random_state", "seed"),
+    "cal_fraction": ("cal_fraction",),
+    "mondrian": ("mondrian",),
+    "group": ("group",),
+    "signal": ("signal",),
+    "controllers": ("controllers",),
+    "delta": ("delta",),
+    "reference": ("reference",),
+    "jobs": ("jobs",),
+}
+_ALIASES = {alias: name for name, aliases in SETTINGS.items() for alias in aliases}
+#: Settings each kind uses; giving another is an error (it would be silently ignored).
+KIND_SETTINGS = {
+    "likert": {"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "mondrian", "group", "jobs"},
+    "mcq": {"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "group"},
+    "parc": {"alpha", "splits", "seeds", "random_state", "cal_fraction", "reference"},
+    "pairwise": {"alpha", "alphas", "splits", "random_state", "cal_fraction", "group", "signal", "controllers", "delta"},
+}
+
+
+def _number(value: Any, name: str, integer: bool = False) -> Any:
+    if isinstance(value, bool):
+        raise InputError(f"{name} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be a number, got {value!r}") from exc
+    if math.isnan(number) or math.isinf(number):
+        raise InputError(f"{name} must be a finite number, got {value!r}")
+    if integer:
+        if number != int(number):
+            raise InputError(f"{name} must be a whole number, got {value!r}")
+        return int(number)
+    return number
+
+
+def _items(value: Any) -> list[str]:
+    """A list setting given as a list or as comma-separated text (method specs keep their parentheses)."""
+    from judgecp.plugins import split_method_list
+
+    if isinstance(value, str):
+        return split_method_list(value)
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [str(value)]
+
+
+def _seeds(value: Any, name: str) -> tuple[int, ...] | int:
+    """``seeds``: a count (``10``) or a list (``"0,3,7"``, ``[0, 3, 7]``)."""
+    if isinstance(value, str) and "," not in value:
+        value = value.strip()
+    if isinstance(value, (int, float, str)) and not (isinstance(value, str) and "," in value):
+        return int(_number(value, name, integer=True))
+    return tuple(int(_number(v, name, integer=True)) for v in _items(value))
+
+
+def parse_settings(
+    values: Mapping[str, Any],
+    *,
+    kind: str,
+    spell: Callable[[str], str] = lambda name: name,
+    ignore_unknown: bool = True,
+    other_kinds: str = "error",
+) -> Protocol:
+    """A :class:`Protocol` from settings given by name (``None`` values are left at their defaults).
+
+    Accepts the documented names of :data:`SETTINGS` and their aliases;
+    ``spell(name)`` is how an error names a setting (``--cal-fraction``).
+    A setting the kind does not use is an error (it would be ignored), or
+    left out with ``other_kinds="ignore"`` (lm-eval's ``--metadata`` goes to
+    every task of a run, of every kind); with ``ignore_unknown=False`` an
+    unknown name is an error too.
+    """
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if value is None:
+            continue
+        name = _ALIASES.get(key)
+        if name is None:
+            if not ignore_unknown:
+                raise unknown("setting", key, SETTINGS)
+            continue
+        if name not in KIND_SETTINGS[kind]:
+            if other_kinds == "ignore":
+                continue
+            raise InputError(f"{spell(name)} does not apply to kind {kind!r}")
+        label = spell(name)
+        if name in ("alpha", "cal_fraction", "delta"):
+            out[name] = _number(value, label)
+        elif name == "alphas":
+            out[name] = tuple(_number(v, label) for v in _items(value))
+        elif name in ("splits", "random_state", "jobs"):
+            out[name] = _number(value, label, integer=True)
+        elif name == "seeds":
+            seeds = _seeds(value, label)
+            if isinstance(seeds, int):
+                out["splits"] = seeds
+            else:
+                out["seeds"] = seeds
+        elif name == "methods":
+            specs, skipped = resolve_methods(_items(value), kind=kind, spell=label)
+            out["methods"], out["skipped"] = tuple(specs), tuple(skipped)
+        elif name == "controllers":
+            out[name] = tuple(_items(value))
+        else:
+            out[name] = str(value)
+    try:
+        protocol = Protocol(**out)
+    except InputError:
+        # The same check once more, naming the settings as the user spelled them.
+        defaults = {f.name: f.default for f in dataclass_fields(Protocol)}
+        _check_settings(SimpleNamespace(**{**defaults, **out}), spell)  # type: ignore[arg-type]
+        raise
+    for c in protocol.controllers or ():
+        from judgecp.selective import controller_classes
+
+        classes = controller_classes()
+        if c not in classes:
+            raise unknown(f"{spell('controllers')} name", c, classes)
+    return protocol
+
+
+def resolve_methods(items: Sequence[str], *, kind: str, spell: str = "methods") -> tuple[list[str], list[tuple[str, str]]]:
+    """Method specs (canonical form) to run, and the ones ``all`` had to skip (missing optional dependency).
+
+    ``all`` stands for every registered method the kind can use, at its
+    defaults, and may be combined with further specs. An unknown name or
+    parameter is an error naming the method's parameters.
+    """
+    from judgecp.plugins import check_method_spec, method_classes, missing_dependency
+
+    specs: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for item in items:
+        if item == "all":
+            for name, cls in method_classes().items():
+                if kind in ("mcq", "parc") and (cls.output != "set" or cls.ordinal):
+                    continue
+                missing = missing_dependency(cls)
+                if missing is None:
+                    specs.append(name)
+                else:
+                    skipped.append((name, str(missing)))
+            continue
+        specs.append(check_method_spec(item, kind=kind, flag=spell))
+    return specs, skipped
+
+
+# -- splits ------------------------------------------------------------------------------------
 
 
 def split_indices(n: int, seed: int, cal_fraction: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """One calibration/test split: ``default_rng(seed).permutation(n)``, the first share calibrates."""
     perm = np.random.default_rng(seed).permutation(n)
-    n_cal = round(cal_fraction * n)
-    n_cal = min(max(n_cal, 1), n - 1)
+    n_cal = min(max(round(cal_fraction * n), 1), n - 1)
     return perm[:n_cal], perm[n_cal:]
 
 
-@dataclass
-class SplitResult:
-    seed: int
-    test: NDArray[np.int64]
-    predictions: dict[str, Prediction]
-    seconds: dict[str, float]
-    insufficient_groups: dict[str, list[str]] = field(default_factory=dict)
-
-
-#: Thread-pool variables set to 1 in worker processes: one process per core,
-#: or OpenMP's spinning threads (scikit-learn, torch) oversubscribe the cores.
-THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def _run_parallel(data: LikertData, protocol: Protocol, specs: Sequence[str]) -> list[SplitResult]:
-    # spawn, not fork: a forked child of a process that already started
-    # torch's (or OpenMP's) thread pool can deadlock. Children copy the
-    # environment at start, so the thread limits are set around the pool.
-    saved = {k: os.environ.get(k) for k in THREAD_ENV}
-    os.environ.update(dict.fromkeys(THREAD_ENV, "1"))
-    try:
-        ctx = multiprocessing.get_context("spawn")
-        workers = min(protocol.jobs, len(protocol.seeds))
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = [pool.submit(_run_split, data, protocol, specs, s) for s in protocol.seeds]
-            return [f.result() for f in futures]
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def _run_split(data: LikertData, protocol: Protocol, specs: Sequence[str], seed: int) -> SplitResult:
-    cal, test = split_indices(data.n, seed, protocol.cal_fraction)
-    X, y = data.X, data.labels
-    preds: dict[str, Prediction] = {}
-    seconds: dict[str, float] = {}
-    insufficient: dict[str, list[str]] = {}
-    for spec in specs:
-        t0 = time.perf_counter()
-        if protocol.mondrian:
-            groups = data.field(protocol.mondrian)
-
-            def make(i: int, spec: str = spec) -> Any:
-                state = int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
-                return build_method(spec, alpha=protocol.alpha, scale=data.scale, random_state=state)
-
-            mondrian = Mondrian(make).calibrate(X[cal], y[cal], groups[cal])
-            preds[spec] = mondrian.predict(X[test], groups[test])
-            insufficient[spec] = mondrian.insufficient_groups_
-        else:
-            method = build_method(spec, alpha=protocol.alpha, scale=data.scale, random_state=seed)
-            preds[spec] = method.calibrate(X[cal], y[cal]).predict(X[test])
-        seconds[spec] = time.perf_counter() - t0
-    return SplitResult(seed, test, preds, seconds, insufficient)
-
-
-# -- per-split metrics -------------------------------------------------------
-
-
-def label_bounds(sets: NDArray[np.bool_], minimum: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Smallest and largest label of each set (NaN for an empty set)."""
-    any_ = sets.any(axis=1)
-    first = np.argmax(sets, axis=1).astype(np.float64) + minimum
-    last = (sets.shape[1] - 1 - np.argmax(sets[:, ::-1], axis=1)).astype(np.float64) + minimum
-    return np.where(any_, first, np.nan), np.where(any_, last, np.nan)
-
-
-@dataclass
-class RowMetrics:
-    """Per-test-row coverage and width of one method's predictions."""
-
-    interval_covered: NDArray[np.bool_] | None
-    interval_width: NDArray[np.float64] | None
-    labels_covered: NDArray[np.bool_]
-    labels_width: NDArray[np.float64]
-    labels_size: NDArray[np.int64]
-    expanded_covered: NDArray[np.bool_] | None
-    expanded_width: NDArray[np.float64] | None
-    full_range: NDArray[np.bool_]
-    midpoint: NDArray[np.float64]
-
-    @classmethod
-    def of(cls, pred: Prediction, y: NDArray[np.float64]) -> RowMetrics:
-        scale = pred.scale
-        idx = scale.index(np.round(y))
-        rows = np.arange(y.size)
-        covered = pred.sets[rows, idx]
-        lo, hi = label_bounds(pred.sets, scale.minimum)
-        width = np.nan_to_num(hi - lo, nan=0.0)
-        if pred.has_interval:
-            exp = pred.expanded_sets()
-            assert exp is not None
-            elo, ehi = label_bounds(exp, scale.minimum)
-            return cls(
-                (y >= pred.lower) & (y <= pred.upper),
-                np.maximum(pred.upper - pred.lower, 0.0),
-                covered,
-                width,
-                pred.sets.sum(axis=1),
-                exp[rows, idx],
-                np.nan_to_num(ehi - elo, nan=0.0),
-                pred.full_range,
-                (pred.lower + pred.upper) / 2,
-            )
-        mid = np.where(np.isnan(lo), np.nan, (lo + hi) / 2)
-        return cls(None, None, covered, width, pred.sets.sum(axis=1), None, None, pred.full_range, mid)
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    arr = np.asarray(values, dtype=np.float64)
-    return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else 0.0
-
-
-def _summary(per_seed: list[RowMetrics], *, with_size: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if per_seed[0].interval_covered is not None:
-        c = _mean_std([m.interval_covered.mean() for m in per_seed])  # type: ignore[union-attr]
-        w = _mean_std([m.interval_width.mean() for m in per_seed])  # type: ignore[union-attr]
-        out["interval"] = {"coverage": c[0], "coverage_std": c[1], "width": w[0], "width_std": w[1]}
-        c = _mean_std([m.expanded_covered.mean() for m in per_seed])  # type: ignore[union-attr]
-        w = _mean_std([m.expanded_width.mean() for m in per_seed])  # type: ignore[union-attr]
-        expanded = {"coverage": c[0], "coverage_std": c[1], "width": w[0], "width_std": w[1]}
-    else:
-        out["interval"] = None
-        expanded = None
-    c = _mean_std([m.labels_covered.mean() for m in per_seed])
-    w = _mean_std([m.labels_width.mean() for m in per_seed])
-    labels: dict[str, Any] = {"coverage": c[0], "coverage_std": c[1], "width": w[0], "width_std": w[1]}
-    if with_size:
-        s = _mean_std([m.labels_size.mean() for m in per_seed])
-        labels.update(size=s[0], size_std=s[1], empty=float(np.mean([(m.labels_size == 0).mean() for m in per_seed])))
-    out["labels"] = labels
-    out["expanded"] = expanded
-    return out
-
-
-def _pooled(rows: list[RowMetrics], attr: str) -> NDArray[Any]:
-    return np.concatenate([getattr(r, attr) for r in rows])
-
-
-def _stratified(rows: list[RowMetrics], strata: NDArray[Any], values: Sequence[Any]) -> dict[str, Any]:
-    """Coverage and width within each stratum, pooled over seeds."""
-    out: dict[str, Any] = {}
-    has_interval = rows[0].interval_covered is not None
-    lab_cov, lab_w = _pooled(rows, "labels_covered"), _pooled(rows, "labels_width")
-    if has_interval:
-        int_cov, int_w = _pooled(rows, "interval_covered"), _pooled(rows, "interval_width")
-        exp_cov, exp_w = _pooled(rows, "expanded_covered"), _pooled(rows, "expanded_width")
-    for v in values:
-        m = strata == v
-        if not m.any():
-            continue
-        entry: dict[str, Any] = {
-            "n": float(m.sum() / len(rows)),
-            "labels": {"coverage": float(lab_cov[m].mean()), "width": float(lab_w[m].mean())},
-        }
-        if has_interval:
-            entry["interval"] = {"coverage": float(int_cov[m].mean()), "width": float(int_w[m].mean())}
-            entry["expanded"] = {"coverage": float(exp_cov[m].mean()), "width": float(exp_w[m].mean())}
-        out[str(v)] = entry
-    return out
-
-
-def _midpoint_table(rows: list[RowMetrics], y: NDArray[np.float64], raw: NDArray[np.float64], scale: Any) -> dict[str, Any]:
-    mid = _pooled(rows, "midpoint")
-    ok = ~np.isnan(mid)
-    def stats(est: NDArray[np.float64]) -> dict[str, Any]:
-        pm = point_metrics(est[ok], y[ok], scale)
-        return {k: pm[k] for k in ("pearson", "spearman", "mae")} | {
-            "exact_accuracy": float(np.mean(np.round(est[ok]) == y[ok])) if ok.any() else None
-        }
-    return {"raw": stats(raw), "midpoint": stats(mid)}
-
-
-def evaluate(data: LikertData, protocol: Protocol) -> dict[str, Any]:
-    """Run the protocol and return the report (see the README for its schema)."""
-    specs = []
-    for s in protocol.methods:
-        name, kwargs = parse_method_spec(s)
-        specs.append(canonical_spec(name, kwargs))
-    if len(set(specs)) != len(specs):
-        raise InputError(f"a method is listed twice: {specs}")
-    for f in (protocol.mondrian, protocol.group):
-        if f is not None:
-            data.field(f)
-    if data.n < 4:
-        raise InputError(f"need at least 4 valid rows for a calibration/test split, got {data.n}")
-    # Build each method once up front so a bad spec fails before any work.
-    for spec in specs:
-        build_method(spec, alpha=protocol.alpha, scale=data.scale)
-
-    if protocol.jobs > 1 and len(protocol.seeds) > 1:
-        splits = _run_parallel(data, protocol, specs)
-    else:
-        splits = [_run_split(data, protocol, specs, s) for s in protocol.seeds]
-
-    scale = data.scale
-    P = judge_probabilities(data.logprobs, scale)
-    report: dict[str, Any] = {
-        "kind": "likert",
-        "input": {"source": data.source, "columns": data.columns},
-        "n": data.n,
-        "n_read": data.n_read,
-        "excluded": data.excluded.to_json(),
-        "flags": data.flags.to_json(key="flag"),
-        "alpha": protocol.alpha,
-        "scale": [scale.minimum, scale.maximum],
-        "protocol": {
-            "seeds": list(protocol.seeds),
-            "cal_fraction": protocol.cal_fraction,
-            "n_calibration": int(data.n - splits[0].test.size),
-            "n_test": int(splits[0].test.size),
-            "mondrian": protocol.mondrian,
-            "group": protocol.group,
-            "min_calibration_for_alpha": min_calibration_size(protocol.alpha),
-        },
-        "point": point_metrics(data.parsed, data.labels, scale, P),
-        "confusion": confusion_matrix(data.parsed, data.labels, scale),
-        "methods": {},
-    }
-    group_field = protocol.mondrian or protocol.group
-    groups = data.field(group_field) if group_field else None
-    y_all = data.labels
-    for spec in specs:
-        per_seed = [RowMetrics.of(s.predictions[spec], y_all[s.test]) for s in splits]
-        test_idx = np.concatenate([s.test for s in splits])
-        y_pool = y_all[test_idx]
-        entry = _summary(per_seed)
-        entry["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
-        err = np.abs(data.parsed[test_idx] - y_pool).astype(np.int64)
-        entry["coverage_by_label"] = _stratified(per_seed, y_pool.astype(np.int64), list(scale.labels))
-        entry["coverage_by_error"] = _stratified(per_seed, err, list(range(scale.k)))
-        widths = _pooled(per_seed, "labels_width")
-        entry["informativeness"] = informativeness(widths)
-        entry["midpoint"] = _midpoint_table(per_seed, y_pool, data.parsed[test_idx].astype(np.float64), scale)
-        report["methods"][spec] = entry
-
-    if groups is not None:
-        report["groups"] = _group_report(data, protocol, specs, splits, groups)
-        report["worst_group"] = {
-            spec: min(
-                (
-                    {"group": g, "coverage": v["methods"][spec]["labels"]["coverage"]}
-                    for g, v in report["groups"].items()
-                    if spec in v["methods"]
-                ),
-                key=lambda d: d["coverage"],
-                default=None,
-            )
-            for spec in specs
-        }
-    return report
-
-
-def _group_report(
-    data: LikertData,
-    protocol: Protocol,
-    specs: Sequence[str],
-    splits: list[SplitResult],
-    groups: NDArray[np.str_],
-) -> dict[str, Any]:
-    scale = data.scale
-    P = judge_probabilities(data.logprobs, scale)
-    out: dict[str, Any] = {}
-    for g in sorted(set(groups.tolist())):
-        rows = groups == g
-        point = point_metrics(data.parsed[rows], data.labels[rows], scale, P[rows])
-        entry: dict[str, Any] = {"n": int(rows.sum()), "point": point, "methods": {}}
-        for spec in specs:
-            per_seed = []
-            for s in splits:
-                in_group = groups[s.test] == g
-                if not in_group.any():
-                    continue
-                per_seed.append(RowMetrics.of(s.predictions[spec].take(np.flatnonzero(in_group)), data.labels[s.test][in_group]))
-            if not per_seed:
-                continue
-            summary = _summary(per_seed)
-            summary["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
-            summary["insufficient_calibration_seeds"] = int(
-                sum(g in s.insufficient_groups.get(spec, []) for s in splits)
-            )
-            width = (summary["interval"] or summary["labels"])["width"]
-            summary["rsg"] = ranking_scoring_gap(point["pearson"], width, scale)
-            entry["methods"][spec] = summary
-        out[g] = entry
-    return out
+def split_matrix(n: int, n_splits: int, cal_fraction: float, seed: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``(splits, n_cal)`` and ``(splits, n_test)`` index matrices, one random split per row."""
+    rng = np.random.default_rng(seed)
+    perms = rng.permuted(np.tile(np.arange(n), (n_splits, 1)), axis=1)
+    n_cal = min(max(round(cal_fraction * n), 1), n - 1)
+    return perms[:, :n_cal], perms[:, n_cal:]

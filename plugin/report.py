@@ -140,6 +140,17 @@ def write_table(report: dict[str, Any], out: TextIO, *, max_group_methods: int =
             w("  (all methods in the JSON report)\n")
 
 
+def write_report(report: dict[str, Any], out: TextIO, *, detail: str | None = None) -> None:
+    """The console table of any kind's report (Likert: with the detail of one method)."""
+    kind = report.get("kind", "likert")
+    if kind == "likert":
+        write_table(report, out)
+        if detail is not None:
+            write_detail(report, detail, out)
+    else:
+        {"pairwise": write_pairwise_table, "mcq": write_mcq_table, "parc": write_parc_table}[kind](report, out)
+
+
 def _head(report: dict[str, Any], out: TextIO, title: str) -> None:
     out.write(f"judgecp evaluate --kind {report['kind']}: {report['source']}\n")
     excl = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"]) or "none"

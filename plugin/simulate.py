@@ -1,15 +1,21 @@
-"""Synthetic judges with known behaviour, for tests, benchmarks and the example run.
+"""Synthetic judges with known behaviour, for tests, benchmarks and the example runs.
 
-Nothing here is a real model's output: the example report says so.
+One module for every kind: a Likert judge that ranks better than it scores,
+a position-biased pairwise judge, a multiple-choice model and PARC-style
+prompt variations. Rows are exchangeable, so every conformal guarantee
+applies exactly. Nothing here is a real model's output: the example reports
+say so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from judgecp.data import LikertData
+from judgecp.data import PairData, ScoreData
+from judgecp.records import choice_record
 from judgecp.scale import LikertScale
 
 
@@ -23,7 +29,7 @@ def simulate_likert_judge(
     judge_bias: float = 0.3,
     temperature: float = 0.6,
     compression: float = 0.7,
-) -> LikertData:
+) -> ScoreData:
     """A judge that ranks better than it scores, like the ones in the seed paper.
 
     Each item has a latent quality ``z ~ N(0, 1)``; the human label is
@@ -45,7 +51,7 @@ def simulate_likert_judge(
     labels = scale.labels.astype(np.float64)
     logits = -((labels[None, :] - perceived[:, None]) ** 2) / (2 * temperature**2)
     logprobs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
-    data = LikertData.from_arrays(
+    data = ScoreData.from_arrays(
         logprobs,
         human,
         scale=scale,
@@ -65,7 +71,7 @@ def simulate_mcq_records(
     skill: float = 1.5,
     temperature: float = 1.0,
     datasets: Sequence[str] = ("sqa", "ai2d"),
-) -> list[dict[str, object]]:
+) -> list[dict[str, Any]]:
     """Multiple-choice records from a model that knows the answer with some skill.
 
     Options are letters ``A..``; ``n_correct`` of them are correct. The
@@ -75,22 +81,22 @@ def simulate_mcq_records(
     """
     rng = np.random.default_rng(seed)
     letters = "ABCDEFGHIJ"
-    out: list[dict[str, object]] = []
+    out: list[dict[str, Any]] = []
     for i in range(n):
         k = int(rng.choice(option_counts))
         opts = list(letters[:k])
         correct = sorted(rng.choice(k, size=min(n_correct, k), replace=False).tolist())
         z = rng.normal(size=k) + skill * np.isin(np.arange(k), correct)
         lp = z / temperature - np.logaddexp.reduce(z / temperature)
-        out.append({
-            "id": f"q{i:05d}",
-            "options": opts,
-            "correct": [opts[c] for c in correct],
-            "logprobs": {o: float(v) for o, v in zip(opts, lp, strict=True)},
-            "prediction": opts[int(np.argmax(lp))],
-            "dataset": datasets[i % len(datasets)],
-            "category": f"cat{rng.integers(3)}",
-        })
+        out.append(choice_record(
+            f"q{i:05d}",
+            options=opts,
+            label=[opts[c] for c in correct],
+            logprobs={o: float(v) for o, v in zip(opts, lp, strict=True)},
+            prediction=opts[int(np.argmax(lp))],
+            task=datasets[i % len(datasets)],
+            group=f"cat{rng.integers(3)}",
+        ))
     return out
 
 
@@ -103,7 +109,7 @@ def simulate_parc_records(
     negation_blindness: float = 0.4,
     models: Sequence[str] = ("model",),
     dataset: str = "comparative",
-) -> list[dict[str, object]]:
+) -> list[dict[str, Any]]:
     """PARC-style records: an original prompt and four variations per source item.
 
     ``O`` (original), ``LR-I`` (instruction reformulation, same answer, a
@@ -115,15 +121,15 @@ def simulate_parc_records(
     """
     rng = np.random.default_rng(seed)
     letters = "ABCDEFGHIJ"
-    out: list[dict[str, object]] = []
+    out: list[dict[str, Any]] = []
 
     def record(model: str, sid: str, var: str, opts: list[str], correct: list[int], logits: np.ndarray) -> None:
         lp = logits - np.logaddexp.reduce(logits)
-        out.append({
-            "id": f"{model}/{sid}/{var}", "source_id": sid, "variation": var, "dataset": dataset, "model": model,
-            "options": opts, "correct": [opts[c] for c in correct],
-            "logprobs": {o: float(v) for o, v in zip(opts, lp, strict=True)}, "prediction": opts[int(np.argmax(lp))],
-        })
+        out.append(choice_record(
+            f"{model}/{sid}/{var}", source_id=sid, variation=var, task=dataset, judge=model, options=opts,
+            label=[opts[c] for c in correct], logprobs={o: float(v) for o, v in zip(opts, lp, strict=True)},
+            prediction=opts[int(np.argmax(lp))],
+        ))
 
     for model in models:
         for s in range(n_sources):
@@ -145,3 +151,33 @@ def simulate_parc_records(
             if k == 2:
                 record(model, sid, "VS-S", opts, [1 - c], base[::-1] + rng.normal(scale=0.5, size=k))
     return out
+
+
+def simulate_pairwise_judge(
+    n: int = 2000,
+    *,
+    seed: int = 0,
+    position_bias: float = 1.5,
+    skill: float = 4.0,
+    noise: float = 1.5,
+    human_noise: float = 0.5,
+) -> PairData:
+    """A position-biased judge on exchangeable pairs (for tests, benchmarks and examples).
+
+    Each pair has a latent quality difference ``d ~ N(0, 1)``; humans prefer
+    the original A iff ``d + human noise > 0``. The judge's logit for
+    "original A is better" is ``skill * d + noise`` plus ``position_bias``
+    toward whichever response it sees first: forward
+    ``P(A) = sigmoid(s + b)``, reversed ``P(original A) = sigmoid(s - b)``.
+    Averaging the orders cancels most of the bias; a single order does not.
+    """
+    rng = np.random.default_rng(seed)
+    d = rng.normal(size=n)
+    labels = (d + rng.normal(scale=human_noise, size=n) > 0).astype(np.int64)
+    s = skill * d + rng.normal(scale=noise, size=n)
+    p_fwd = 1 / (1 + np.exp(-(s + position_bias)))
+    p_rev = 1 / (1 + np.exp(-(s - position_bias)))
+    data = PairData.from_arrays(p_fwd, p_rev, labels, pair_ids=[f"pair{i:05d}" for i in range(n)])
+    data.n_read = n
+    data.source = f"synthetic position-biased judge (simulate_pairwise_judge, n={n}, seed={seed})"
+    return data

@@ -110,7 +110,7 @@ def test_group_too_small_for_the_level_is_flagged(judge_csv: Path, tmp_path: Pat
 @pytest.mark.parametrize("alpha", ["0", "1", "-0.2", "1.5"])
 def test_alpha_outside_unit_interval(judge_csv: Path, alpha: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["evaluate", str(judge_csv), "--alpha", alpha, "--methods", "naive"], capsys)
-    assert code == 2 and "alpha must be in (0, 1)" in err
+    assert code == 2 and "--alpha must be a number in (0, 1)" in err
 
 
 def test_errors_exit_2_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,7 +121,7 @@ def test_errors_exit_2_without_traceback(tmp_path: Path, capsys: pytest.CaptureF
     code, _, err = run(["evaluate", str(empty), "--example"], capsys)
     assert code == 2 and "not both" in err
     code, _, err = run(["evaluate", "--example", "--methods", "naive,nope"], capsys)
-    assert code == 2 and "unknown method 'nope'" in err
+    assert code == 2 and "unknown --methods method 'nope'" in err
     code, _, err = run(["evaluate", "--example", "--seeds", "x"], capsys)
     assert code == 2 and "--seeds" in err
 
@@ -136,7 +136,10 @@ def test_example_runs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
 def test_methods_listing(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["methods"], capsys)
     assert code == 0
-    assert [line.split()[0] for line in out.splitlines()] == METHOD_NAMES
+    methods = out.split("risk controllers")[0].splitlines()[1:]
+    assert [line.split()[0] for line in methods if not line.strip().startswith("parameters:")] == METHOD_NAMES
+    assert "lac(" not in out and "parameters: probabilities, fit_fraction" in out
+    assert "scope" in out.split("risk controllers")[1]
 
 
 def test_strict_json_turns_nan_into_null() -> None:
@@ -149,7 +152,7 @@ def test_strict_json_turns_nan_into_null() -> None:
 def test_pairwise_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json as _json
 
-    from judgecp.pairwise import simulate_pairwise_judge
+    from judgecp.simulate import simulate_pairwise_judge
 
     d = simulate_pairwise_judge(300, seed=2)
     rows = []

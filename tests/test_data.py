@@ -9,12 +9,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.data import load_likert
+from judgecp.data import Fields, ScoreData, from_records, load
 from judgecp.errors import InputError
 from judgecp.extraction import DEFAULT_FLOOR
 from judgecp.scale import LikertScale
 
 HEADER = "id,lp1,lp2,lp3,lp4,lp5,label,parsed"
+
+
+def load_likert(path: Path, *, label: str | None = None, logprobs: str | None = None, id_column: str | None = None,
+                parsed: str | None = None, group: str | None = None, joins: tuple[str, ...] | list[str] = (),
+                features: str | None = None, **options: object) -> ScoreData:
+    """The table flags of `judgecp evaluate` as the API takes them."""
+    fields = Fields(label=label, id=id_column, logprobs=logprobs, prediction=parsed, group=group, joins=tuple(joins),
+                    features=features)
+    data = load(path, "likert", fields, **options)
+    assert isinstance(data, ScoreData)
+    return data
 
 
 def good_rows(n: int = 20) -> list[str]:
@@ -94,7 +105,7 @@ def test_missing_and_extra_logprob_columns(tmp_path: Path) -> None:
     p = write(tmp_path, ["id,lp1,lp2,lp3,lp4,label", "a,-1,-2,-3,-4,3"])
     with pytest.raises(InputError, match=r"no column for label\(s\) \[5\]"):
         load_likert(p, logprobs="lp*")
-    with pytest.raises(InputError, match="cannot tell which columns"):
+    with pytest.raises(InputError, match=r"numbered columns lp1..lp4 are a 1:4 scale; is --scale right"):
         load_likert(p)
     p = write(tmp_path, ["id,lp1,lp2,lp3,lp4,lp5,lp_extra,label", "a,-1,-2,-3,-4,-5,0,3"])
     with pytest.raises(InputError, match="lp_extra"):
@@ -122,7 +133,7 @@ def test_empty_and_headless_files(tmp_path: Path) -> None:
 
 
 def test_all_rows_bad_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="no usable rows.*label_off_scale: 2"):
+    with pytest.raises(InputError, match="no usable records.*label_off_scale: 2"):
         load_likert(write(tmp_path, [HEADER, "a,-1,-2,-3,-4,-5,9,1", "b,-1,-2,-3,-4,-5,0,1"]))
 
 
@@ -171,9 +182,7 @@ def test_other_scale_and_logits(tmp_path: Path) -> None:
     assert d.n == 2 and d.parsed.tolist() == [1, 2] and math.isclose(d.labels[1], 2)
 
 
-def test_records_from_an_adapter() -> None:
-    from judgecp.data import likert_from_records
-
+def test_rows_of_any_shape_in_memory() -> None:
     lp = {"1": -3.0, "2": -2.0, "3": -1.0, "4": -0.5, "5": -2.5}
     records = [
         {"id": "a", "label": 4, "logprobs": lp, "parsed": 4, "group": "chart", "flags": []},
@@ -181,10 +190,11 @@ def test_records_from_an_adapter() -> None:
         {"id": "c", "label": 3, "logprobs": None, "parsed": None, "group": "coco", "flags": ["no_score"]},
         {"id": "d", "label": 7, "logprobs": lp, "parsed": 4, "group": "coco", "flags": []},
     ]
-    d = likert_from_records(records, group="group")
+    d = from_records(records, "likert", Fields(group="group"))
+    assert isinstance(d, ScoreData)
     assert d.n == 2 and d.ids.tolist() == ["a", "b"]
     assert reasons(d) == {"no_score": 1, "label_off_scale": 1}
     assert dict(d.flags.counts) == {"missing_token": 1}
     assert d.field("group").tolist() == ["chart", "chart"]
-    with pytest.raises(InputError, match="no records"):
-        likert_from_records([])
+    with pytest.raises(InputError, match="no usable records"):
+        from_records([], "likert")

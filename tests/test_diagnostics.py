@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from judgecp.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
-from judgecp.protocol import informativeness
+from judgecp.evaluation.metrics import informativeness
 from judgecp.scale import LikertScale
 
 SCALE = LikertScale()

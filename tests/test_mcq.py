@@ -10,18 +10,20 @@ import numpy as np
 import pytest
 
 from judgecp.conformal import conformal_quantile
+from judgecp.data import ChoiceData, from_records, load
 from judgecp.errors import InputError
-from judgecp.mcq import (
-    MCQProtocol,
-    evaluate_mcq,
-    load_mcq,
-    mcq_from_records,
-    option_scale,
-    option_sets,
-)
+from judgecp.evaluation import evaluate
+from judgecp.evaluation.choice import option_scale, option_sets
 from judgecp.methods.sets import aps_scores, sets_at, true_label_scores
 from judgecp.plugins import build_method
+from judgecp.protocol import Protocol, parse_settings
 from judgecp.simulate import simulate_mcq_records
+
+
+def mcq_from_records(records: list[dict[str, object]]) -> ChoiceData:
+    data = from_records(records, "mcq")
+    assert isinstance(data, ChoiceData)
+    return data
 
 Z = 4.0
 
@@ -184,7 +186,8 @@ def test_bad_mcq_input_is_counted(tmp_path: Path) -> None:
     ]
     p = tmp_path / "mcq.jsonl"
     p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
-    d = load_mcq(p)
+    d = load(p, "mcq")
+    assert isinstance(d, ChoiceData)
     assert d.ids.tolist() == ["ok", "under"]
     assert dict(d.excluded.counts) == {"option_logprob_missing": 1, "answer_not_an_option": 1, "answer_missing": 1,
                                        "probabilities_invalid": 1, "logprob_invalid": 1, "options_missing": 1}
@@ -194,16 +197,16 @@ def test_bad_mcq_input_is_counted(tmp_path: Path) -> None:
 
 def test_ordinal_and_recalibrated_methods_are_refused() -> None:
     with pytest.raises(InputError, match="no order"):
-        MCQProtocol(methods=("ordinal_aps",))
+        parse_settings({"methods": "ordinal_aps"}, kind="mcq")
     with pytest.raises(InputError, match="no order"):
-        MCQProtocol(methods=("naive",))
+        parse_settings({"methods": "naive"}, kind="mcq")
     with pytest.raises(InputError, match="not classes shared"):
-        MCQProtocol(methods=("lac(probabilities=recalibrated)",))
+        parse_settings({"methods": "lac(probabilities=recalibrated)"}, kind="mcq")
 
 
 def test_report_schema() -> None:
     data = mcq_from_records(simulate_mcq_records(400, seed=2))
-    r = evaluate_mcq(data, MCQProtocol(seeds=(0, 1)))
+    r = evaluate(data, Protocol(seeds=(0, 1)))
     assert set(r["methods"]) == {"lac", "aps", "aps(randomized=False)", "raps", "margin"}
     for m in r["methods"].values():
         assert {"coverage", "coverage_std", "set_size", "set_size_std", "set_size_correct",

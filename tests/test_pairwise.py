@@ -1,6 +1,6 @@
 """Pairwise judges: BPE's invariance and quality, and every controller's promise.
 
-Simulation: a position-biased judge (judgecp.pairwise.simulate_pairwise_judge)
+Simulation: a position-biased judge (judgecp.simulate.simulate_pairwise_judge)
 on exchangeable pairs. Two designs, both with 1000 repetitions:
 
 * random 50/50 splits of one pool of 2000 pairs, test risk measured on the
@@ -22,19 +22,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from judgecp.data import PairData, from_records, load
 from judgecp.errors import InputError
-from judgecp.pairwise import (
-    PairwiseData,
-    PairwiseProtocol,
-    Splits,
-    evaluate_pairwise,
-    load_pairwise,
-    make_controller,
-    pairwise_from_records,
-    signals,
-    simulate_pairwise_judge,
-)
+from judgecp.evaluation import evaluate
+from judgecp.evaluation.pair import Splits, make_controller
+from judgecp.protocol import Protocol
 from judgecp.selective import ClopperPearson, apply
+from judgecp.signals import signals
+from judgecp.simulate import simulate_pairwise_judge
 
 ALPHAS = (0.05, 0.10, 0.15, 0.20, 0.25)
 POPULATION = 1_000_000
@@ -57,11 +52,10 @@ def true_risk(thresholds: np.ndarray, population: tuple[np.ndarray, np.ndarray])
     return np.where(k > 0, errors / np.maximum(k, 1), 0.0), k / u.size
 
 
-def run(data: PairwiseData, name: str, alpha: float, splits: int = 1000, seed: int = 0, delta: float = 0.1):
-    protocol = PairwiseProtocol(alphas=(alpha,), n_splits=splits, seed=seed, delta=delta)
+def run(data: PairData, name: str, alpha: float, splits: int = 1000, seed: int = 0, delta: float = 0.1):
     sig = signals(data)["bpe"]
-    sp = Splits.of(sig, data.labels, protocol)
-    thr = make_controller(name, protocol).thresholds(sp.u_sorted, sp.e_sorted, alpha, sig)
+    sp = Splits.of(sig, data.labels, splits, 0.5, seed)
+    thr = make_controller(name, delta).thresholds(sp.u_sorted, sp.e_sorted, alpha, sig)
     risk, cov, n_acc = apply(thr, sp.u_test, sp.e_test)
     return thr, risk, cov, n_acc
 
@@ -74,8 +68,7 @@ def independent_thresholds(name: str, alpha: float, reps: int = 1000, n_cal: int
     u = sig.uncertainty.reshape(reps, n_cal)
     e = (sig.prediction != draw.labels).reshape(reps, n_cal)
     order = np.argsort(u, axis=1, kind="stable")
-    protocol = PairwiseProtocol(alphas=(alpha,), delta=delta)
-    return make_controller(name, protocol).thresholds(
+    return make_controller(name, delta).thresholds(
         np.take_along_axis(u, order, axis=1), np.take_along_axis(e, order, axis=1), alpha, sig)
 
 
@@ -121,7 +114,7 @@ def test_no_feasible_threshold_means_abstain_on_everything() -> None:
     rng = np.random.default_rng(0)
     n = 1000
     p = rng.uniform(size=n)
-    data = PairwiseData.from_arrays(p, p, rng.integers(0, 2, size=n))
+    data = PairData.from_arrays(p, p, rng.integers(0, 2, size=n))
     for name in ("scope", "clopper_pearson"):
         thr, risk, cov, n_acc = run(data, name, 0.05, splits=200)
         assert np.isneginf(thr).all() and (n_acc == 0).all() and (cov == 0).all(), name
@@ -180,7 +173,7 @@ def test_clopper_pearson_bound_is_exact() -> None:
 
 
 def test_bpe_beats_single_order_confidence_on_a_position_biased_judge() -> None:
-    from judgecp.pairwise import uncertainty_quality
+    from judgecp.signals import uncertainty_quality
 
     for seed in range(3):
         data = simulate_pairwise_judge(4000, seed=seed)
@@ -205,7 +198,8 @@ def test_records_in_both_orders_are_aligned_to_the_original_a() -> None:
         # reversed: original B is shown first as "A"; preferring "B" here means preferring original A
         {"pair_id": "p1", "order": "rev", "lp_A": -3.0, "lp_B": -0.05, "label": "A"},
     ]
-    d = pairwise_from_records(recs)
+    d = from_records(recs, "pairwise")
+    assert isinstance(d, PairData)
     pf = 1 / (1 + np.exp(-2.4))
     pr = 1 / (1 + np.exp(-2.95))
     assert d.p_fwd[0] == pytest.approx(pf) and d.p_rev[0] == pytest.approx(pr)
@@ -229,20 +223,21 @@ def test_bad_pairwise_input_is_counted(tmp_path: Path) -> None:
     ]
     p = tmp_path / "pairs.jsonl"
     p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
-    d = load_pairwise(p)
+    d = load(p, "pairwise")
+    assert isinstance(d, PairData)
     assert sorted(d.pair_ids.tolist()) == ["ok", "single", "under"]
     assert dict(d.excluded.counts) == {
         "label_conflict": 1, "tie_label": 1, "probabilities_invalid": 1, "logprob_invalid": 1,
         "duplicate_order": 1, "order_unknown": 1}
     assert dict(d.flags.counts) == {"single_order": 2}  # single and under have one order each
     assert d.p_fwd[d.pair_ids.tolist().index("under")] == pytest.approx(0.75)  # renormalised 0.6/0.8
-    with pytest.raises(InputError, match="no usable pairs"):
-        pairwise_from_records([recs[2], recs[3]])
+    with pytest.raises(InputError, match="no usable records"):
+        from_records([recs[2], recs[3]], "pairwise")
 
 
 def test_report_schema() -> None:
     data = simulate_pairwise_judge(400, seed=1)
-    r = evaluate_pairwise(data, PairwiseProtocol(n_splits=50))
+    r = evaluate(data, Protocol(splits=50))
     assert set(r["controllers"]) == {"scope", "clopper_pearson", "naive", "heuristic", "vanilla"}
     for per in r["controllers"].values():
         assert set(per) == {"0.05", "0.1", "0.15", "0.2", "0.25"}
@@ -251,4 +246,4 @@ def test_report_schema() -> None:
     assert set(r["uncertainty"]["bpe"]) == {"accuracy", "ece", "auroc", "auprc"}
     assert r["risk_coverage"]["bpe"][-1]["coverage"] == 1.0
     with pytest.raises(InputError, match="signal 'verbalized' is not available"):
-        evaluate_pairwise(data, PairwiseProtocol(n_splits=5, signal="verbalized"))
+        evaluate(data, Protocol(splits=5, signal="verbalized"))

@@ -9,9 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from judgecp.data import ChoiceData, from_records
 from judgecp.errors import InputError
-from judgecp.mcq import mcq_from_records
-from judgecp.parc import PARCProtocol, calibrated, evaluate_parc, reliability, reliability_exponent
+from judgecp.evaluation import evaluate_parc
+from judgecp.parc import calibrated, reliability, reliability_exponent
+from judgecp.protocol import Protocol
+
+
+def mcq_from_records(records: list[dict[str, object]]) -> ChoiceData:
+    data = from_records(records, "parc")
+    assert isinstance(data, ChoiceData)
+    return data
 
 LETTERS = "ABCDEFGH"
 STRUCTURES = {
@@ -56,7 +64,7 @@ def build(model: str, structure: str, n: int = 2000, seed: int = 0) -> list[dict
 
 
 def scores(records: list[dict[str, object]], reference: str = "variation") -> dict[str, object]:
-    return evaluate_parc(mcq_from_records(records), PARCProtocol(seeds=(0, 1, 2), reference=reference))
+    return evaluate_parc(mcq_from_records(records), Protocol(seeds=(0, 1, 2), reference=reference))
 
 
 def cal(report: dict[str, object], score: str, variation: str) -> float:
@@ -151,11 +159,11 @@ def test_variation_without_original_and_unknown_family_are_counted() -> None:
     recs = build("right", "2 options", n=40)
     recs = [r for r in recs if not (r["source_id"] == "s3" and r["variation"] == "O")]
     recs.append({**recs[0], "id": "odd", "variation": "XX-1"})
-    r = evaluate_parc(mcq_from_records(recs), PARCProtocol(seeds=(0,)))
+    r = evaluate_parc(mcq_from_records(recs), Protocol(seeds=(0,)))
     excluded = {e["reason"]: e["count"] for e in r["excluded"]}
     assert excluded == {"no_original_prompt": 2, "variation_unknown": 1}
     with pytest.raises(InputError, match="source_id"):
-        evaluate_parc(mcq_from_records([{k: v for k, v in x.items() if k != "source_id"} for x in recs[:9]]), PARCProtocol())
+        evaluate_parc(mcq_from_records([{k: v for k, v in x.items() if k != "source_id"} for x in recs[:9]]), Protocol())
 
 
 def test_report_layout() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 import types
@@ -35,7 +36,9 @@ def test_every_hook_is_documented() -> None:
     names = hook_names()
     assert names, "no hookspecs found"
     for name in names:
-        assert f"### `{name}(" in text, f"hook {name} is not documented in docs/plugins.md"
+        spec = inspect.signature(getattr(hookspecs, name))
+        heading = f"### `{name}({', '.join(spec.parameters)})`"
+        assert heading in text, f"hook {name} is not documented in docs/plugins.md as {heading}"
         assert getattr(hookspecs, name).__doc__, f"hook {name} has no docstring"
 
 

@@ -1,0 +1,151 @@
+"""``judgecp bench scale``: time and peak memory at scale, each measurement in a fresh process.
+
+Three measurements, written as a table (README, "Benchmarks: scale"):
+
+1. a million Likert records (a CSV written here from the synthetic judge)
+   read, validated and run through ``naive, lac, aps, ordinal_aps, cqr`` over
+   10 splits, against a plain pandas + numpy split-conformal pass over the
+   same file (read, softmax, expected score, 10 splits of naive split
+   conformal: the floor of what any tool must do); the ratio is the number
+   to read;
+2. a million pairs through SCOPE's 1000 splits (every controller, five levels);
+3. every method at 100,000 records (one split of the protocol), with its time
+   and memory complexity.
+
+Each runs in its own Python process with one thread (OMP/BLAS), so the peak
+resident memory (``ru_maxrss``) is the measurement's own, imports included.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+#: Time and memory of one split of each method at n rows, as implemented (README states the same).
+COMPLEXITY = {
+    "naive": ("O(n)", "O(n)"),
+    "cqr": ("two gradient-boosted quantile fits on at most max_fit_rows rows, O(n) prediction", "O(n)"),
+    "cqr_asym": ("as cqr", "O(n)"),
+    "chr": ("a multinomial fit on the fit part, O(n K^2) ranges", "O(n K^2)"),
+    "lvd": ("see the method's docstring", "see the method's docstring"),
+    "boosted_cqr": ("see the method's docstring", "O(n)"),
+    "boosted_lcp": ("see the method's docstring", "O(n)"),
+    "r2ccp": ("epochs x fit rows (an MLP), O(n G) prediction over G grid points", "O(n G)"),
+    "ordinal_aps": ("O(n K^2)", "O(n K)"),
+    "lac": ("O(n K)", "O(n K)"),
+    "aps": ("O(n K log K)", "O(n K)"),
+    "raps": ("O(n K log K)", "O(n K)"),
+    "ordinal_set": ("O(n K)", "O(n K)"),
+    "margin": ("O(n K)", "O(n K)"),
+}
+
+LIKERT_METHODS = ("naive", "lac", "aps", "ordinal_aps", "cqr")
+
+_CHILD = textwrap.dedent('''
+    import json, resource, sys, time
+    t0 = time.perf_counter()
+    result = {body}
+    result["seconds"] = time.perf_counter() - t0
+    result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("JUDGECP_BENCH " + json.dumps(result))
+''')
+
+
+def _child(body: str, setup: str = "") -> dict[str, Any]:
+    import os
+
+    code = setup + "\n" + _CHILD.replace("{body}", body)
+    # One thread per process for every measurement (OpenMP's spinning threads in scikit-learn's
+    # boosting turn a busy machine's minutes into hours), as the protocol's worker processes run.
+    env = {**os.environ, **dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"), "1")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("JUDGECP_BENCH ")), None)
+    if proc.returncode != 0 or line is None:
+        raise RuntimeError(f"benchmark process failed:\n{proc.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(line[len("JUDGECP_BENCH "):])
+    return out
+
+
+def write_likert_csv(path: Path, n: int, seed: int = 0) -> None:
+    """The synthetic judge's records as a CSV (ids, five logprob columns, label, group)."""
+    import numpy as np
+
+    from judgecp.simulate import simulate_likert_judge
+
+    data = simulate_likert_judge(n=n, seed=seed)
+    lp = np.round(data.logprobs, 6)
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write("id,lp1,lp2,lp3,lp4,lp5,label,group\n")
+        block = 100_000
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            rows = np.column_stack([lp[start:stop], data.labels[start:stop]])
+            ids, groups = data.ids[start:stop], data.field("group")[start:stop]
+            handle.writelines(f"{ids[i]},{','.join(map(repr, rows[i, :5].tolist()))},{int(rows[i, 5])},{groups[i]}\n"
+                              for i in range(stop - start))
+
+
+PLAIN_SETUP = textwrap.dedent('''
+    import numpy as np, pandas as pd
+    def plain(path):
+        frame = pd.read_csv(path)
+        lp = frame[["lp1", "lp2", "lp3", "lp4", "lp5"]].to_numpy()
+        p = np.exp(lp - lp.max(axis=1, keepdims=True)); p /= p.sum(axis=1, keepdims=True)
+        score = p @ np.arange(1, 6)
+        y = frame["label"].to_numpy(dtype=float)
+        n = y.size; widths = []
+        for seed in range(10):
+            perm = np.random.default_rng(seed).permutation(n); cal, test = perm[: n // 2], perm[n // 2:]
+            r = np.sort(np.abs(y[cal] - score[cal])); q = r[int(np.ceil((cal.size + 1) * 0.9)) - 1]
+            widths.append(float(np.mean(np.minimum(score[test] + q, 5) - np.maximum(score[test] - q, 1))))
+        return {"width": float(np.mean(widths))}
+''')
+
+
+def bench_scale(
+    out: TextIO, *, rows: int = 1_000_000, pairs: int = 1_000_000, pair_splits: int = 1000,
+    method_rows: int = 100_000, methods: Sequence[str] | None = None, workdir: str | None = None,
+) -> list[dict[str, Any]]:
+    from judgecp.plugins import method_classes
+
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        csv = Path(tmp) / "likert.csv"
+        write_likert_csv(csv, rows)
+        out.write(f"bench scale: {rows:,} Likert records in {csv.stat().st_size / 1e6:.0f} MB of CSV; "
+                  f"each measurement in its own process\n")
+        plain = _child(f"plain({str(csv)!r})", PLAIN_SETUP)
+        results.append({"what": f"plain pandas + numpy split conformal, {rows:,} rows x 10 splits", **plain})
+        ours = _child(
+            "(lambda d: {'n': d.n, 'width': __import__('judgecp').evaluate(d, __import__('judgecp').Protocol("
+            f"methods={LIKERT_METHODS!r}, splits=10))['methods']['naive']['labels']['width']}})"
+            f"(__import__('judgecp').load({str(csv)!r}))"
+        )
+        ours["ratio"] = ours["seconds"] / plain["seconds"]
+        results.append({"what": f"judgecp: read + {', '.join(LIKERT_METHODS)} x 10 splits, {rows:,} rows", **ours})
+        pair_run = _child(
+            "(lambda d: {'n': d.n, 'risk': __import__('judgecp').evaluate(d, __import__('judgecp').Protocol("
+            f"splits={pair_splits}))['controllers']['scope']['0.1']['risk']}})"
+            f"(__import__('judgecp').simulate_pairwise_judge({pairs}, seed=0))"
+        )
+        results.append({"what": f"judgecp: {pairs:,} pairs x {pair_splits} splits (5 controllers x 5 levels)", **pair_run})
+        names = list(methods) if methods is not None else list(method_classes())
+        for name in names:
+            run = _child(
+                "(lambda d: {'n': d.n, 'coverage': __import__('judgecp').evaluate(d, __import__('judgecp').Protocol("
+                f"methods=({name!r},), splits=1))['methods'][{name!r}]['labels']['coverage']}})"
+                f"(__import__('judgecp').simulate_likert_judge(n={method_rows}, seed=1))"
+            )
+            time_c, mem_c = COMPLEXITY.get(name, ("?", "?"))
+            results.append({"what": f"{name} at {method_rows:,} records (one split)", "time": time_c, "memory": mem_c, **run})
+    out.write(f"  {'measurement':72s} {'seconds':>8s} {'peak MB':>8s} {'ratio':>6s}\n")
+    for r in results:
+        ratio = f"{r['ratio']:.1f}x" if "ratio" in r else ""
+        out.write(f"  {r['what']:72s} {r['seconds']:8.2f} {r['peak_mb']:8.0f} {ratio:>6s}\n")
+    return results

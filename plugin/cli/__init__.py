@@ -1,0 +1,49 @@
+"""The ``judgecp`` command line: a thin layer over the Python API.
+
+Core commands: ``evaluate`` (the repeated-split study of any kind),
+``records`` (any supported input as ``judgecp.record/1`` JSONL),
+``methods`` (the registered methods and controllers) and ``bench``. Harness
+adapters add theirs through the ``register_commands`` hook. An error meant
+for the user (:class:`~judgecp.errors.InputError`, a missing optional
+dependency) is printed on one line and the exit status is 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from judgecp.errors import InputError, MissingDependencyError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from judgecp import __version__
+    from judgecp.cli import commands, evaluate
+    from judgecp.plugins import get_plugin_manager
+
+    parser = argparse.ArgumentParser(
+        prog="judgecp", description="How far can a model judge be trusted? Conformal reliability metrics for judges."
+    )
+    parser.add_argument("--version", action="version", version=f"judgecp {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    evaluate.add_parser(sub)
+    commands.add_records(sub)
+    commands.add_methods(sub)
+    bench = commands.add_bench(sub)
+    get_plugin_manager().hook.register_commands(commands=sub, benchmarks=bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.func(args))
+    except (InputError, MissingDependencyError) as exc:
+        print(f"judgecp: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

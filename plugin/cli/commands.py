@@ -1,0 +1,156 @@
+"""``judgecp records``, ``judgecp methods`` and ``judgecp bench``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from judgecp.errors import InputError
+
+
+def add_records(sub: Any) -> None:
+    p = sub.add_parser(
+        "records",
+        help="write any supported input as judgecp.record/1 JSONL (one currency for every tool)",
+        description="Read a table (with the column flags of `judgecp evaluate`) or a harness output file "
+        "(--format lm-eval|vlmeval) and write its judgments as judgecp.record/1 records, one per line.",
+    )
+    p.add_argument("input")
+    p.add_argument("-o", "--output", required=True, help="records JSONL to write")
+    p.add_argument("--kind", choices=("likert", "pairwise", "mcq", "parc"))
+    p.add_argument("--format", default="table", help="table (default), auto, or a registered harness format")
+    p.add_argument("--sidecar", action="append", default=[], metavar="FILE", help="--format vlmeval: extra sidecar")
+    p.add_argument("--label")
+    p.add_argument("--id", dest="id_column")
+    p.add_argument("--logprobs", metavar="COLUMN|GLOB")
+    p.add_argument("--prediction", "--parsed", dest="prediction")
+    p.add_argument("--group")
+    p.add_argument("--join", action="append", default=[], metavar="FILE[:PREFIX]")
+    p.add_argument("--scale", help="rating scale MIN:MAX (Likert; default 1:5)")
+    p.add_argument("--unlabeled", action="store_true", help="keep rows without a label (written with label null)")
+    p.set_defaults(func=run_records)
+
+
+def run_records(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from judgecp.cli.evaluate import check_output
+    from judgecp.data import Fields, from_table
+    from judgecp.data.export import to_records
+    from judgecp.plugins import record_format, sniff_format
+    from judgecp.scale import LikertScale
+    from judgecp.tables import read_table, write_records
+
+    check_output(args.output, "--output")
+    path = Path(args.input)
+    fmt = sniff_format(path) if args.format == "auto" else args.format
+    if fmt != "table":
+        if not path.is_file():
+            raise InputError(f"{path}: no such file")
+        batch = record_format(fmt).read(path, **({"sidecars": args.sidecar} if args.sidecar else {}))
+        count = write_records(args.output, batch.records)
+        left = ", ".join(f"{e['reason']} {e['count']}" for e in batch.excluded.to_json()) or "none"
+        print(f"{count} records written to {args.output}; left out while reading: {left}", file=sys.stderr)
+        return 0
+    fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
+                    group=args.group, joins=tuple(args.join))
+    options: dict[str, Any] = {"require_label": not args.unlabeled}
+    if args.scale:
+        options["scale"] = LikertScale.parse(args.scale)
+    data = from_table(read_table(path), args.kind, fields, **options)
+    count = write_records(args.output, to_records(data))
+    left = ", ".join(f"{e['reason']} {e['count']}" for e in data.excluded.to_json()) or "none"
+    print(f"{count} {data.kind} records written to {args.output} ({data.n_read} rows read); left out: {left}",
+          file=sys.stderr)
+    return 0
+
+
+def add_methods(sub: Any) -> None:
+    p = sub.add_parser("methods", help="list the registered conformal methods and risk controllers")
+    p.set_defaults(func=run_methods)
+
+
+def run_methods(args: argparse.Namespace) -> int:
+    from judgecp.plugins import method_classes, method_parameters, missing_dependency
+    from judgecp.selective import controller_classes
+
+    print("conformal methods (--methods NAME or NAME(param=value, ...)):")
+    for name, cls in method_classes().items():
+        missing = missing_dependency(cls)
+        status = "" if missing is None else f"  [unavailable: {missing}]"
+        kind = cls.output + (", fits a model" if cls.fits_model else "")
+        print(f"  {name:14s} {kind:24s} {cls.reference}{status}")
+        params = method_parameters(cls)
+        if params:
+            print(f"  {'':14s} parameters: {', '.join(params)}")
+    print("risk controllers (--controllers, pairwise):")
+    for name, ctrl in controller_classes().items():
+        print(f"  {name:16s} {'guaranteed' if ctrl.guaranteed else 'no guarantee':13s} {ctrl.reference}")
+    return 0
+
+
+def add_bench(sub: Any) -> Any:
+    """``judgecp bench``; returns its sub-parser action (adapters add benchmarks to it)."""
+    p = sub.add_parser("bench", help="benchmarks (timings go to the terminal, never to tests)")
+    bsub = p.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
+    b = bsub.add_parser("protocol", help="time every method over the splits on the 5.7k-row features")
+    b.add_argument("--data", help="features CSV (default: ../shared/data/mllm_judge/llava_critic_7b_features.csv, else synthetic)")
+    b.add_argument("--splits", default="10")
+    b.add_argument("--methods", default="all")
+    b.add_argument("--jobs", default="1")
+    b.set_defaults(func=run_bench_protocol)
+    b = bsub.add_parser("scope", help="time SCOPE and the other controllers over splits x levels")
+    b.add_argument("--pairs", type=int, default=2000)
+    b.add_argument("--splits", type=int, default=1000)
+    b.add_argument("--alphas", default="0.05,0.1,0.15,0.2,0.25")
+    b.set_defaults(func=run_bench_scope)
+    b = bsub.add_parser("scale", help="time and peak memory at a million records and pairs, and every method at 100k")
+    b.add_argument("--rows", type=int, default=1_000_000, help="Likert records (default 1,000,000)")
+    b.add_argument("--pairs", type=int, default=1_000_000, help="pairs (default 1,000,000)")
+    b.add_argument("--pair-splits", type=int, default=1000, help="pairwise splits (default 1000)")
+    b.add_argument("--method-rows", type=int, default=100_000, help="records per method (default 100,000)")
+    b.add_argument("--methods", help="methods to time at --method-rows (default: every registered method)")
+    b.add_argument("--json", help="write the measurements as JSON")
+    b.set_defaults(func=run_bench_scale)
+    return bsub
+
+
+def run_bench_scale(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from judgecp.bench_scale import bench_scale
+    from judgecp.cli.evaluate import check_output
+    from judgecp.plugins import split_method_list
+
+    check_output(args.json)
+    methods = split_method_list(args.methods) if args.methods else None
+    results = bench_scale(sys.stdout, rows=args.rows, pairs=args.pairs, pair_splits=args.pair_splits,
+                          method_rows=args.method_rows, methods=methods)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def run_bench_protocol(args: argparse.Namespace) -> int:
+    from judgecp.bench import bench_protocol
+    from judgecp.cli.evaluate import flag_name
+    from judgecp.protocol import parse_settings
+
+    protocol = parse_settings({"methods": args.methods, "splits": args.splits, "jobs": args.jobs}, kind="likert",
+                              spell=flag_name)
+    bench_protocol(args.data, protocol, sys.stdout)
+    for name, reason in protocol.skipped:
+        print(f"  {name}: skipped ({reason})")
+    return 0
+
+
+def run_bench_scope(args: argparse.Namespace) -> int:
+    from judgecp.bench import bench_scope
+    from judgecp.cli.evaluate import flag_name
+    from judgecp.protocol import parse_settings
+
+    protocol = parse_settings({"alphas": args.alphas, "splits": args.splits}, kind="pairwise", spell=flag_name)
+    bench_scope(args.pairs, protocol, sys.stdout)
+    return 0

@@ -1,0 +1,189 @@
+"""``judgecp evaluate``: the repeated-split study of a judge, from a file or the embedded example.
+
+The flags mean the same for every ``--kind``: the column flags become a
+:class:`judgecp.data.Fields`, the protocol flags go through
+:func:`judgecp.protocol.parse_settings` (a flag a kind does not use is an
+error, never silently ignored), and the report is :func:`judgecp.evaluate`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from judgecp.errors import InputError
+
+#: Protocol flags (argparse dest -> setting name).
+PROTOCOL_FLAGS = ("alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "mondrian",
+                  "group", "jobs", "signal", "controllers", "delta", "reference")
+
+
+def flag_name(setting: str) -> str:
+    return "--" + setting.replace("_", "-")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="the repeated-split study of a judge: conformal sets, selective risk, PARC, diagnostics",
+        description="Evaluate a judge from its answer-token logprobs and human labels (any kind, any input).",
+    )
+    p.add_argument("input", nargs="?", help="CSV/TSV/JSONL/Parquet of judge outputs, or a harness output file (--format)")
+    p.add_argument("--kind", choices=("likert", "pairwise", "mcq", "parc"), default=None,
+                   help="likert: scores on a scale; pairwise: A/B verdicts in both orders; mcq: multiple-choice "
+                   "answers; parc: multiple choice across prompt variations (default: the records' shape, else likert)")
+    p.add_argument("--example", action="store_true", help="run on the embedded synthetic example of --kind instead of INPUT")
+    p.add_argument("--format", default="table",
+                   help="table: CSV/TSV/JSONL/Parquet (default); a harness output format an adapter registers "
+                   "(lm-eval: samples_<task>_<date>.jsonl; vlmeval: a prediction file with its logprob sidecar); "
+                   "auto: recognise it")
+    p.add_argument("--sidecar", action="append", default=[], metavar="FILE",
+                   help="--format vlmeval: a logprob sidecar JSONL besides the ones found next to INPUT (repeatable)")
+    cols = p.add_argument_group("columns (every kind)")
+    cols.add_argument("--label", help="human label column (default: label, or the kind's usual names)")
+    cols.add_argument("--id", dest="id_column", help="id column (default: id, sample_id, doc_id, index)")
+    cols.add_argument("--logprobs", metavar="COLUMN|GLOB",
+                      help="a column of {token: logprob} objects, or a glob of one column per token ('s2_lp*', 'lp_*')")
+    cols.add_argument("--prediction", "--parsed", dest="prediction",
+                      help="the judge's own answer (Likert: its parsed score; default: prediction, parsed, ...; else argmax)")
+    cols.add_argument("--group", help="field for per-group tables (Likert, pairwise) or grouping (multiple choice)")
+    cols.add_argument("--join", action="append", default=[], metavar="FILE[:PREFIX]", help="add columns from FILE by id (repeatable)")
+    lik = p.add_argument_group("Likert (--kind likert)")
+    lik.add_argument("--features", metavar="GLOB", help="extra feature columns for fitted models (multi-judge fusion)")
+    lik.add_argument("--scale", help="rating scale MIN:MAX (default 1:5)")
+    lik.add_argument("--floor", type=float, help="value for NaN/-inf logprobs that are floored (default log 1e-5)")
+    lik.add_argument("--nan", choices=("exclude", "floor"), help="rows with NaN logprobs: exclude (default) or floor and flag")
+    run = p.add_argument_group("protocol (every kind)")
+    run.add_argument("--alpha", help="miscoverage (Likert, multiple choice), PARC's LAC level, or pairwise headline risk (default 0.1)")
+    run.add_argument("--alphas", help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25)")
+    run.add_argument("--methods", help="comma-separated conformal method specs, e.g. 'naive,lac(probabilities=recalibrated)', "
+                     "or 'all' (Likert default: all; multiple choice: lac,aps,aps(randomized=False),raps,margin)")
+    run.add_argument("--splits", help="random calibration/test splits (default 10; pairwise 1000)")
+    run.add_argument("--seeds", help="the splits' seeds as a list (0,3,7), or a count (same as --splits)")
+    run.add_argument("--random-state", dest="random_state", help="seed of the first split (default 0)")
+    run.add_argument("--cal-fraction", dest="cal_fraction", help="calibration share of each split (default 0.5)")
+    run.add_argument("--mondrian", metavar="FIELD", help="calibrate separately for each value of FIELD (Likert)")
+    run.add_argument("--jobs", help="processes for the splits (Likert; default 1)")
+    pw = p.add_argument_group("pairwise (--kind pairwise)")
+    pw.add_argument("--signal", help="uncertainty the controllers threshold: bpe (default), predictive, verbalized, agreement")
+    pw.add_argument("--controllers", help="risk controllers (default scope,clopper_pearson,naive,heuristic,vanilla)")
+    pw.add_argument("--delta", help="Clopper-Pearson controller: 1 - confidence (default 0.1)")
+    pa = p.add_argument_group("PARC (--kind parc)")
+    pa.add_argument("--reference", choices=("variation", "original"),
+                    help="prompts whose calibration half sets the certainty threshold (default variation)")
+    out = p.add_argument_group("output")
+    out.add_argument("--json", metavar="OUT", help="write the full report as strict JSON")
+    out.add_argument("--quiet", action="store_true", help="do not print the table")
+    out.add_argument("--detail", metavar="METHOD",
+                     help="Likert: print coverage by label and by judge error, informativeness and midpoints for METHOD (default: the first)")
+    p.set_defaults(func=run_evaluate)
+
+
+def check_output(path: str | None, flag: str = "--json") -> None:
+    """An output path that cannot be written is an error before any work."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"{flag} {path}: a directory; give a file name")
+    if not target.parent.is_dir():
+        raise InputError(f"{flag} {path}: the directory {target.parent} does not exist")
+
+
+def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The validated data of ``args.input`` and the reader's own report section (if any)."""
+    from judgecp.data import from_table
+    from judgecp.plugins import record_format, sniff_format
+    from judgecp.tables import read_table
+
+    path = Path(args.input)
+    fmt = sniff_format(path) if args.format == "auto" else args.format
+    if fmt == "table":
+        if args.sidecar:
+            raise InputError("--sidecar goes with --format vlmeval")
+        table = read_table(path)
+    else:
+        options = {"sidecars": args.sidecar} if args.sidecar else {}
+        if not path.is_file():
+            raise InputError(f"{path}: no such file")
+        table = record_format(fmt).read(path, **options).table()
+    return from_table(table, kind, fields, **likert_options), dict(table.info)
+
+
+def example_data(kind: str) -> Any:
+    from judgecp.data import from_records
+    from judgecp.simulate import (
+        simulate_mcq_records,
+        simulate_pairwise_judge,
+        simulate_parc_records,
+    )
+
+    if kind == "pairwise":
+        return simulate_pairwise_judge()
+    if kind == "mcq":
+        return from_records(simulate_mcq_records(), source="example: synthetic MCQ model")
+    if kind == "parc":
+        return from_records(simulate_parc_records(), source="example: synthetic PARC records")
+    raise AssertionError(kind)
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from judgecp.data import Fields
+    from judgecp.evaluation import evaluate
+    from judgecp.protocol import parse_settings
+    from judgecp.report import dumps, write_report
+    from judgecp.scale import LikertScale
+
+    if args.example == bool(args.input):
+        raise InputError("give an INPUT file or --example (not both)")
+    check_output(args.json)
+    fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
+                    group=args.group or args.mondrian, joins=tuple(args.join), features=args.features,
+                    flags={"group": "--mondrian" if args.mondrian and not args.group else "--group",
+                           "id": "--id", "prediction": "--prediction"})
+    likert_options: dict[str, Any] = {}
+    for name in ("scale", "floor", "nan"):
+        if getattr(args, name) is not None:
+            likert_options[name] = LikertScale.parse(args.scale) if name == "scale" else getattr(args, name)
+    info: dict[str, Any] = {}
+    if args.example:
+        kind = args.kind or "likert"
+        if kind == "likert":
+            from judgecp.simulate import simulate_likert_judge
+
+            data = simulate_likert_judge(scale=likert_options.get("scale"))
+            if args.group is None and args.mondrian is None:
+                args.group = "group"
+        else:
+            data = example_data(kind)
+    else:
+        data, info = read_input(args, args.kind, fields, likert_options)
+    kind = data.kind
+    if kind != "likert" and likert_options:
+        raise InputError(f"{', '.join('--' + k for k in likert_options)}: options of --kind likert, not of --kind {kind}")
+    values = {name: getattr(args, name) for name in PROTOCOL_FLAGS}
+    if kind == "likert" and values["methods"] is None:
+        values["methods"] = "all"
+    protocol = parse_settings(values, kind=kind, spell=flag_name)
+    report = evaluate(data, protocol)
+    report.update(info)
+    if args.detail is not None and kind != "likert":
+        raise InputError("--detail goes with --kind likert")
+    if kind == "likert":
+        detail = args.detail or next(iter(report["methods"]))
+        if detail not in report["methods"]:
+            raise InputError(f"--detail {detail!r} is not among the methods run: {', '.join(report['methods'])}")
+        report_detail = detail
+    else:
+        report_detail = None
+    if args.json:
+        Path(args.json).write_text(dumps(report), encoding="utf-8")
+    for warning in report.get("warnings", []):
+        print(f"judgecp: warning: {warning['message']}", file=sys.stderr)
+    if not args.quiet:
+        write_report(report, sys.stdout, detail=report_detail)
+        if args.json:
+            print(f"\nfull report: {args.json}")
+    return 0

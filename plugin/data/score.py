@@ -1,0 +1,388 @@
+"""Likert judges: score records (or a table of them) as arrays, every row left out counted.
+
+A row needs the judge's K score-token log-probabilities (K columns, or one
+column of ``{"1": lp, ..., "5": lp}`` objects) and, for evaluation, a human
+label on the scale. Exclusion reasons, in the order they are checked:
+``<exclude>`` (a reason an adapter set), ``no_score`` (the extractor found no
+score position), ``label_missing`` (unless unlabeled rows are wanted),
+``label_not_numeric``, ``label_off_scale`` (not an integer label of the
+scale), ``logprob_missing``, ``logprob_not_numeric``, ``logprob_infinite``
+(+inf), ``nan_logprob`` (unless ``nan="floor"``), ``no_score_logprobs``
+(every label at the floor or -inf), ``parse_failure`` (the judge's parsed
+score is not a label), ``group_missing``, ``feature_missing``. Flags (the
+row is kept): the record's own, ``neg_inf_floored``, ``nan_floored``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from judgecp.data.fields import (
+    BLANK,
+    CANDIDATES,
+    NOT_A_NUMBER,
+    NUMBER,
+    FieldColumns,
+    Fields,
+    LogprobColumns,
+    is_blank,
+    join_tables,
+    numbers,
+    text_array,
+    to_object,
+)
+from judgecp.errors import InputError, NoUsableRecords, unknown
+from judgecp.exclusions import Exclusions
+from judgecp.extraction import DEFAULT_FLOOR
+from judgecp.scale import LikertScale
+from judgecp.tables import ArrowColumn, Table
+
+_TRAILING_INT = re.compile(r"^(.*?)(-?\d+)$")
+#: Record fields that are not groupable fields of a row.
+_NOT_FIELDS = ("schema", "shape", "flags", "exclude")
+
+
+@dataclass
+class ScoreData:
+    """Valid rows of a Likert judge as arrays (``labels`` NaN where a row is unlabeled)."""
+
+    ids: NDArray[np.str_]
+    labels: NDArray[np.float64]
+    logprobs: NDArray[np.float64]
+    scale: LikertScale
+    parsed: NDArray[np.int64]
+    fields: Mapping[str, NDArray[Any]] = field(default_factory=dict)
+    extra_features: NDArray[np.float64] | None = None
+    excluded: Exclusions = field(default_factory=Exclusions)
+    flags: Exclusions = field(default_factory=Exclusions)
+    n_read: int = 0
+    source: str = ""
+    columns: dict[str, Any] = field(default_factory=dict)
+    kind: Literal["likert"] = "likert"
+
+    @property
+    def n(self) -> int:
+        return int(self.labels.size)
+
+    @property
+    def labeled(self) -> NDArray[np.bool_]:
+        return ~np.isnan(self.labels)
+
+    @property
+    def X(self) -> NDArray[np.float64]:
+        """Method input: the K score-token logprobs, then any extra features."""
+        if self.extra_features is None:
+            return self.logprobs
+        return np.hstack([self.logprobs, self.extra_features])
+
+    def field(self, name: str, setting: str = "field") -> NDArray[Any]:
+        if name not in self.fields:
+            raise unknown(setting, name, self.fields)
+        return self.fields[name]
+
+    def take(self, index: NDArray[Any]) -> ScoreData:
+        return ScoreData(
+            self.ids[index], self.labels[index], self.logprobs[index], self.scale, self.parsed[index],
+            self.fields.take(index) if isinstance(self.fields, FieldColumns) else {k: v[index] for k, v in self.fields.items()},
+            None if self.extra_features is None else self.extra_features[index],
+            self.excluded, self.flags, self.n_read, self.source, self.columns,
+        )
+
+    @classmethod
+    def from_arrays(
+        cls,
+        logprobs: Any,
+        labels: Any,
+        *,
+        scale: LikertScale | None = None,
+        ids: Sequence[Any] | None = None,
+        parsed: Any = None,
+        fields: dict[str, Any] | None = None,
+    ) -> ScoreData:
+        """Build from in-memory arrays (already valid; use :func:`judgecp.data.load` for files)."""
+        scale = scale or LikertScale()
+        lp = np.asarray(logprobs, dtype=np.float64)
+        y = np.asarray(labels, dtype=np.float64)
+        parsed_arr = np.argmax(lp[:, : scale.k], axis=1) + scale.minimum if parsed is None else np.asarray(parsed)
+        return cls(
+            ids=text_array(ids if ids is not None else range(y.size)),
+            labels=y,
+            logprobs=lp,
+            scale=scale,
+            parsed=parsed_arr.astype(np.int64),
+            fields={k: text_array(v) for k, v in (fields or {}).items()},
+            n_read=int(y.size),
+        )
+
+
+def logprob_columns(table: Table, fields: Fields, scale: LikertScale) -> LogprobColumns:
+    """The object column, or the K token columns ordered by label (a glob, or found by their numbers)."""
+    columns = table.names
+    given = fields.logprobs
+    flag = fields.flag("logprobs")
+    if given is not None and given in table.columns:
+        return LogprobColumns(object_column=given)
+    if given is None:
+        found = fields.pick(table, "logprobs", "likert")
+        if found is not None and (table.shapes or any(isinstance(c, (dict, str)) for c in table.columns[found])):
+            return LogprobColumns(object_column=found)
+        groups: dict[str, dict[int, str]] = {}
+        for c in columns:
+            m = _TRAILING_INT.match(c)
+            if m:
+                groups.setdefault(m.group(1), {})[int(m.group(2))] = c
+        wanted = {int(v) for v in scale.labels}
+        candidates = [g for g in groups.values() if set(g) == wanted]
+        if len(candidates) != 1:
+            raise InputError(_no_logprob_columns(scale, groups, flag, columns, several=bool(candidates)))
+        return LogprobColumns(by_token={str(v): candidates[0][int(v)] for v in scale.labels})
+    matched = [c for c in columns if fnmatch.fnmatchcase(c, given)]
+    if not matched:
+        raise unknown(f"{flag} column or glob", given, columns)
+    by_label: dict[int, str] = {}
+    unnumbered = []
+    for c in matched:
+        m = _TRAILING_INT.match(c)
+        if m is None:
+            unnumbered.append(c)
+            continue
+        label = int(m.group(2))
+        if label in by_label:
+            raise InputError(f"{flag} {given!r}: columns {by_label[label]!r} and {c!r} both end in {label}")
+        by_label[label] = c
+    labels = [int(v) for v in scale.labels]
+    missing = [v for v in labels if v not in by_label]
+    extra = sorted(c for v, c in by_label.items() if v not in labels) + unnumbered
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"no column for label(s) {missing} of the scale {scale}")
+        if extra:
+            parts.append(f"column(s) {extra} are not labels of the scale {scale} (is --scale right?)")
+        raise InputError(f"{flag} {given!r}: " + "; ".join(parts))
+    return LogprobColumns(by_token={str(v): by_label[v] for v in labels})
+
+
+def _no_logprob_columns(scale: LikertScale, groups: dict[str, dict[int, str]], flag: str, columns: list[str],
+                        several: bool) -> str:
+    """Why no logprob columns were found, and what to do (a numbered run of another scale says so)."""
+    if not several:
+        runs = [g for g in groups.values() if len(g) >= 2 and sorted(g) == list(range(min(g), max(g) + 1))]
+        if len(runs) == 1:
+            found = runs[0]
+            return (f"--scale {scale} needs one logprob column per label {scale.minimum}..{scale.maximum}, but the "
+                    f"numbered columns {found[min(found)]}..{found[max(found)]} are a {min(found)}:{max(found)} scale; "
+                    f"is --scale right? (or pass {flag} GLOB)")
+    return (f"cannot tell which columns hold the score-token logprobs of the scale {scale}"
+            + (" (several candidates)" if several else "")
+            + f"; pass {flag} GLOB (e.g. 'lp*') or {flag} COLUMN (of {{\"1\": lp, ...}} objects). Columns: {', '.join(columns)}")
+
+
+def _ids(table: Table, id_col: str | None) -> list[str]:
+    """The rows' ids (stripped); a blank or a repeated id is an error naming it."""
+    if id_col is None:
+        return [str(i) for i in range(table.n_rows)]
+    column = table.columns[id_col]
+    if isinstance(column, ArrowColumn):
+        import pyarrow.compute as pc
+
+        ids: list[str] = pc.utf8_trim_whitespace(pc.fill_null(column.array, "")).to_pylist()
+    else:
+        ids = [("" if v is None else str(v)).strip() for v in column]
+    if not all(ids):
+        blank = [i for i, v in enumerate(ids) if not v]
+        raise InputError(f"{table.source}: {len(blank)} row(s) have no {id_col!r} (first at row {blank[0] + 1})")
+    if len(set(ids)) < len(ids):
+        dups = sorted(v for v, c in Counter(ids).items() if c > 1)
+        raise InputError(
+            f"{table.source}: duplicate ids in {id_col!r}: {dups[:5]}{' ...' if len(dups) > 5 else ''}; ids must be unique"
+        )
+    return ids
+
+
+class RowReasons:
+    """Why each row is left out (the first reason found, in the order the rules are checked)."""
+
+    def __init__(self, ids: list[str], excluded: Exclusions) -> None:
+        self.ids = np.asarray(ids, dtype=object)
+        self.excluded = excluded
+        self.open = np.ones(len(ids), bool)
+
+    def mark(self, mask: Any, reason: str) -> None:
+        """Leave out the rows of ``mask`` that no earlier rule left out, counted under ``reason``."""
+        hit = np.asarray(mask, bool) & self.open
+        if hit.any():
+            self.excluded.add_rows(reason, hit, self.ids)
+            self.open &= ~hit
+
+    def kept(self) -> NDArray[np.int64]:
+        return np.flatnonzero(self.open)
+
+
+def _record_exclusions(rows: RowReasons, exclude: Any, flags: Any) -> None:
+    """A reason an adapter set (``exclude``), then ``no_score`` (a record flag: the extractor found no score)."""
+    if exclude is not None:
+        reasons = [None if is_blank(v) else str(v) for v in exclude]
+        for reason in sorted({r for r in reasons if r is not None}):
+            rows.mark(np.asarray([r == reason for r in reasons]), reason)
+    if flags is not None:
+        rows.mark(np.asarray([isinstance(f, (list, tuple)) and "no_score" in f for f in flags]), "no_score")
+
+
+def _record_flags(flags: Exclusions, column: Any, keep: NDArray[np.int64], ids: list[str]) -> None:
+    """The records' own flags, counted over the kept rows."""
+    if column is None:
+        return
+    for i in keep.tolist():
+        cell = column[i]
+        if isinstance(cell, (list, tuple)):
+            for f in cell:
+                flags.add(str(f), ids[i])
+
+
+def _logprob_matrix(rows: RowReasons, table: Table, lp: LogprobColumns, scale: LikertScale) -> NDArray[np.float64]:
+    """The ``(n, K)`` logprobs, leaving out rows with a missing or unreadable one."""
+    n = table.n_rows
+    if lp.object_column is not None:
+        cells = [to_object(v) for v in table.columns[lp.object_column]]
+        rows.mark(np.asarray([c is None for c in cells]), "logprob_missing")
+        rows.mark(np.asarray([isinstance(c, str) for c in cells]), "logprob_not_numeric")
+        per_token = [[c.get(t) if isinstance(c, dict) else None for c in cells] for t in scale.tokens]
+    else:
+        per_token = [table.columns[lp.by_token[t]] for t in scale.tokens]
+    read = [numbers(column) for column in per_token]
+    vals = np.column_stack([v for v, _ in read]) if read else np.zeros((n, 0))
+    status = np.column_stack([s for _, s in read]) if read else np.zeros((n, 0), np.int8)
+    rows.mark((status == BLANK).any(axis=1), "logprob_missing")
+    rows.mark((status == NOT_A_NUMBER).any(axis=1), "logprob_not_numeric")
+    out: NDArray[np.float64] = vals
+    return out
+
+
+def _floor_logprobs(
+    rows: RowReasons, vals: NDArray[np.float64], nan: str, floor: float
+) -> tuple[NDArray[np.float64], dict[str, NDArray[np.bool_]]]:
+    """+inf, NaN (excluded or floored), no score at all, -inf (floored): the rules of the module docstring."""
+    rows.mark((vals == np.inf).any(axis=1), "logprob_infinite")
+    nan_rows = np.isnan(vals).any(axis=1)
+    floored: dict[str, NDArray[np.bool_]] = {}
+    if nan == "exclude":
+        rows.mark(nan_rows, "nan_logprob")
+    else:
+        floored["nan_floored"] = nan_rows & rows.open
+        vals = np.where(np.isnan(vals), floor, vals)
+    finite = vals > -np.inf
+    flat = (vals == vals[:, :1]).all(axis=1) & (vals[:, 0] <= floor + 1e-9)
+    rows.mark(~finite.any(axis=1) | flat, "no_score_logprobs")
+    floored["neg_inf_floored"] = (~finite).any(axis=1) & rows.open
+    return np.where(finite, vals, np.maximum(vals, floor)), floored
+
+
+def score_data(
+    table: Table,
+    fields: Fields | None = None,
+    *,
+    scale: LikertScale | None = None,
+    floor: float = DEFAULT_FLOOR,
+    nan: Literal["exclude", "floor"] = "exclude",
+    require_label: bool = True,
+) -> ScoreData:
+    """Validate a table of Likert rows (see the module docstring for the rules)."""
+    fields = fields or Fields()
+    scale = scale or LikertScale()
+    if nan not in ("exclude", "floor"):
+        raise InputError(f"nan must be 'exclude' or 'floor', got {nan!r}")
+    if not (math.isfinite(floor) and floor < 0):
+        raise InputError(f"--floor must be a negative log-probability (the default is log 1e-5 = {DEFAULT_FLOOR:.2f}), "
+                         f"got {floor}: a floored label must not become the likeliest")
+    excluded, flags = table.excluded, Exclusions()
+    id_col = fields.pick(table, "id", "likert")
+    ids = _ids(table, id_col)
+    join_info = join_tables(table, fields.joins, id_col, ids)
+    label_col = fields.pick(table, "label", "likert")
+    if label_col is None:
+        raise InputError(f"{table.source}: no label column (looked for {', '.join(CANDIDATES['likert']['label'])}); "
+                         f"pass {fields.flag('label')} COLUMN")
+    lp = logprob_columns(table, fields, scale)
+    parsed_col = fields.pick(table, "prediction", "likert")
+    if fields.group is not None:
+        table.column(fields.group, fields.flag("group"))
+    feature_cols: list[str] = []
+    if fields.features:
+        feature_cols = [c for c in table.names if fnmatch.fnmatchcase(c, fields.features) and c not in lp.by_token.values()]
+        if not feature_cols:
+            raise unknown(f"{fields.flag('features')} glob", fields.features, table.names)
+
+    rows = RowReasons(ids, excluded)
+    col = table.columns
+    _record_exclusions(rows, col.get("exclude"), col.get("flags"))
+    label_set = scale.labels.astype(np.float64)
+    y, status = numbers(col[label_col])
+    if require_label:
+        rows.mark(status == BLANK, "label_missing")
+    rows.mark(status == NOT_A_NUMBER, "label_not_numeric")
+    with np.errstate(invalid="ignore"):
+        on_scale = np.isfinite(y) & (y == np.round(y)) & np.isin(y, label_set)
+    rows.mark((status == NUMBER) & ~on_scale, "label_off_scale")
+    vals = _logprob_matrix(rows, table, lp, scale)
+    if rows.open.any():
+        vals, floored = _floor_logprobs(rows, vals, nan, floor)
+    else:
+        floored = {}
+    if parsed_col is not None:
+        p, p_status = numbers(col[parsed_col])
+        with np.errstate(invalid="ignore"):
+            ok = (p_status == NUMBER) & np.isfinite(p) & (p == np.round(p)) & np.isin(p, label_set)
+        rows.mark(~ok, "parse_failure")
+        parsed = np.where(ok, p, 0).astype(np.int64)
+    else:
+        parsed = np.argmax(vals, axis=1) + scale.minimum
+    if fields.group is not None:
+        rows.mark(np.asarray([is_blank(v) for v in col[fields.group]]), "group_missing")
+    features = None
+    if feature_cols:
+        features = np.column_stack([numbers(col[c])[0] for c in feature_cols])
+        statuses = np.column_stack([numbers(col[c])[1] for c in feature_cols])
+        rows.mark(((statuses != NUMBER) | ~np.isfinite(features)).any(axis=1), "feature_missing")
+    keep = rows.kept()
+    if not keep.size:
+        raise NoUsableRecords(table.source, excluded, table.n_read)
+    for name, mask in floored.items():
+        flags.add_rows(name, mask[keep], rows.ids[keep])
+    _record_flags(flags, col.get("flags"), keep, ids)
+    # Every scalar column is a field a group or Mondrian calibration can name (the label and the
+    # judge's own score included: label- or score-conditional tables); not the logprobs.
+    special = {lp.object_column, *_NOT_FIELDS, *lp.by_token.values()}
+    first = int(keep[0])
+    names = [c for c in table.names if c not in special and not isinstance(col[c][first], (dict, list))]
+    return ScoreData(
+        ids=text_array([ids[i] for i in keep.tolist()]),
+        labels=np.where(status[keep] == NUMBER, y[keep], np.nan),
+        logprobs=vals[keep],
+        scale=scale,
+        parsed=parsed[keep],
+        fields=FieldColumns(col, keep, names),
+        extra_features=None if features is None else features[keep],
+        excluded=excluded,
+        flags=flags,
+        n_read=table.n_read,
+        source=table.source,
+        columns={
+            "label": label_col,
+            "logprobs": lp.describe(),
+            "id": id_col,
+            "parsed": parsed_col,
+            "group": fields.group,
+            "features": feature_cols,
+            "joins": join_info,
+        },
+    )

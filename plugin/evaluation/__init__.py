@@ -1,0 +1,63 @@
+"""The repeated-split study of a judge: :func:`evaluate` runs a protocol on any kind's data.
+
+One entry point for every kind; the data's ``kind`` picks the study:
+``likert`` (:func:`evaluate_scores`: conformal intervals and label sets),
+``pairwise`` (:func:`evaluate_pairs`: uncertainty quality and selective risk
+control), ``mcq`` (:func:`evaluate_choices`: conformal option sets) and
+``parc`` (:func:`evaluate_parc`: PARC's reliability). Evaluation needs
+labels: unlabeled rows are left out and counted as ``label_missing``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from judgecp.data import AnyData, ChoiceData, PairData, ScoreData
+from judgecp.errors import InputError
+from judgecp.evaluation.choice import evaluate_choices
+from judgecp.evaluation.pair import evaluate_pairs
+from judgecp.evaluation.parc import evaluate_parc
+from judgecp.evaluation.score import evaluate_scores
+from judgecp.evaluation.warnings import add_warnings
+from judgecp.protocol import Protocol
+
+
+def labeled_only(data: AnyData) -> AnyData:
+    """The labeled rows (the unlabeled ones counted in a copy of ``excluded`` as ``label_missing``)."""
+    labeled = data.labeled
+    if labeled.all():
+        return data
+    excluded = copy.deepcopy(data.excluded)
+    ids = data.pair_ids if isinstance(data, PairData) else data.ids
+    for rid in ids[~labeled][:5].tolist():
+        excluded.add("label_missing", rid)
+    excluded.add("label_missing", count=int((~labeled).sum()) - min(5, int((~labeled).sum())))
+    out = data.take(np.flatnonzero(labeled))
+    out.excluded = excluded
+    return out
+
+
+def evaluate(data: AnyData, protocol: Protocol | None = None) -> dict[str, Any]:
+    """Run ``protocol`` (default: :class:`Protocol`'s defaults) on ``data`` and return the report.
+
+    The report is a plain, JSON-serialisable dict (README, "JSON report");
+    :func:`judgecp.report.dumps` writes it as strict JSON. Its ``warnings``
+    say what a script should act on (:mod:`judgecp.evaluation.warnings`).
+    """
+    protocol = protocol or Protocol()
+    data = labeled_only(data)
+    if isinstance(data, ScoreData):
+        report = evaluate_scores(data, protocol)
+    elif isinstance(data, PairData):
+        report = evaluate_pairs(data, protocol)
+    elif isinstance(data, ChoiceData):
+        report = evaluate_parc(data, protocol) if data.kind == "parc" else evaluate_choices(data, protocol)
+    else:
+        raise InputError(f"cannot evaluate {type(data).__name__}")
+    return add_warnings(report)
+
+
+__all__ = ["evaluate", "evaluate_choices", "evaluate_pairs", "evaluate_parc", "evaluate_scores", "labeled_only"]

@@ -1,0 +1,211 @@
+"""Likert judges: repeated calibration/test splits of every conformal method, and the report.
+
+For each split (:mod:`judgecp.protocol`) every method calibrates on the
+calibration rows (fitting its model, if any, on a part of them) and predicts
+the test rows; Mondrian calibration fits one copy per group. The report has
+the judge's point metrics and confusion matrix, each method's coverage and
+width (interval, label set, expanded) as mean and std over splits, coverage
+by human label and by judge error, informativeness, midpoints, and, with a
+group or Mondrian field, the same per group with the ranking-scoring gap.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from judgecp.conformal import Prediction, min_calibration_size
+from judgecp.data.score import ScoreData
+from judgecp.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
+from judgecp.errors import InputError
+from judgecp.evaluation.metrics import (
+    RowMetrics,
+    informativeness,
+    midpoint_table,
+    pooled,
+    stratified,
+    summary,
+)
+from judgecp.features import judge_probabilities
+from judgecp.methods.mondrian import Mondrian
+from judgecp.plugins import build_method, canonical_spec, parse_method_spec
+from judgecp.protocol import Protocol, split_indices
+
+#: Thread-pool variables set to 1 in worker processes: one process per core,
+#: or OpenMP's spinning threads (scikit-learn, torch) oversubscribe the cores.
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass
+class SplitResult:
+    seed: int
+    test: NDArray[np.int64]
+    predictions: dict[str, Prediction]
+    seconds: dict[str, float]
+    insufficient_groups: dict[str, list[str]] = field(default_factory=dict)
+
+
+def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: int) -> SplitResult:
+    """Calibrate every method on one split's calibration rows and predict its test rows."""
+    cal, test = split_indices(data.n, seed, protocol.cal_fraction)
+    X, y = data.X, data.labels
+    alpha = protocol.level
+    preds: dict[str, Prediction] = {}
+    seconds: dict[str, float] = {}
+    insufficient: dict[str, list[str]] = {}
+    for spec in specs:
+        t0 = time.perf_counter()
+        if protocol.mondrian:
+            groups = data.field(protocol.mondrian, "mondrian field")
+
+            def make(i: int, spec: str = spec) -> Any:
+                state = int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
+                return build_method(spec, alpha=alpha, scale=data.scale, random_state=state)
+
+            mondrian = Mondrian(make).calibrate(X[cal], y[cal], groups[cal])
+            preds[spec] = mondrian.predict(X[test], groups[test])
+            insufficient[spec] = mondrian.insufficient_groups_
+        else:
+            method = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
+            preds[spec] = method.calibrate(X[cal], y[cal]).predict(X[test])
+        seconds[spec] = time.perf_counter() - t0
+    return SplitResult(seed, test, preds, seconds, insufficient)
+
+
+def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> list[SplitResult]:
+    """Every split, in processes when ``protocol.jobs > 1`` (same results either way)."""
+    seeds = protocol.split_seeds("likert")
+    if protocol.jobs <= 1 or len(seeds) <= 1:
+        return [run_split(data, protocol, specs, s) for s in seeds]
+    # spawn, not fork: a forked child of a process that already started
+    # torch's (or OpenMP's) thread pool can deadlock. Children copy the
+    # environment at start, so the thread limits are set around the pool.
+    saved = {k: os.environ.get(k) for k in THREAD_ENV}
+    os.environ.update(dict.fromkeys(THREAD_ENV, "1"))
+    try:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(protocol.jobs, len(seeds)), mp_context=ctx) as pool:
+            futures = [pool.submit(run_split, data, protocol, specs, s) for s in seeds]
+            return [f.result() for f in futures]
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def method_specs(protocol: Protocol) -> list[str]:
+    specs = [canonical_spec(*parse_method_spec(s)) for s in protocol.method_specs("likert")]
+    if len(set(specs)) != len(specs):
+        raise InputError(f"a method is listed twice: {specs}")
+    return specs
+
+
+def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
+    """Run the protocol on a Likert judge and return the report (README, "JSON report")."""
+    specs = method_specs(protocol)
+    for name, setting in ((protocol.mondrian, "mondrian field"), (protocol.group, "group field")):
+        if name is not None:
+            data.field(name, setting)
+    if data.n < 4:
+        raise InputError(f"need at least 4 valid rows for a calibration/test split, got {data.n}")
+    for spec in specs:  # a bad spec fails before any work
+        build_method(spec, alpha=protocol.level, scale=data.scale)
+    splits = run_splits(data, protocol, specs)
+
+    scale = data.scale
+    P = judge_probabilities(data.logprobs, scale)
+    report: dict[str, Any] = {
+        "kind": "likert",
+        "input": {"source": data.source, "columns": data.columns},
+        "n": data.n,
+        "n_read": data.n_read,
+        "excluded": data.excluded.to_json(),
+        "flags": data.flags.to_json(key="flag"),
+        "alpha": protocol.level,
+        "scale": [scale.minimum, scale.maximum],
+        "protocol": {
+            "seeds": list(protocol.split_seeds("likert")),
+            "cal_fraction": protocol.cal_fraction,
+            "n_calibration": int(data.n - splits[0].test.size),
+            "n_test": int(splits[0].test.size),
+            "mondrian": protocol.mondrian,
+            "group": protocol.group,
+            "min_calibration_for_alpha": min_calibration_size(protocol.level),
+        },
+        "point": point_metrics(data.parsed, data.labels, scale, P),
+        "confusion": confusion_matrix(data.parsed, data.labels, scale),
+        "methods": {},
+    }
+    group_field = protocol.mondrian or protocol.group
+    groups = data.field(group_field) if group_field else None
+    y_all = data.labels
+    for spec in specs:
+        per_seed = [RowMetrics.of(s.predictions[spec], y_all[s.test]) for s in splits]
+        test_idx = np.concatenate([s.test for s in splits])
+        y_pool = y_all[test_idx]
+        entry = summary(per_seed)
+        entry["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
+        err = np.abs(data.parsed[test_idx] - y_pool).astype(np.int64)
+        entry["coverage_by_label"] = stratified(per_seed, y_pool.astype(np.int64), list(scale.labels))
+        entry["coverage_by_error"] = stratified(per_seed, err, list(range(scale.k)))
+        entry["informativeness"] = informativeness(pooled(per_seed, "labels_width"))
+        entry["midpoint"] = midpoint_table(per_seed, y_pool, data.parsed[test_idx].astype(np.float64), scale)
+        report["methods"][spec] = entry
+
+    if groups is not None:
+        report["groups"] = group_report(data, specs, splits, groups)
+        report["worst_group"] = {
+            spec: min(
+                (
+                    {"group": g, "coverage": v["methods"][spec]["labels"]["coverage"]}
+                    for g, v in report["groups"].items()
+                    if spec in v["methods"]
+                ),
+                key=lambda d: d["coverage"],
+                default=None,
+            )
+            for spec in specs
+        }
+    if protocol.skipped:
+        report["skipped"] = [{"method": name, "reason": reason} for name, reason in protocol.skipped]
+    return report
+
+
+def group_report(
+    data: ScoreData, specs: Sequence[str], splits: list[SplitResult], groups: NDArray[np.str_]
+) -> dict[str, Any]:
+    """Point metrics and every method's coverage, width and RSG within each group (pooled over splits)."""
+    scale = data.scale
+    P = judge_probabilities(data.logprobs, scale)
+    out: dict[str, Any] = {}
+    for g in sorted(set(groups.tolist())):
+        rows = groups == g
+        point = point_metrics(data.parsed[rows], data.labels[rows], scale, P[rows])
+        entry: dict[str, Any] = {"n": int(rows.sum()), "point": point, "methods": {}}
+        for spec in specs:
+            per_seed = []
+            for s in splits:
+                in_group = groups[s.test] == g
+                if not in_group.any():
+                    continue
+                per_seed.append(RowMetrics.of(s.predictions[spec].take(np.flatnonzero(in_group)), data.labels[s.test][in_group]))
+            if not per_seed:
+                continue
+            summary_ = summary(per_seed)
+            summary_["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
+            summary_["insufficient_calibration_seeds"] = int(sum(g in s.insufficient_groups.get(spec, []) for s in splits))
+            width = (summary_["interval"] or summary_["labels"])["width"]
+            summary_["rsg"] = ranking_scoring_gap(point["pearson"], width, scale)
+            entry["methods"][spec] = summary_
+        out[g] = entry
+    return out

@@ -33,6 +33,20 @@ def tasks_path() -> Path:
     return Path(judgecp.tasks.__file__).resolve().parent
 
 
+#: Name of the model answering in this process (set by the judgecp models; PARC records carry it).
+_model_name: list[str] = []
+
+
+def set_model_name(name: str | None) -> None:
+    """Remember the model's name for the records built in this process (the last one set wins)."""
+    _model_name[:] = [str(name)] if name else []
+
+
+def model_name() -> str:
+    """The model's name set by a judgecp model, or ``"model"`` (a stock lm-eval model sets none)."""
+    return _model_name[0] if _model_name else "model"
+
+
 def register() -> list[str]:
     """Register the judgecp models with lm-eval (idempotent); returns the names added.
 

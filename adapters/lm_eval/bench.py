@@ -1,4 +1,4 @@
-"""``judgecp bench capture``: cost of judgecp's scoring paths on tiny local models (CPU).
+"""``judgecp bench capture``: cost of judgecp's scoring paths on small local models (CPU or GPU).
 
 Measured in one run, as ratios against the harness's own way:
 
@@ -11,7 +11,9 @@ Measured in one run, as ratios against the harness's own way:
   score extraction) against lm-eval's plain ``hf-multimodal`` generation of
   the same tokens.
 
-The models are random, tiny (hidden 64, 2 layers) and built locally; the
+The models are random and built locally (by default tiny: hidden 64, 2
+layers; ``--hidden``, ``--layers`` and ``--vocab`` make them as wide and as
+deep as a small real judge, ``--device cuda`` runs them on a GPU); the
 numbers are about the harness path, not about judging. Timings live here,
 never in tests.
 """
@@ -59,7 +61,18 @@ def _interleaved(models: dict[str, Any], fn: Callable[[Any], Any], repeats: int)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def bench_capture(*, documents: int = 24, gen_tokens: int = 64, repeats: int = 3, out: TextIO) -> None:
+def bench_capture(
+    *,
+    documents: int = 24,
+    gen_tokens: int = 64,
+    repeats: int = 3,
+    device: str = "cpu",
+    dtype: str = "float32",
+    hidden: int = 64,
+    layers: int = 2,
+    vocab: int | None = None,
+    out: TextIO,
+) -> None:
     require("lm_eval", "lm-eval", "judgecp bench capture")
     require("transformers", "lm-eval", "judgecp bench capture")
     import torch
@@ -74,13 +87,17 @@ def bench_capture(*, documents: int = 24, gen_tokens: int = 64, repeats: int = 3
     w = out.write
     with tempfile.TemporaryDirectory(prefix="judgecp-bench-") as tmp:
         root = Path(tmp)
-        model_dir = build_tiny_llava(root / "llava")
+        size = {"hidden": hidden, "layers": layers, "vocab": vocab}
+        model_dir = build_tiny_llava(root / "llava", **size)
         data = build_mllm_judge_dir(root / "data", per_category=documents, categories=1, bad=False)
-        args = {"pretrained": str(model_dir), "dtype": "float32", "device": "cpu", "batch_size": 1, "max_length": 4096}
+        args = {"pretrained": str(model_dir), "dtype": dtype, "device": device, "batch_size": 1, "max_length": 4096}
         judge = HFMultimodalJudgeLM(**args)
         per_label = HFMultimodalJudgeLM(**args, scoring="per_label")
         plain = HFMultimodalLM(**args)
-        w(f"bench capture: tiny LLaVA (CLIP 2 layers + Llama hidden 64, 2 layers), CPU, {torch.get_num_threads()} torch threads, "
+        where = torch.cuda.get_device_name() if device.startswith("cuda") else f"CPU, {torch.get_num_threads()} torch threads"
+        params = sum(p.numel() for p in judge.model.parameters())
+        w(f"bench capture: random LLaVA (CLIP {layers} layers + Llama hidden {hidden}, {layers} layers, "
+          f"vocabulary {judge.model.get_output_embeddings().weight.shape[0]}, {params / 1e6:.1f}M parameters, {dtype}), {where}, "
           f"{documents} MLLM-as-a-Judge-format documents with images (prompt B.1), median of {repeats}\n")
 
         # -- direct scoring -------------------------------------------------------
@@ -112,8 +129,8 @@ def bench_capture(*, documents: int = 24, gen_tokens: int = 64, repeats: int = 3
         from judgecp.adapters.lm_eval.models import HFJudgeLM
         from judgecp.adapters.lm_eval.tiny_models import build_tiny_llama
 
-        llama = build_tiny_llama(root / "llama")
-        text_args = {"pretrained": str(llama), "dtype": "float32", "device": "cpu", "batch_size": 1}
+        llama = build_tiny_llama(root / "llama", **size)
+        text_args = {"pretrained": str(llama), "dtype": dtype, "device": device, "batch_size": 1}
         text = [r for r in _requests("judgecp_demo_all", data, judge) if r.doc_id < documents]
         w("\nDirect scoring, text (judgecp_demo prompts, tiny Llama)\n")
         text_models = {"hf-judge": HFJudgeLM(**text_args), "stock hf (lm-eval)": HFLM(**text_args)}

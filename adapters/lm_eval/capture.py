@@ -11,7 +11,9 @@ Two paths, both from the model's raw logits (never sampling-warped scores):
   return_dict_in_generate=True)``; at each generated position the
   log-softmax of the logits is kept for the rating-token ids only
   (:class:`RatingVocabulary`), and the core's extractor finds the score
-  position (:func:`judge_response_from_ids`).
+  position; the model returns the ``score`` judge output as JSON
+  (:func:`judge_response_from_ids`), because lm-eval keeps ``str()`` of each
+  response in the samples file.
 
 Results are identical to a model's own per-choice scoring up to float
 rounding: the same tokens, the same causal prefix.
@@ -19,18 +21,12 @@ rounding: the same tokens, the same causal prefix.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgecp.adapters.lm_eval.records import judge_response
-from judgecp.extraction import (
-    DEFAULT_FLOOR,
-    detect_style,
-    extract_score,
-    normalize_token,
-    token_text,
-)
+from judgecp.extraction import DEFAULT_FLOOR, label_token_ids, score_output
 from judgecp.scale import LikertScale
 
 
@@ -38,12 +34,7 @@ class RatingVocabulary:
     """Every vocabulary id whose token is a rating label in some spelling (``4``, ``Ġ4``, ``▁4``)."""
 
     def __init__(self, tokenizer: Any, scale: LikertScale) -> None:
-        vocab: dict[str, int] = tokenizer.get_vocab()
-        style = detect_style(list(vocab))
-        labels = set(scale.tokens)
-        pairs = sorted(
-            (i, tok) for tok, i in vocab.items() if normalize_token(token_text(tok, style)) in labels
-        )
+        pairs = sorted((i, tok) for tok, i in label_token_ids(tokenizer.get_vocab(), scale.tokens).items())
         if not pairs:
             raise ValueError(f"the tokenizer has no token for any label of the scale {scale}")
         self.ids = [i for i, _ in pairs]
@@ -180,16 +171,15 @@ def response_from_candidates(
     *,
     floor: float = DEFAULT_FLOOR,
 ) -> str:
-    """The JSON judge response from generated tokens and per-position candidate logprobs.
+    """The ``score`` judge output (JSON) from generated tokens and per-position candidate logprobs.
 
     Shared by every backend: full-vocabulary rating logprobs (HF), or a
     top-k list per position (vLLM, OpenAI-compatible APIs), where a label
     missing from the list gets ``floor`` and a ``missing_token`` flag.
+    ``text`` is kept in ``meta.text``: the samples file shows what the judge wrote.
     """
-    result = extract_score(list(tokens), list(position_logprobs), scale=scale, floor=floor)
-    return judge_response(
-        text, result.logprobs, parsed=result.parsed, flags=result.flags, stage=result.stage, position=result.position
-    )
+    output = score_output(list(tokens), list(position_logprobs), scale=scale, floor=floor, text=text)
+    return json.dumps(output, ensure_ascii=False)
 
 
 # -- top-k backends (vLLM) -------------------------------------------------------------

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judgecp.data import read_jsonl
 from judgecp.errors import InputError, require
+from judgecp.tables import read_jsonl
 
 
 def local_dir(data_dir: str | os.PathLike[str] | None, env_var: str) -> Path | None:

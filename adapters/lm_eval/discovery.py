@@ -21,6 +21,32 @@ def after_model_registry(_module: Any = None) -> None:
     from judgecp.adapters.lm_eval import register
 
     register()
+    install_excepthook()
+
+
+def install_excepthook() -> None:
+    """Print a judgecp settings error that reaches the top of a process on one line, not as a traceback.
+
+    lm-eval builds its tasks without catching their errors, so a bad
+    ``--metadata`` value would end the run in a long traceback whose useful
+    line comes last. Other exceptions keep the default hook.
+    """
+    import sys
+
+    previous = sys.excepthook
+    if getattr(previous, _PATCHED, False):
+        return
+
+    def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        from judgecp.errors import InputError
+
+        if isinstance(value, InputError):
+            print(f"judgecp: error: {value}", file=sys.stderr)
+            return
+        previous(kind, value, tb)
+
+    setattr(hook, _PATCHED, True)
+    sys.excepthook = hook
 
 
 def after_task_manager(module: Any = None) -> None:
@@ -40,6 +66,7 @@ def after_task_manager(module: Any = None) -> None:
         if bound.arguments.get("include_defaults", True):
             bound.arguments["include_path"] = with_judgecp_tasks(bound.arguments.get("include_path"))
         init(*bound.args, **bound.kwargs)
+        install_excepthook()
 
     setattr(__init__, _PATCHED, True)
     manager.__init__ = __init__

@@ -1,22 +1,19 @@
-"""Task-level metrics from per-document records (split conformal over the whole task).
+"""Task-level metrics: one judgecp report over a task's records, read into the scalars lm-eval prints.
 
 lm-eval calls one aggregation per metric with the task's list of records
 (gathered on rank 0 under ``accelerate``). Every metric of a task receives
-the same records, so the judgecp report is computed once per content
-(records sorted by id, settings) and cached; each metric then reads one
-number from it. Nothing here imports lm-eval.
+the same records, so the report is computed once per content (records sorted
+by id, and the protocol) and cached; each metric reads one number from it.
+The report is the core's (:func:`judgecp.evaluate`): the records go through
+the same reader as ``judgecp evaluate``, so a task's numbers and the post-hoc
+command's are the same. When no report can be computed (no usable record,
+fewer than four), it has ``error``: the counts ``n`` and ``excluded`` still
+hold and every other metric is NaN. Nothing here imports lm-eval.
 
-Settings come from the task's ``metadata`` (``--metadata '{"alpha": 0.2}'``):
-
-============== ===================== =============================================
-key            default               meaning
-============== ===================== =============================================
-``alpha``      ``0.1``               miscoverage; target coverage 1 - alpha
-``methods``    ``"naive,lac"``       comma-separated judgecp method specs
-``seeds``      ``10``                number of random calibration/test splits, or a list
-``cal_fraction`` ``0.5``             calibration share of each split
-``mondrian``   none                  record field to calibrate by (e.g. ``group``)
-============== ===================== =============================================
+Settings come from the task's ``--metadata`` through the core's one parser
+(:func:`judgecp.protocol.parse_settings`, README "Protocol settings"): e.g.
+``{"alpha": 0.2, "methods": "naive,lac", "splits": 20}``; a bad value is an
+error naming ``metadata <key>``.
 """
 
 from __future__ import annotations
@@ -28,114 +25,45 @@ import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from judgecp.adapters.lm_eval.records import split_excluded
-from judgecp.errors import InputError
-from judgecp.exclusions import Exclusions
+from judgecp.data import Fields, from_records
+from judgecp.errors import InputError, NoUsableRecords
+from judgecp.evaluation import evaluate
+from judgecp.protocol import Protocol, parse_settings
 from judgecp.scale import LikertScale
 
 logger = logging.getLogger("lm_eval.judgecp")
 
-DEFAULT_METHODS = "naive,lac"
-SETTING_KEYS = ("alpha", "methods", "seeds", "cal_fraction", "mondrian")
-
 #: Point metrics of the judge's own score (no stderr: they use every valid row).
 POINT_METRICS = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae")
+UNCERTAINTY_KEYS = ("accuracy", "ece", "auroc", "auprc")
+PAIRWISE_SIGNALS = ("bpe", "predictive")
+PARC_SCORES = ("reliability", "accuracy", "certainty", "consistency")
+
+Record = Mapping[str, Any]
 
 
-# -- reading --metadata (shared by every judgecp task kind) ----------------------------
+def task_protocol(metadata: Mapping[str, Any] | None, kind: str) -> Protocol:
+    """The protocol a task's ``--metadata`` asks for (a bad value names ``metadata <key>``).
 
+    lm-eval merges the model's arguments and the task's own keys
+    (``data_dir``, ``version``, ...) into the same metadata, and gives it to
+    every task of the run, of every kind: other keys, and settings of other
+    kinds (``methods`` for a PARC task), are not errors; a key that looks
+    like a misspelled setting is warned about.
+    """
+    from judgecp.errors import did_you_mean
+    from judgecp.protocol import SETTINGS
 
-def metadata_number(meta: Mapping[str, Any], key: str, default: float) -> float:
-    try:
-        return float(meta.get(key, default))
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"metadata {key} must be a number, got {meta.get(key)!r}") from exc
-
-
-def metadata_alpha(meta: Mapping[str, Any], default: float = 0.1) -> float:
-    from judgecp.conformal import check_alpha
-
-    alpha = metadata_number(meta, "alpha", default)
-    check_alpha(alpha)
-    return alpha
-
-
-def metadata_cal_fraction(meta: Mapping[str, Any]) -> float:
-    cal_fraction = metadata_number(meta, "cal_fraction", 0.5)
-    if not 0.0 < cal_fraction < 1.0:
-        raise InputError(f"metadata cal_fraction must be in (0, 1), got {cal_fraction}")
-    return cal_fraction
-
-
-def metadata_seeds(meta: Mapping[str, Any], default: int = 10) -> tuple[int, ...]:
-    """``seeds``: a count (10: seeds 0..9) or a list of seeds."""
-    from judgecp.cli import parse_seeds
-
-    raw = meta.get("seeds", default)
-    if isinstance(raw, (list, tuple)):
-        return parse_seeds(",".join(str(s) for s in raw) + ",")
-    return parse_seeds(str(raw))
-
-
-def metadata_list(meta: Mapping[str, Any], key: str, default: str | Sequence[Any]) -> list[str]:
-    """A list setting given as a JSON list or a comma-separated string."""
-    from judgecp.plugins import split_method_list
-
-    raw = meta.get(key, default)
-    if isinstance(raw, str):
-        return split_method_list(raw)
-    if isinstance(raw, (list, tuple)):
-        return [str(item).strip() for item in raw if str(item).strip()]
-    return [str(raw)]
-
-
-def metadata_methods(meta: Mapping[str, Any], default: str | Sequence[str]) -> tuple[str, ...]:
-    """``methods``: judgecp method specs, canonicalised; unknown or repeated ones are refused."""
-    from judgecp.plugins import canonical_spec, method_classes, parse_method_spec
-
-    classes = method_classes()
-    methods = []
-    for item in metadata_list(meta, "methods", default):
-        name, kwargs = parse_method_spec(item)
-        if name not in classes:
-            raise InputError(f"metadata methods: unknown method {name!r}; available: {', '.join(classes)}")
-        methods.append(canonical_spec(name, kwargs))
-    if not methods:
-        raise InputError("metadata methods is empty")
-    if len(set(methods)) != len(methods):
-        raise InputError(f"metadata methods lists a method twice: {methods}")
-    return tuple(methods)
-
-
-@dataclass(frozen=True)
-class LikertSettings:
-    """The conformal protocol one lm-eval task runs."""
-
-    alpha: float = 0.1
-    methods: tuple[str, ...] = ("naive", "lac")
-    seeds: tuple[int, ...] = tuple(range(10))
-    cal_fraction: float = 0.5
-    mondrian: str | None = None
-    scale: LikertScale = field(default_factory=LikertScale)
-
-    @classmethod
-    def from_metadata(cls, metadata: Mapping[str, Any] | None, *, scale: LikertScale | None = None) -> LikertSettings:
-        """Read the settings from a task's metadata; a bad value is an :class:`InputError` naming it."""
-        meta = dict(metadata or {})
-        alpha = metadata_alpha(meta)
-        methods = metadata_methods(meta, DEFAULT_METHODS)
-        seeds = metadata_seeds(meta)
-        cal_fraction = metadata_cal_fraction(meta)
-        mondrian = meta.get("mondrian") or None
-        return cls(alpha, methods, seeds, cal_fraction, None if mondrian is None else str(mondrian), scale or LikertScale())
-
-    def key(self) -> str:
-        return json.dumps(
-            [self.alpha, self.methods, self.seeds, self.cal_fraction, self.mondrian, str(self.scale)]
-        )
+    meta = dict(metadata or {})
+    names = [alias for aliases in SETTINGS.values() for alias in aliases]
+    for key in meta:
+        hint = did_you_mean(key, names) if key not in names else ""
+        if hint:
+            logger.warning("judgecp: metadata %r is not a judgecp setting%s", key, hint)
+    return parse_settings(meta, kind=kind, spell=lambda name: f"metadata {name}", other_kinds="ignore")
 
 
 def metric_suffix(spec: str) -> str:
@@ -145,7 +73,7 @@ def metric_suffix(spec: str) -> str:
 
 @dataclass(frozen=True)
 class Metric:
-    """One scalar lm-eval metric read from the judgecp report.
+    """One scalar lm-eval metric read from the report.
 
     ``always``: a count that is defined even when the report is not (``n``,
     ``excluded``); every other metric is NaN when the report has an ``error``.
@@ -157,53 +85,115 @@ class Metric:
     always: bool = False
 
 
-def _method_entry(report: dict[str, Any], spec: str) -> dict[str, Any]:
-    return report["methods"][spec]  # type: ignore[no-any-return]
+def _counts(n_key: str = "n") -> list[Metric]:
+    return [Metric(n_key, lambda r: r["n"], None, always=True),
+            Metric("excluded", lambda r: r["n_excluded"], False, always=True)]
 
 
-def likert_metrics(settings: LikertSettings) -> list[Metric]:
-    """The task's metrics in table order; each ``<m>_stderr`` follows ``<m>``.
+def _with_stderr(name: str, read: Callable[[dict[str, Any]], Any], key: str, higher: bool | None) -> list[Metric]:
+    """``<name>`` then ``<name>_stderr`` (the std over splits fills lm-eval's stderr column)."""
+    return [Metric(name, lambda r: read(r)[key], higher), Metric(f"{name}_stderr", lambda r: read(r)[f"{key}_std"], None)]
 
-    Per method: ``coverage_<m>`` (label-set coverage, which equals the
-    interval's for integer labels), ``width_<m>`` (label-set width
-    max - min), for interval methods ``interval_width_<m>`` (u - l), each
-    with ``_stderr`` = standard deviation over the splits; ``full_range_<m>``
-    is the share of test rows predicted as the whole scale (too few
-    calibration points). Then the judge's point metrics, ``n`` (records
-    used) and ``excluded`` (records left out, all reasons).
-    """
+
+def likert_metrics(protocol: Protocol) -> list[Metric]:
+    """Per method: ``coverage_<m>`` (label set), ``width_<m>`` (max - min), interval methods
+    ``interval_width_<m>`` (u - l), each with ``_stderr``; ``full_range_<m>``; then the judge's
+    point metrics, ``n`` and ``excluded``."""
     from judgecp.plugins import method_classes, parse_method_spec
 
     classes = method_classes()
-    metrics: list[Metric] = [
-        Metric("n", lambda r: r["n"], None, always=True),
-        Metric("excluded", lambda r: r["n_excluded"], False, always=True),
-    ]
-    for spec in settings.methods:
+    metrics = _counts()
+    for spec in protocol.method_specs("likert"):
         s = metric_suffix(spec)
-        name, _ = parse_method_spec(spec)
 
-        def labels(key: str, spec: str = spec) -> Callable[[dict[str, Any]], float | None]:
-            return lambda r: _method_entry(r, spec)["labels"][key]
+        def labels(r: dict[str, Any], spec: str = spec) -> Any:
+            return r["methods"][spec]["labels"]
 
-        def interval(key: str, spec: str = spec) -> Callable[[dict[str, Any]], float | None]:
-            return lambda r: _method_entry(r, spec)["interval"][key]
+        def interval(r: dict[str, Any], spec: str = spec) -> Any:
+            return r["methods"][spec]["interval"]
 
-        metrics += [
-            Metric(f"coverage_{s}", labels("coverage"), None),
-            Metric(f"coverage_{s}_stderr", labels("coverage_std"), None),
-            Metric(f"width_{s}", labels("width"), False),
-            Metric(f"width_{s}_stderr", labels("width_std"), None),
-        ]
-        if classes[name].output == "interval":
-            metrics += [
-                Metric(f"interval_width_{s}", interval("width"), False),
-                Metric(f"interval_width_{s}_stderr", interval("width_std"), None),
-            ]
-        metrics.append(Metric(f"full_range_{s}", lambda r, spec=spec: _method_entry(r, spec)["full_range"], False))
-    for key in POINT_METRICS:
-        metrics.append(Metric(key, lambda r, key=key: r["point"][key], key != "mae"))
+        metrics += _with_stderr(f"coverage_{s}", labels, "coverage", None)
+        metrics += _with_stderr(f"width_{s}", labels, "width", False)
+        if classes[parse_method_spec(spec)[0]].output == "interval":
+            metrics += _with_stderr(f"interval_width_{s}", interval, "width", False)
+        metrics.append(Metric(f"full_range_{s}", lambda r, spec=spec: r["methods"][spec]["full_range"], False))
+    metrics += [Metric(key, lambda r, key=key: r["point"][key], key != "mae") for key in POINT_METRICS]
     return metrics
+
+
+def pairwise_metrics(protocol: Protocol) -> list[Metric]:
+    """``n_pairs``, ``excluded``, ``single_order`` (pairs judged in one order), ``bpe`` (mean bidirectional
+    preference entropy, nats); per signal ``accuracy``/``ece``/``auroc``/``auprc``; per controller and
+    level ``risk_<c>_<alpha>`` (error among accepted) and ``coverage_<c>_<alpha>`` (share accepted),
+    with ``_stderr``."""
+    metrics = [
+        *_counts("n_pairs"),
+        Metric("single_order", lambda r: sum(int(f["count"]) for f in r.get("flags", []) if f.get("flag") == "single_order"),
+               False, always=True),
+        Metric("bpe", lambda r: r["bpe_mean"], False),
+    ]
+    for signal in PAIRWISE_SIGNALS:
+        metrics += [Metric(f"{key}_{signal}", lambda r, s=signal, k=key: r["uncertainty"][s][k], key != "ece")
+                    for key in UNCERTAINTY_KEYS]
+    for controller in protocol.controller_names():
+        for alpha in protocol.levels("pairwise"):
+            a = f"{alpha:g}"
+
+            def entry(r: dict[str, Any], c: str = controller, a: str = a) -> Any:
+                return r["controllers"][c][a]
+
+            metrics += _with_stderr(f"risk_{controller}_{a}", entry, "risk", False)
+            metrics += _with_stderr(f"coverage_{controller}_{a}", entry, "coverage", True)
+    return metrics
+
+
+def mcq_metrics(protocol: Protocol, categories: Sequence[str] = ()) -> list[Metric]:
+    """``n``, ``excluded``, ``accuracy``; per method ``coverage_<m>``, ``set_size_<m>`` (with ``_stderr``),
+    ``set_size_correct_<m>``, ``set_size_incorrect_<m>``, ``empty_<m>``; per category ``accuracy_<c>`` and,
+    for the first method, ``coverage_<m>_<c>`` and ``set_size_<m>_<c>``."""
+    metrics = [*_counts(), Metric("accuracy", lambda r: r["accuracy"], True)]
+    specs = protocol.method_specs("mcq")
+    for spec in specs:
+        s = metric_suffix(spec)
+
+        def entry(r: dict[str, Any], spec: str = spec) -> Any:
+            return r["methods"][spec]
+
+        metrics += _with_stderr(f"coverage_{s}", entry, "coverage", None)
+        metrics += _with_stderr(f"set_size_{s}", entry, "set_size", False)
+        metrics += [Metric(f"set_size_correct_{s}", lambda r, e=entry: e(r)["set_size_correct"], False),
+                    Metric(f"set_size_incorrect_{s}", lambda r, e=entry: e(r)["set_size_incorrect"], None),
+                    Metric(f"empty_{s}", lambda r, e=entry: e(r)["empty"], False)]
+    for category in categories:
+        c = metric_suffix(category)
+        metrics.append(Metric(f"accuracy_{c}", lambda r, g=category: r["by_category"][g]["accuracy"], True))
+        for spec in specs[:1]:
+            s = metric_suffix(spec)
+            metrics += [Metric(f"{key}_{s}_{c}", lambda r, g=category, spec=spec, key=key: r["by_category"][g]["methods"][spec][key],
+                               None if key == "coverage" else False) for key in ("coverage", "set_size")]
+    return metrics
+
+
+def parc_metrics(variations: Sequence[str], families: Sequence[str], datasets: Sequence[str] = ()) -> list[Metric]:
+    """Calibrated scores: per score (reliability, accuracy, certainty, consistency) the model's mean
+    over cells, per variation (no consistency for ``O``), per family, and per dataset when several."""
+    metrics = _counts()
+    for score in PARC_SCORES:
+        metrics.append(Metric(score, lambda r, s=score: _only_model(r[s]["model"])["calibrated"], True))
+        metrics += [Metric(f"{score}_{v}", lambda r, s=score, v=v: r[s]["variation"][v]["calibrated"], True)
+                    for v in variations if not (score == "consistency" and v == "O")]
+        metrics += [Metric(f"{score}_{f}", lambda r, s=score, f=f: r[s]["family"][f]["calibrated"], True) for f in families]
+        if len(datasets) > 1:
+            metrics += [Metric(f"{score}_dataset_{metric_suffix(d)}",
+                               lambda r, s=score, d=d: r[s]["dataset"][d]["calibrated"], True) for d in datasets]
+    return metrics
+
+
+def _only_model(by_model: Mapping[str, Any]) -> Any:
+    """The one model's entry (an lm-eval run has one model); undefined (KeyError) otherwise."""
+    if len(by_model) != 1:
+        raise KeyError("not exactly one model")
+    return next(iter(by_model.values()))
 
 
 # -- the report, computed once per content -----------------------------------
@@ -212,105 +202,51 @@ _CACHE: OrderedDict[str, dict[str, Any]] = OrderedDict()
 _CACHE_SIZE = 8
 
 
-def _content_key(records: Sequence[Mapping[str, Any]], settings_key: str) -> str:
-    digest = hashlib.sha256(settings_key.encode())
-    for r in records:
-        digest.update(json.dumps(r, sort_keys=True, default=str).encode())
-    return digest.hexdigest()
-
-
-def cached_report(
-    records: Sequence[Mapping[str, Any]],
-    settings_key: str,
-    compute: Callable[[list[dict[str, Any]]], dict[str, Any]],
+def task_report(
+    records: Sequence[Record], kind: str, protocol: Protocol, *, task: str = "", scale: LikertScale | None = None
 ) -> dict[str, Any]:
-    """``compute(records sorted by id)``, once per content (records and settings).
-
-    lm-eval calls one aggregation per metric, each with the same records; the
-    sorting makes the report independent of the order in which ranks
-    returned them under ``accelerate``.
-    """
+    """The core's report of a task's records (sorted by id, so the ranks' order does not matter), cached."""
     ordered = sorted(records, key=lambda r: str(r.get("id")))
-    key = _content_key(ordered, settings_key)
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key]
-    report = compute(ordered)  # type: ignore[arg-type]
-    _CACHE[key] = report
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return report
+    digest = hashlib.sha256(json.dumps([kind, repr(protocol), str(scale)]).encode())
+    for r in ordered:
+        digest.update(json.dumps(r, sort_keys=True, default=str).encode())
+    key = digest.hexdigest()
+    if key not in _CACHE:
+        _CACHE[key] = _compute(ordered, kind, protocol, task, scale)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    _CACHE.move_to_end(key)
+    return _CACHE[key]
 
 
-def likert_report(records: Sequence[Mapping[str, Any]], settings: LikertSettings, *, task: str = "") -> dict[str, Any]:
-    """The judgecp report of a task's records, with adapter-level exclusions counted.
-
-    Records are sorted by id first, so the report does not depend on the
-    order in which ranks returned them. When no report can be computed (too
-    few usable records), the report has ``error`` and no methods; every
-    conformal metric is then NaN, and the counts still hold.
-    """
-    return cached_report(records, "likert" + settings.key(), lambda ordered: _compute(ordered, settings, task))
-
-
-def _compute(records: list[dict[str, Any]], settings: LikertSettings, task: str) -> dict[str, Any]:
-    from judgecp.data import likert_from_records
-    from judgecp.protocol import Protocol, evaluate
-
-    usable, excluded = split_excluded(records)
+def _compute(records: list[Record], kind: str, protocol: Protocol, task: str, scale: LikertScale | None) -> dict[str, Any]:
     source = f"lm-eval task {task}".strip()
-    report: dict[str, Any]
+    options = {"scale": scale} if kind == "likert" and scale is not None else {}
+    data = None
     try:
-        if not usable:
-            raise InputError(f"{source}: no usable rows")
-        data = likert_from_records(
-            usable, source=source, logprobs_json="logprobs", group=settings.mondrian, scale=settings.scale
-        )
-    except InputError as exc:
-        # Not one record the core can use: count them by the reasons it gave.
-        count_reasons(str(exc), excluded)
-        report = undefined_report(str(exc), len(records), 0, excluded.to_json())
-    else:
-        data.excluded.merge(excluded)
-        data.n_read += excluded.total
-        protocol = Protocol(
-            alpha=settings.alpha,
-            methods=settings.methods,
-            seeds=settings.seeds,
-            cal_fraction=settings.cal_fraction,
-            mondrian=settings.mondrian,
-        )
-        try:
-            report = evaluate(data, protocol)
-        except InputError as exc:  # e.g. fewer than 4 usable records, or no such Mondrian field
-            report = undefined_report(str(exc), data.n_read, data.n, data.excluded.to_json())
-    return finish_report(report, task)
-
-
-def finish_report(report: dict[str, Any], task: str) -> dict[str, Any]:
-    """Count the exclusions (``n_excluded``) and say in the log what was left out and why."""
+        data = from_records(records, kind, Fields(group=protocol.mondrian), source=source, **options)
+        report = evaluate(data, protocol)
+    except NoUsableRecords as exc:
+        report = undefined_report(str(exc), exc.n_read, 0, exc.excluded.to_json())
+    except InputError as exc:  # too few usable records, a Mondrian field the records lack, ...
+        if data is None:
+            raise
+        report = undefined_report(str(exc), data.n_read, data.n, data.excluded.to_json(), data.flags.to_json(key="flag"))
     report["n_excluded"] = sum(e["count"] for e in report["excluded"])
     if "error" in report:
-        logger.warning("judgecp: %s: conformal metrics undefined: %s", task or "task", report["error"])
+        logger.warning("judgecp: %s: metrics undefined: %s", task or "task", report["error"])
     if report["n_excluded"]:
         reasons = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"])
         logger.warning("judgecp: %s: %d excluded: %s", task or "task", report["n_excluded"], reasons)
+    for warning in report.get("warnings", []):
+        logger.warning("judgecp: %s: %s", task or "task", warning["message"])
     return report
 
 
-#: "label_off_scale: 3" in the core's "no usable rows (...)" message.
-_REASON_COUNT = re.compile(r"([a-z_]+): (\d+)")
-
-
-def count_reasons(message: str, excluded: Exclusions) -> None:
-    """Add the "reason: count" pairs of a core error message (no usable rows) to ``excluded``."""
-    for reason, count in _REASON_COUNT.findall(message):
-        excluded.add(reason, count=int(count))
-
-
-def undefined_report(message: str, n_read: int, n: int, excluded: list[dict[str, Any]]) -> dict[str, Any]:
-    """A report without metrics (too few usable records): only its counts are defined."""
-    return {"error": message, "n": n, "n_read": n_read, "excluded": excluded, "methods": {}}
+def undefined_report(message: str, n_read: int, n: int, excluded: list[dict[str, Any]],
+                     flags: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A report without metrics: only its counts are defined."""
+    return {"error": message, "n": n, "n_read": n_read, "excluded": excluded, "flags": flags or [], "methods": {}}
 
 
 def read_metric(report: dict[str, Any], metric: Metric) -> float:
@@ -326,18 +262,16 @@ def read_metric(report: dict[str, Any], metric: Metric) -> float:
     return math.nan if value is None else float(value)
 
 
-def report_aggregation(
-    metric: Metric, report_of: Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
-) -> Callable[[Sequence[Mapping[str, Any]]], float]:
-    """The lm-eval aggregation function for ``metric``: records -> its value in ``report_of(records)``."""
+def aggregations(
+    metrics: Sequence[Metric], report_of: Callable[[Sequence[Record]], dict[str, Any]]
+) -> dict[str, Callable[[Sequence[Record]], float]]:
+    """lm-eval aggregation functions, metric name -> (records -> the metric's value in ``report_of(records)``)."""
+    out: dict[str, Callable[[Sequence[Record]], float]] = {}
+    for metric in metrics:
 
-    def aggregate(records: Sequence[Mapping[str, Any]]) -> float:
-        return read_metric(report_of(records), metric)
+        def aggregate(records: Sequence[Record], metric: Metric = metric) -> float:
+            return read_metric(report_of(records), metric)
 
-    aggregate.__name__ = f"judgecp_{metric.name}"
-    return aggregate
-
-
-def aggregation(metric: Metric, settings: LikertSettings, task: str = "") -> Callable[[Sequence[Mapping[str, Any]]], float]:
-    """The lm-eval aggregation function for a Likert ``metric``: records -> scalar."""
-    return report_aggregation(metric, lambda records: likert_report(records, settings, task=task))
+        aggregate.__name__ = f"judgecp_{metric.name}"
+        out[metric.name] = aggregate
+    return out

@@ -30,6 +30,7 @@ from lm_eval.models.hf_vlms import DEFAULT_IMAGE_PLACEHOLDER, HFMultimodalLM
 from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils import replace_placeholders, resize_image
 
+from judgecp.adapters.lm_eval import set_model_name
 from judgecp.adapters.lm_eval.capture import (
     GenerationCapture,
     RatingVocabulary,
@@ -39,7 +40,6 @@ from judgecp.adapters.lm_eval.capture import (
     read_continuation,
 )
 from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin, image_fingerprint
-from judgecp.adapters.lm_eval.records import set_model_name
 from judgecp.extraction import DEFAULT_FLOOR
 from judgecp.scale import LikertScale
 

@@ -5,7 +5,7 @@ every answer to the model's cache hook, in batch order, right after the
 batch's generate call. A judgecp model queues what it captured for each
 row of that call (logits, token logprobs) in the same order; the hook
 stand-in (:class:`_PairingHook`) pairs the next capture with each answer and
-turns them into a JSON judge response (also what lm-eval caches). The
+turns them into the JSON of a ``score`` judge output (also what lm-eval caches). The
 harness's own batching, stop sequences and decoding stay untouched.
 
 No torch import here: the vLLM model uses it too.
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.lm_eval.records import judge_response
+from judgecp.records import judge_output
 
 logger = logging.getLogger("lm_eval.judgecp")
 
@@ -119,7 +119,7 @@ class GenerationPairingMixin:
             return queue.popleft()
         # Should not happen: lm-eval reported an answer without a generate call we saw.
         logger.error("judgecp: no captured logits for a generation; its document is excluded (no_score)")
-        return judge_response(text, None, parsed=None, flags=("no_score", "capture_missing"))
+        return json.dumps(judge_output("score", logprobs=None, flags=("no_score", "capture_missing"), text=text))
 
     # -- recording -------------------------------------------------------------
 

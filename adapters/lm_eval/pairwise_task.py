@@ -6,10 +6,9 @@ preference) and :func:`pair_documents` makes two lm-eval documents of each
 pair: ``<pair_id>/fwd`` shows the original first response as "Assistant A",
 ``<pair_id>/rev`` swaps the two. Each document is one ``multiple_choice``
 request set over ``A``/``B`` (the judgecp HF models read both logits in one
-forward pass); its record keeps ``lp_A``/``lp_B`` and the human label in the
-original order, and the task's metrics come from
-:func:`judgecp.pairwise.evaluate_pairwise` over all records
-(:mod:`judgecp.adapters.lm_eval.pairwise_metrics`).
+forward pass); its ``pair`` record keeps the log-likelihoods of ``A`` and
+``B`` and the human label in the original order, and the task's metrics come
+from the core's pairwise study over all records (BPE, SCOPE).
 
 The prompt is MT-Bench's pairwise judge template (FastChat
 ``judge_prompts.jsonl``, ``pair-v2`` and ``pair-v2-multi-turn``) reduced to
@@ -23,17 +22,16 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources
-from judgecp.adapters.lm_eval.metrics import Metric
-from judgecp.adapters.lm_eval.pairwise_metrics import PairwiseSettings, pairwise_aggregations
-from judgecp.adapters.lm_eval.records import pairwise_record
+from judgecp.adapters.lm_eval.metrics import Metric, pairwise_metrics
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.records import pair_record
 
 logger = logging.getLogger("lm_eval.judgecp")
 
@@ -239,21 +237,16 @@ def doc_to_target(doc: Mapping[str, Any]) -> str:
 class PairwiseJudgeTask(JudgeReportTask):
     """A pairwise benchmark judged in both orders; SCOPE risk control and BPE over the whole task."""
 
-    #: Document fields copied into each record (e.g. a category, usable as a group offline).
-    RECORD_FIELDS: tuple[str, ...] = ()
+    KIND = "pairwise"
 
-    def read_settings(self, metadata: Mapping[str, Any]) -> PairwiseSettings:
-        return PairwiseSettings.from_metadata(metadata)
-
-    def build_metrics(self) -> list[tuple[Metric, Callable[[Sequence[Any]], float]]]:
+    def metrics(self) -> list[Metric]:
         if [str(c).strip() for c in self.doc_to_choice(self.task_docs[0])] != list(LABELS):
             raise InputError(f"task {self.config.task}: doc_to_choice must be {list(LABELS)}")
-        return pairwise_aggregations(self.settings, str(self.config.task))
+        return pairwise_metrics(self.protocol)
 
     def record(self, doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
         logprobs = self.choice_logprobs(LABELS, results)
-        fields = {f: doc.get(f) for f in self.RECORD_FIELDS}
-        return pairwise_record(
-            doc["id"], doc["pair_id"], doc["order"], logprobs["A"], logprobs["B"], doc.get("label"),
-            exclude=self.document_exclusion(doc), **fields,
+        return pair_record(
+            doc["id"], pair_id=doc["pair_id"], order=doc["order"], label=doc.get("label"), logprobs=logprobs,
+            prediction=self.argmax_label(logprobs), exclude=self.document_exclusion(doc), meta=self.meta(doc),
         )

@@ -22,7 +22,7 @@ from typing import Any
 
 from lm_eval.api.model import LM
 
-from judgecp.adapters.lm_eval.records import judge_response
+from judgecp.records import judge_output
 
 logger = logging.getLogger("lm_eval.judgecp")
 
@@ -99,7 +99,8 @@ class ReplayJudgeLM(LM):
             elif "logprobs" in entry:
                 lp = {k: float(v) for k, v in entry["logprobs"].items()}
                 parsed = int(max(lp, key=lp.__getitem__))
-                out.append(judge_response(f"(replayed) Score: {parsed}", lp, parsed=parsed, stage="replayed"))
+                out.append(json.dumps(judge_output("score", logprobs=lp, prediction=parsed, stage="replayed",
+                                                   text=f"(replayed) Score: {parsed}")))
             else:
                 out.append("(not in the recording)")
         self._report_missing()

@@ -60,8 +60,8 @@ def _llama_config(tokenizer: object, hidden: int, layers: int, max_positions: in
         hidden_size=hidden,
         intermediate_size=2 * hidden,
         num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=4,
+        num_attention_heads=max(4, hidden // 64),
+        num_key_value_heads=max(4, hidden // 64),
         max_position_embeddings=max_positions,
         bos_token_id=tokenizer.bos_token_id,  # type: ignore[attr-defined]
         eos_token_id=tokenizer.eos_token_id,  # type: ignore[attr-defined]
@@ -79,8 +79,12 @@ def build_tiny_llama(
     seed: int = 0,
     script: str | None = None,
     after: str = ".",
+    vocab: int | None = None,
 ) -> Path:
-    """Save a random tiny LlamaForCausalLM and its tokenizer to ``path`` (scripted: see :func:`script_judge`)."""
+    """Save a random tiny LlamaForCausalLM and its tokenizer to ``path`` (scripted: see :func:`script_judge`).
+
+    ``vocab`` widens the output layer to a real judge's vocabulary size (see :func:`pad_vocabulary`).
+    """
     import torch
     from transformers import LlamaForCausalLM
 
@@ -90,6 +94,8 @@ def build_tiny_llama(
     model = LlamaForCausalLM(_llama_config(tokenizer, hidden, layers, max_positions))
     if script is not None:
         script_judge(model, tokenizer, script, after=after)
+    if vocab is not None:
+        pad_vocabulary(model, tokenizer, vocab)
     model.generation_config.pad_token_id = tokenizer.pad_token_id  # type: ignore[attr-defined]
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)  # type: ignore[attr-defined]
@@ -107,6 +113,7 @@ def build_tiny_llava(
     seed: int = 0,
     script: str | None = None,
     after: str = ".",
+    vocab: int | None = None,
 ) -> Path:
     """Save a random tiny LLaVA (CLIP vision tower + Llama) with a PIL-only processor to ``path``."""
     import torch
@@ -140,6 +147,8 @@ def build_tiny_llava(
     model = LlavaForConditionalGeneration(config)
     if script is not None:
         script_judge(model, tokenizer, script, after=after)
+    if vocab is not None:
+        pad_vocabulary(model, tokenizer, vocab)
     model.generation_config.pad_token_id = tokenizer.pad_token_id  # type: ignore[attr-defined]
     image_processor = CLIPImageProcessorPil(
         size={"shortest_edge": image_size},
@@ -155,6 +164,21 @@ def build_tiny_llava(
     model.save_pretrained(path)
     processor.save_pretrained(path)
     return path
+
+
+def pad_vocabulary(model: object, tokenizer: object, vocab: int) -> None:
+    """Widen the embeddings and output layer to ``vocab`` rows, as large as a real judge's.
+
+    The tokenizer stays small (it is trained on a few lines); the rows past it
+    are suppressed in generation (``generation_config.suppress_tokens``), so
+    every generated id decodes, while each step's logits and log-softmax run
+    over the full width, which is what capture costs scale with.
+    """
+    known = len(tokenizer)  # type: ignore[arg-type]
+    if vocab < known:
+        raise ValueError(f"vocab={vocab} is smaller than the tokenizer's {known} tokens")
+    model.resize_token_embeddings(vocab)  # type: ignore[attr-defined]
+    model.generation_config.suppress_tokens = list(range(known, vocab))  # type: ignore[attr-defined]
 
 
 def script_judge(

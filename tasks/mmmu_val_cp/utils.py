@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources, images
-from judgecp.adapters.lm_eval.mcq_task import (
+from judgecp.adapters.lm_eval.choice_task import (
     MultipleChoiceTask,
     choice_document,
     doc_to_choice,
@@ -53,8 +53,7 @@ _IMAGE_TAG = re.compile(r"<image (\d)>")
 class MMMUTask(MultipleChoiceTask):
     """MMMU multiple-choice questions with one image; ``category`` is the discipline, records keep the subject."""
 
-    def record_fields(self, doc: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
-        return {**super().record_fields(doc), "subject": doc.get("subject")}
+    RECORD_FIELDS = ("subject",)
 
 
 def subject_of(item_id: str) -> str:

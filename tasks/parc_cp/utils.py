@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources
-from judgecp.adapters.lm_eval.mcq_task import (
+from judgecp.adapters.lm_eval.choice_task import (
     PARCTask,
     choice_document,
     doc_to_choice,
@@ -23,7 +23,7 @@ from judgecp.adapters.lm_eval.mcq_task import (
     left_out_document,
     placeholder_prompt,
 )
-from judgecp.data import read_jsonl
+from judgecp.tables import read_jsonl
 from judgecp.errors import InputError
 
 __all__ = ["PARCVariationTask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "load_docs"]

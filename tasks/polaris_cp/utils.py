@@ -16,7 +16,7 @@ from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources, images
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
-from judgecp.data import read_jsonl
+from judgecp.tables import read_jsonl
 
 HUB_DATASET = "yuwd/Polaris"
 ENV_VAR = "JUDGECP_POLARIS_DIR"

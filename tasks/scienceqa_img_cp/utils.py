@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources, images
-from judgecp.adapters.lm_eval.mcq_task import (
+from judgecp.adapters.lm_eval.choice_task import (
     MultipleChoiceTask,
     choice_document,
     doc_to_choice,

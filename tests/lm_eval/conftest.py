@@ -88,6 +88,6 @@ def mllm_dir(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> P
 
 @pytest.fixture(scope="session")
 def polaris_dir(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> Path:
-    from judgecp.adapters.lm_eval.fixtures import build_polaris_dir
+    from tests.lm_eval.fixtures import build_polaris_dir
 
     return build_polaris_dir(tmp_path_factory.mktemp("polaris"), n=10)

@@ -68,3 +68,23 @@ def samples(output: Path, task: str) -> list[dict[str, Any]]:
 
 def metric(results: dict[str, Any], task: str, name: str) -> Any:
     return results["results"][task][f"{name},none"]
+
+
+def samples_records(files: list[Path]) -> list[dict[str, Any]]:
+    """The judgecp records of samples files, read as ``judgecp evaluate --format lm-eval`` reads them."""
+    from judgecp.adapters.lm_eval.plugin import read_samples
+
+    return [r for f in files for r in read_samples(f).records]
+
+
+def task_metrics(kind: str, records: list[dict[str, Any]], metadata: dict[str, Any], metric_list: Any = None,
+                 **options: Any) -> dict[str, float]:
+    """Every metric of a task recomputed from its records, as the task's aggregations compute them."""
+    from judgecp.adapters.lm_eval import metrics
+
+    protocol = metrics.task_protocol(metadata, kind)
+    metrics._CACHE.clear()
+    report = metrics.task_report(records, kind, protocol, **options)
+    if metric_list is None:
+        metric_list = {"likert": metrics.likert_metrics, "pairwise": metrics.pairwise_metrics}[kind](protocol)
+    return {m.name: metrics.read_metric(report, m) for m in metric_list}

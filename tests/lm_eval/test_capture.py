@@ -21,7 +21,7 @@ from judgecp.adapters.lm_eval.capture import (  # noqa: E402
     plan_document,
     response_from_vllm_capture,
 )
-from judgecp.adapters.lm_eval.records import parse_judge_response  # noqa: E402
+from judgecp.records import parse_judge_output  # noqa: E402
 from judgecp.scale import LikertScale  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning")
@@ -115,12 +115,12 @@ def test_cot_capture_equals_manual_forward_at_the_score_position(text_judge: Any
     responses = text_judge.generate_until(reqs)
     vocab = RatingVocabulary(text_judge.tokenizer, LikertScale())
     for req, raw in zip(reqs, responses, strict=True):
-        response = parse_judge_response(raw)
-        assert response is not None and response["text"] == " Fine Score: 3"
-        assert response["stage"] == "anchored" and response["parsed"] == 3 and response["flags"] == []
+        response = parse_judge_output(raw, "score")
+        assert response is not None and response["meta"]["text"] == " Fine Score: 3"
+        assert response["meta"]["stage"] == "anchored" and response["prediction"] == 3 and response["flags"] == []
         prompt = text_judge.tokenizer(req.args[0], add_special_tokens=False)["input_ids"]
-        generated = text_judge.tokenizer(response["text"], add_special_tokens=False)["input_ids"]
-        upto = prompt + generated[: response["position"]]
+        generated = text_judge.tokenizer(response["meta"]["text"], add_special_tokens=False)["input_ids"]
+        upto = prompt + generated[: response["meta"]["position"]]
         with torch.no_grad():
             lp = torch.log_softmax(text_judge.model(torch.tensor([upto])).logits[0, -1].float(), -1)
         for label in "12345":
@@ -166,7 +166,7 @@ def test_image_direct_scoring_one_pass_per_document(tiny_llava: Path, mllm_dir: 
     assert results[7][0] == pytest.approx(float(lp[token]), abs=1e-4)
 
 
-def test_vllm_outputs_to_judge_response(tiny_llama: Path) -> None:
+def test_vllm_outputs_to_judge_output(tiny_llama: Path) -> None:
     """vLLM is not installed here: its RequestOutput is faked with the same attributes."""
     from transformers import AutoTokenizer
 
@@ -176,7 +176,7 @@ def test_vllm_outputs_to_judge_response(tiny_llama: Path) -> None:
     steps = [{i: SimpleNamespace(logprob=-0.1)} for i in ids]
     steps[-1] = {three: SimpleNamespace(logprob=-0.05), one: SimpleNamespace(logprob=-3.2)}
     output = SimpleNamespace(outputs=[SimpleNamespace(token_ids=ids, logprobs=steps)])
-    response = parse_judge_response(response_from_vllm_capture(" Fine Score: 3", capture_from_vllm_output(output), tok, LikertScale(), math.log(1e-5)))
-    assert response is not None and response["parsed"] == 3
+    response = parse_judge_output(response_from_vllm_capture(" Fine Score: 3", capture_from_vllm_output(output), tok, LikertScale(), math.log(1e-5)))
+    assert response is not None and response["prediction"] == 3
     assert response["logprobs"]["3"] == pytest.approx(-0.05) and response["logprobs"]["1"] == pytest.approx(-3.2)
     assert response["logprobs"]["2"] == pytest.approx(math.log(1e-5)) and "missing_token" in response["flags"]

@@ -28,22 +28,9 @@ from tests.lm_eval.helpers import (
 
 skip_without_lm_eval()
 
-from judgecp.adapters.lm_eval import metrics as metrics_module  # noqa: E402
-from judgecp.adapters.lm_eval.mcq_metrics import (  # noqa: E402
-    MCQSettings,
-    PARCSettings,
-    mcq_metrics,
-    mcq_report,
-    parc_metrics,
-    parc_report,
-)
-from judgecp.adapters.lm_eval.metrics import read_metric  # noqa: E402
-from judgecp.adapters.lm_eval.pairwise_metrics import (  # noqa: E402
-    PairwiseSettings,
-    pairwise_metrics,
-    pairwise_report,
-)
-from judgecp.adapters.lm_eval.records import records_from_samples  # noqa: E402
+from judgecp.adapters.lm_eval.metrics import mcq_metrics, parc_metrics, task_protocol  # noqa: E402
+from tests.lm_eval.helpers import samples_records  # noqa: E402
+from tests.lm_eval.helpers import task_metrics as recomputed  # noqa: E402
 
 PAIRWISE_TASKS = ("mt_bench_human_cp", "rewardbench_cp", "chatbot_arena_cp")
 CHOICE_TASKS = ("scienceqa_img_cp", "ai2d_cp", "mmmu_val_cp")
@@ -82,7 +69,7 @@ def exclusions(output: Path, task: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    from judgecp.adapters.lm_eval import fixtures
+    from tests.lm_eval import fixtures
 
     root = tmp_path_factory.mktemp("choice_data")
     return {
@@ -163,25 +150,20 @@ def test_pairwise_documents_are_judged_in_both_orders(pairwise_run: tuple[Path, 
 
 
 def test_pairwise_samples_file_recomputes_every_metric(pairwise_run: tuple[Path, str], tmp_path: Path) -> None:
-    from judgecp.adapters.lm_eval.records import main as export
     from judgecp.cli import main as judgecp_cli
 
     output, _ = pairwise_run
     results = results_file(output)
     for task in PAIRWISE_TASKS:
         files = sorted(output.rglob(f"samples_{task}_2*.jsonl"))
-        settings = PairwiseSettings.from_metadata(results["configs"][task]["metadata"])
-        metrics_module._CACHE.clear()
-        report = pairwise_report(records_from_samples(files), settings)
+        got = recomputed("pairwise", samples_records(files), results["configs"][task]["metadata"])
         expected = task_metrics(results, task)
-        names = [m.name for m in pairwise_metrics(settings)]
-        assert sorted(names) == sorted(expected)
-        for m in pairwise_metrics(settings):
-            assert same(read_metric(report, m), expected[m.name]), (task, m.name)
-    # judgecp evaluate on the exported records: the same numbers, and the full report
-    files = sorted(output.rglob("samples_mt_bench_human_cp_2*.jsonl"))
-    assert export([str(f) for f in files] + ["-o", str(tmp_path / "records.jsonl")]) == 0
-    assert judgecp_cli(["evaluate", str(tmp_path / "records.jsonl"), "--kind", "pairwise", "--splits", "50",
+        assert sorted(got) == sorted(expected)
+        for name, value in got.items():
+            assert same(value, expected[name]), (task, name)
+    # judgecp evaluate on the samples file itself: the same numbers, and the full report
+    (samples_file,) = sorted(output.rglob("samples_mt_bench_human_cp_2*.jsonl"))
+    assert judgecp_cli(["evaluate", str(samples_file), "--format", "lm-eval", "--splits", "50",
                         "--alphas", "0.1,0.2", "--quiet", "--json", str(tmp_path / "r.json")]) == 0
     offline = json.loads((tmp_path / "r.json").read_text())
     assert offline["bpe_mean"] == metric(results, "mt_bench_human_cp", "bpe")
@@ -204,8 +186,8 @@ def test_stock_hf_gives_the_same_letter_logprobs(
     ours = {s["doc"]["id"]: s["n_pairs"] for s in samples(output, "rewardbench_cp")}
     assert stock.keys() == ours.keys() and len(ours) == 24
     for doc_id, record in ours.items():
-        assert record["lp_A"] == pytest.approx(stock[doc_id]["lp_A"], abs=1e-4), doc_id
-        assert record["lp_B"] == pytest.approx(stock[doc_id]["lp_B"], abs=1e-4), doc_id
+        assert record["logprobs"]["A"] == pytest.approx(stock[doc_id]["logprobs"]["A"], abs=1e-4), doc_id
+        assert record["logprobs"]["B"] == pytest.approx(stock[doc_id]["logprobs"]["B"], abs=1e-4), doc_id
     assert metric(results_file(tmp_path), "rewardbench_cp", "bpe") == pytest.approx(
         metric(results_file(output), "rewardbench_cp", "bpe"), abs=1e-4
     )
@@ -234,7 +216,7 @@ def test_image_choice_tasks_report_conformal_sets(image_run: tuple[Path, str]) -
     # bad input is counted with its reason, never fatal
     records = {s["doc"]["id"]: s["n"] for s in samples(output, "scienceqa_img_cp")}
     assert records["scienceqa_img/00000"]["exclude"] == "image_load_failed"
-    assert records["scienceqa_img/00001"]["correct"] == ["H"]  # an answer index past the options: the core's answer_not_an_option
+    assert records["scienceqa_img/00001"]["label"] == ["H"]  # an answer index past the options: the core's answer_not_an_option
     assert "scienceqa_img_cp: 3 excluded: answer_not_an_option 1, image_load_failed 1, options_missing 1" in stderr
     assert exclusions(output, "mmmu_val_cp") == {"open_question": 1, "multiple_images": 1}
     # a document is scored over its own letters (2 to 5 options), read from one pass
@@ -259,33 +241,33 @@ def test_parc_tasks_report_calibrated_reliability(image_run: tuple[Path, str]) -
     single = task_metrics(results, "parc_cp_mit_states")
     assert (single["n"], single["excluded"]) == (30, 0) and "reliability_dataset_mit_states" not in single
     record = samples(output, "parc_cp")[0]["n"]
-    assert record["model"].endswith("llava") and record["variation"] and record["source_id"]
+    assert record["judge"].endswith("llava") and record["variation"] and record["source_id"]
     assert "parc_cp: 4 excluded: duplicate_id 1, image_load_failed 1, malformed_json_line 1, no_original_prompt 1" in stderr
 
 
 def test_choice_samples_files_recompute_every_metric(image_run: tuple[Path, str]) -> None:
-    from judgecp.adapters.lm_eval.mcq_task import PARC_VARIATIONS
+    from judgecp.adapters.lm_eval.choice_task import PARC_VARIATIONS
+    from judgecp.data.choice import variation_name
+    from judgecp.exclusions import Exclusions
     from judgecp.parc import family_of
 
     output, _ = image_run
     results = results_file(output)
     for task in CHOICE_TASKS + PARC_TASKS:
         files = sorted(output.rglob(f"samples_{task}_2*.jsonl"))
-        records = records_from_samples(files)
+        records = samples_records(files)
         kept = [r for r in records if not r.get("exclude")]
         meta = results["configs"][task]["metadata"]
-        metrics_module._CACHE.clear()
         if task.startswith("parc"):
-            names = {r["variation"] for r in kept}
+            names = {variation_name(r["variation"], r.get("family"), Exclusions(), "") for r in kept}
             variations = [v for v in PARC_VARIATIONS if v in names] + sorted(names - set(PARC_VARIATIONS))
             families = sorted({family_of(v) for v in variations} - {"O"})
-            found = parc_metrics(variations, families, sorted({r["dataset"] for r in kept}))
-            report = parc_report(records, PARCSettings.from_metadata(meta))
+            found = parc_metrics(variations, families, sorted({r["task"] for r in kept}))
+            got = recomputed("parc", records, meta, found)
         else:
-            settings = MCQSettings.from_metadata(meta)
-            found = mcq_metrics(settings, sorted({r["category"] for r in kept if r.get("category")}))
-            report = mcq_report(records, settings)
+            found = mcq_metrics(task_protocol(meta, "mcq"), sorted({r["group"] for r in kept if r.get("group")}))
+            got = recomputed("mcq", records, meta, found)
         expected = task_metrics(results, task)
-        assert sorted(m.name for m in found) == sorted(expected), task
-        for m in found:
-            assert same(read_metric(report, m), expected[m.name]), (task, m.name)
+        assert sorted(got) == sorted(expected), task
+        for name, value in got.items():
+            assert same(value, expected[name]), (task, name)

@@ -15,8 +15,8 @@ skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval import tasks_path  # noqa: E402
 from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir  # noqa: E402
-from judgecp.data import read_jsonl  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
+from judgecp.tables import read_jsonl  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
@@ -99,7 +99,8 @@ def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(folder: str, tm
     """The same documents from the local copy (data_dir) and from the hub dataset the YAML and README name."""
     import datasets
 
-    from judgecp.adapters.lm_eval import data_sources, fixtures
+    from judgecp.adapters.lm_eval import data_sources
+    from tests.lm_eval import fixtures
 
     builder, call = HUB_LOADS[folder]
     local = getattr(fixtures, builder)(tmp_path / "copy")
@@ -128,7 +129,7 @@ def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(folder: str, tm
 
 
 def test_pairwise_rows_that_cannot_be_judged_stay_as_counted_documents(tmp_path: Path) -> None:
-    from judgecp.adapters.lm_eval import fixtures
+    from tests.lm_eval import fixtures
 
     utils = task_utils("mt_bench_human_cp")
     docs = utils.load_docs(data_dir=str(fixtures.build_mt_bench_human_dir(tmp_path / "mt")))["test"]
@@ -148,7 +149,7 @@ def test_pairwise_rows_that_cannot_be_judged_stay_as_counted_documents(tmp_path:
 
 
 def test_rewardbench_balances_which_response_comes_first(tmp_path: Path) -> None:
-    from judgecp.adapters.lm_eval import fixtures
+    from tests.lm_eval import fixtures
 
     utils = task_utils("rewardbench_cp")
     docs = utils.load_docs(data_dir=str(fixtures.build_rewardbench_dir(tmp_path / "rb", n=12)))["test"]
@@ -160,7 +161,7 @@ def test_rewardbench_balances_which_response_comes_first(tmp_path: Path) -> None
 
 
 def test_parc_reads_the_local_variation_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from judgecp.adapters.lm_eval import fixtures
+    from tests.lm_eval import fixtures
 
     utils = task_utils("parc_cp")
     monkeypatch.delenv("JUDGECP_PARC_DIR", raising=False)

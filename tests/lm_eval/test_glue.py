@@ -11,52 +11,63 @@ import pytest
 
 from judgecp.adapters.lm_eval import metrics
 from judgecp.adapters.lm_eval.metrics import (
-    LikertSettings,
-    aggregation,
+    aggregations,
     likert_metrics,
-    likert_report,
     read_metric,
+    task_protocol,
+    task_report,
 )
-from judgecp.adapters.lm_eval.records import (
-    judge_response,
-    likert_record,
-    parse_judge_response,
-    records_from_samples,
-)
+from judgecp.adapters.lm_eval.plugin import read_samples
 from judgecp.errors import InputError
+from judgecp.records import judge_output, parse_judge_output, score_record
+from judgecp.scale import LikertScale
 from judgecp.simulate import simulate_likert_judge
+
+SCALE = LikertScale()
 
 
 def synthetic_records(n: int = 200, seed: int = 0) -> list[dict]:
     data = simulate_likert_judge(n=n, seed=seed)
     return [
-        likert_record(
-            data.ids[i], int(data.labels[i]), dict(zip(data.scale.tokens, data.logprobs[i].tolist(), strict=True)),
-            parsed=int(np.argmax(data.logprobs[i])) + 1, group=data.fields["group"][i],
+        score_record(
+            data.ids[i], label=str(int(data.labels[i])), logprobs=dict(zip(data.scale.tokens, data.logprobs[i].tolist(), strict=True)),
+            prediction=int(np.argmax(data.logprobs[i])) + 1, group=data.fields["group"][i],
         )
         for i in range(n)
     ]
 
 
+def report(records: list[dict], settings: dict) -> dict:
+    metrics._CACHE.clear()
+    return task_report(records, "likert", task_protocol(settings, "likert"), scale=SCALE)
+
+
 def test_settings_defaults_and_metadata() -> None:
-    s = LikertSettings.from_metadata({"version": 1.0})
-    assert (s.alpha, s.methods, s.seeds, s.cal_fraction, s.mondrian) == (0.1, ("naive", "lac"), tuple(range(10)), 0.5, None)
-    s = LikertSettings.from_metadata({"alpha": "0.2", "methods": "lac(probabilities=recalibrated),naive", "seeds": [3, 5], "mondrian": "group"})
-    assert s.alpha == 0.2 and s.methods == ("lac(probabilities=recalibrated)", "naive") and s.seeds == (3, 5) and s.mondrian == "group"
+    s = task_protocol({"version": 1.0, "pretrained": "some/model"}, "likert")
+    assert (s.level, s.method_specs("likert"), s.split_seeds(), s.cal_fraction, s.mondrian) == (
+        0.1, ("naive", "lac"), tuple(range(10)), 0.5, None)
+    s = task_protocol({"alpha": "0.2", "methods": "lac(probabilities=recalibrated),naive", "seeds": [3, 5], "mondrian": "group"}, "likert")
+    assert s.level == 0.2 and s.methods == ("lac(probabilities=recalibrated)", "naive") and s.split_seeds() == (3, 5)
+    assert s.mondrian == "group"
+    assert task_protocol({"splits": 4, "random_state": 7}, "likert").split_seeds() == (7, 8, 9, 10)
+    # one --metadata goes to every task of a run: a pairwise setting is not a Likert task's error
+    assert task_protocol({"controllers": "scope", "alphas": "0.1"}, "likert").controllers is None
 
 
 @pytest.mark.parametrize(
     ("metadata", "message"),
-    [({"alpha": 1.5}, "alpha"), ({"methods": "nope"}, "unknown method 'nope'"), ({"seeds": 0}, "seeds"),
-     ({"cal_fraction": 1}, "cal_fraction"), ({"methods": "naive,naive"}, "twice")],
+    [({"alpha": 1.5}, "metadata alpha"), ({"methods": "nope"}, "unknown metadata methods method 'nope'"),
+     ({"methods": "naiv,lac"}, "did you mean 'naive'"), ({"seeds": 0}, "metadata splits"),
+     ({"cal_fraction": 1}, "metadata cal_fraction"), ({"methods": "naive,naive"}, "twice"),
+     ({"methods": "lac(probabilties=judge)"}, "no parameter 'probabilties'; did you mean 'probabilities'")],
 )
 def test_bad_settings_name_the_value(metadata: dict, message: str) -> None:
     with pytest.raises(InputError, match=message):
-        LikertSettings.from_metadata(metadata)
+        task_protocol(metadata, "likert")
 
 
 def test_metric_names_and_stderr_order() -> None:
-    names = [m.name for m in likert_metrics(LikertSettings.from_metadata({"methods": "naive,lac(probabilities=recalibrated)"}))]
+    names = [m.name for m in likert_metrics(task_protocol({"methods": "naive,lac(probabilities=recalibrated)"}, "likert"))]
     assert names[:2] == ["n", "excluded"]
     for m in ("naive", "lac_probabilities_recalibrated"):
         for base in ("coverage", "width"):
@@ -66,17 +77,17 @@ def test_metric_names_and_stderr_order() -> None:
 
 
 def test_aggregation_equals_the_core_report_and_is_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from judgecp.data import likert_from_records
-    from judgecp.protocol import Protocol, evaluate
+    from judgecp import Protocol, evaluate, from_records
 
     records = synthetic_records()
-    settings = LikertSettings.from_metadata({"seeds": 4})
-    core = evaluate(likert_from_records(records, logprobs_json="logprobs"), Protocol(methods=("naive", "lac"), seeds=(0, 1, 2, 3)))
+    protocol = task_protocol({"seeds": 4}, "likert")
+    core = evaluate(from_records(records), Protocol(methods=("naive", "lac"), seeds=(0, 1, 2, 3)))
     calls = []
     real = metrics._compute
     monkeypatch.setattr(metrics, "_compute", lambda *a: calls.append(1) or real(*a))
     metrics._CACHE.clear()
-    values = {m.name: aggregation(m, settings, "t")(records) for m in likert_metrics(settings)}
+    aggs = aggregations(likert_metrics(protocol), lambda r: task_report(r, "likert", protocol, scale=SCALE))
+    values = {name: agg(records) for name, agg in aggs.items()}
     assert len(calls) == 1, "the report must be computed once per content, not once per metric"
     assert values["coverage_naive"] == core["methods"]["naive"]["labels"]["coverage"]
     assert values["coverage_naive_stderr"] == core["methods"]["naive"]["labels"]["coverage_std"]
@@ -88,11 +99,8 @@ def test_aggregation_equals_the_core_report_and_is_computed_once(monkeypatch: py
 def test_record_order_does_not_change_the_metrics() -> None:
     """Under accelerate, rank 0 gathers the records rank by rank: a different order."""
     records = synthetic_records(120)
-    settings = LikertSettings.from_metadata({"seeds": 3})
-    metrics._CACHE.clear()
-    a = likert_report(records, settings)
-    metrics._CACHE.clear()
-    b = likert_report(records[1::2] + records[::2], settings)
+    a = report(records, {"seeds": 3})
+    b = report(records[1::2] + records[::2], {"seeds": 3})
     assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
@@ -101,45 +109,45 @@ def test_bad_documents_are_counted_never_fatal() -> None:
     records[0] = {**records[0], "exclude": "image_load_failed"}
     records[1] = {**records[1], "exclude": "response_not_json", "logprobs": None}
     records[2] = {**records[2], "label": "0"}  # off the 1-5 scale
-    records[3] = {**records[3], "logprobs": None, "parsed": None, "flags": ["no_score"]}
+    records[3] = {**records[3], "logprobs": None, "prediction": None, "flags": ["no_score"]}
     records[4] = {**records[4], "label": "4.5"}
-    settings = LikertSettings.from_metadata({"seeds": 3})
-    metrics._CACHE.clear()
-    report = likert_report(records, settings)
-    reasons = {e["reason"]: e["count"] for e in report["excluded"]}
+    got = report(records, {"seeds": 3})
+    reasons = {e["reason"]: e["count"] for e in got["excluded"]}
     assert reasons == {"image_load_failed": 1, "response_not_json": 1, "label_off_scale": 2, "no_score": 1}
-    assert report["n"] == 55 and report["n_excluded"] == 5
+    assert got["n"] == 55 and got["n_excluded"] == 5
 
 
 def test_too_few_usable_records_give_nan_metrics_and_counts() -> None:
     records = synthetic_records(3)
     records[0] = {**records[0], "exclude": "image_load_failed"}
-    settings = LikertSettings.from_metadata({})
-    metrics._CACHE.clear()
-    report = likert_report(records, settings)
-    by_name = {m.name: read_metric(report, m) for m in likert_metrics(settings)}
+    got = report(records, {})
+    by_name = {m.name: read_metric(got, m) for m in likert_metrics(task_protocol({}, "likert"))}
     assert by_name["n"] == 2 and by_name["excluded"] == 1
     assert math.isnan(by_name["coverage_naive"]) and math.isnan(by_name["pearson"])
-    metrics._CACHE.clear()
-    nothing = likert_report([{**r, "logprobs": None, "flags": ["no_score"]} for r in records[1:]], settings)
+    nothing = report([{**r, "logprobs": None, "flags": ["no_score"]} for r in records[1:]], {})
     assert {e["reason"]: e["count"] for e in nothing["excluded"]} == {"no_score": 2}
 
 
-def test_judge_response_round_trip_and_non_json() -> None:
-    raw = judge_response("Fine. Score: 4", {"1": -9.0, "2": float("-inf"), "3": -2.0, "4": -0.2, "5": float("nan")}, parsed=4, flags=["missing_token"])
-    back = parse_judge_response(raw)
-    assert back is not None and back["parsed"] == 4 and back["logprobs"]["2"] == "-inf" and back["flags"] == ["missing_token"]
-    assert parse_judge_response("Fine. Score: 4") is None
-    assert parse_judge_response(json.dumps({"text": "x"})) is None  # JSON, but not a judge response
+def test_judge_output_round_trip_and_non_json() -> None:
+    raw = json.dumps(judge_output("score", logprobs={"1": -9.0, "2": float("-inf"), "3": -2.0, "4": -0.2, "5": float("nan")},
+                                  prediction=4, flags=["missing_token"], text="Fine. Score: 4"))
+    back = parse_judge_output(raw, "score")
+    assert back is not None and back["prediction"] == 4 and back["logprobs"]["2"] == "-inf"
+    assert back["flags"] == ["missing_token"] and back["meta"]["text"] == "Fine. Score: 4"
+    assert parse_judge_output("Fine. Score: 4") is None
+    assert parse_judge_output(json.dumps({"text": "x"})) is None  # JSON, but not a judge output
+    assert parse_judge_output(raw, "pair") is None  # another shape
 
 
 def test_records_from_samples(tmp_path: Path) -> None:
     records = synthetic_records(5)
     path = tmp_path / "samples_t_2026.jsonl"
-    with path.open("w") as f:
-        for r in records:
-            f.write(json.dumps({"doc_id": 0, "metrics": ["n", "coverage_naive"], "n": r, "coverage_naive": r}) + "\n")
-    assert records_from_samples([path]) == records
+    lines = [json.dumps({"doc_id": i, "metrics": ["n", "coverage_naive"], "n": r, "coverage_naive": r})
+             for i, r in enumerate(records)]
+    path.write_text("\n".join([lines[3], *lines, lines[1], "[1, 2, 3]", lines[0][: len(lines[0]) // 2]]) + "\n")
+    batch = read_samples(path)
+    assert batch.records == sorted(records, key=lambda r: r["id"])  # in id order, as the tasks aggregate them
+    assert dict(batch.excluded.counts) == {"duplicate_record": 2, "malformed_json_line": 2} and batch.n_read == 9
     path.write_text(json.dumps({"doc_id": 0, "metrics": ["acc"], "acc": 1}) + "\n")
-    with pytest.raises(ValueError, match="no judgecp record"):
-        records_from_samples([path])
+    with pytest.raises(InputError, match="no judgecp record"):
+        read_samples(path)

@@ -22,19 +22,16 @@ from tests.lm_eval.helpers import (
     results_file,
     run,
     samples,
+    samples_records,
     skip_without_lm_eval,
+    task_metrics,
 )
 
 skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval import tasks_path  # noqa: E402
-from judgecp.adapters.lm_eval.metrics import (  # noqa: E402
-    LikertSettings,
-    likert_metrics,
-    likert_report,
-    read_metric,
-)
-from judgecp.adapters.lm_eval.records import parse_judge_response, records_from_samples  # noqa: E402
+from judgecp.records import parse_judge_output  # noqa: E402
+from judgecp.scale import LikertScale  # noqa: E402
 
 METADATA = json.dumps({"seeds": 5})
 
@@ -76,21 +73,22 @@ def test_samples_file_recomputes_every_metric(text_run: Path) -> None:
     results = results_file(text_run / "results")
     for task in ("judge_text", "judge_text_cot"):
         files = sorted((text_run / "results").rglob(f"samples_{task}_2*.jsonl"))
-        records = records_from_samples(files)
-        settings = LikertSettings.from_metadata(results["configs"][task]["metadata"])
-        report = likert_report(records, settings)
+        got = task_metrics("likert", samples_records(files), results["configs"][task]["metadata"], scale=LikertScale())
         expected = judgecp_metrics(results, task)
-        for m in likert_metrics(settings):
-            assert same(read_metric(report, m), expected[m.name]), m.name
+        for name, value in got.items():
+            assert same(value, expected[name]), name
 
 
-def test_exported_records_give_the_same_numbers_in_judgecp_evaluate(text_run: Path, tmp_path: Path) -> None:
-    from judgecp.adapters.lm_eval.records import main as export
+@pytest.mark.parametrize("route", ["samples file", "exported records"])
+def test_judgecp_evaluate_on_the_samples_file_gives_the_same_numbers(text_run: Path, tmp_path: Path, route: str) -> None:
     from judgecp.cli import main as judgecp_cli
 
-    files = sorted((text_run / "results").rglob("samples_judge_text_2*.jsonl"))
-    assert export([str(f) for f in files] + ["-o", str(tmp_path / "records.jsonl")]) == 0
-    args = ["evaluate", str(tmp_path / "records.jsonl"), "--methods", "naive,lac", "--seeds", "5", "--quiet", "--json", str(tmp_path / "r.json")]
+    (samples_file,) = sorted((text_run / "results").rglob("samples_judge_text_2*.jsonl"))
+    source = [str(samples_file), "--format", "lm-eval"]
+    if route == "exported records":
+        assert judgecp_cli(["records", *source, "-o", str(tmp_path / "records.jsonl")]) == 0
+        source = [str(tmp_path / "records.jsonl")]
+    args = ["evaluate", *source, "--methods", "naive,lac", "--seeds", "5", "--quiet", "--json", str(tmp_path / "r.json")]
     assert judgecp_cli(args) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     results = results_file(text_run / "results")
@@ -99,11 +97,12 @@ def test_exported_records_give_the_same_numbers_in_judgecp_evaluate(text_run: Pa
     assert report["n"] == metric(results, "judge_text", "n")
 
 
-def test_cot_responses_are_judge_json(text_run: Path) -> None:
+def test_cot_responses_are_judge_outputs(text_run: Path) -> None:
     lines = samples(text_run / "results", "judge_text_cot")
-    response = parse_judge_response(lines[0]["resps"][0][0])
-    assert response is not None and response["text"] == " Fine Score: 3" and response["stage"] == "anchored"
-    assert lines[0]["n"]["logprobs"] == response["logprobs"] and lines[0]["n"]["parsed"] == 3
+    response = parse_judge_output(lines[0]["resps"][0][0], "score")
+    assert response is not None and response["meta"]["text"] == " Fine Score: 3" and response["meta"]["stage"] == "anchored"
+    record = lines[0]["n"]
+    assert record["logprobs"] == response["logprobs"] and record["prediction"] == 3 and "text" not in record.get("meta", {})
 
 
 def test_stock_hf_still_works_and_agrees(text_run: Path, tiny_llama: Path, text_tasks: Path, tmp_path: Path) -> None:
@@ -147,7 +146,7 @@ def test_two_process_accelerate_run_gives_the_same_metrics(text_run: Path, tiny_
         two = {s["doc"]["id"]: s["n"] for s in samples(tmp_path, task)}
         assert one.keys() == two.keys() and len(two) == 40  # every document once, gathered from both ranks
         for doc_id, record in one.items():
-            assert record["parsed"] == two[doc_id]["parsed"] and record["exclude"] == two[doc_id]["exclude"]
+            assert record["prediction"] == two[doc_id]["prediction"] and record["exclude"] == two[doc_id]["exclude"]
             assert record["logprobs"] == pytest.approx(two[doc_id]["logprobs"], abs=1e-5)
 
 
@@ -174,7 +173,7 @@ def test_image_judge_on_the_shipped_tasks(tiny_llava: Path, mllm_dir: Path, pola
     label_zero = next(s for s in samples(tmp_path, "mllm_judge_cp_coco") if s["doc"]["id"] == "1")
     assert label_zero["n"]["label"] == "0"  # excluded by the core as label_off_scale
     chartqa = samples(tmp_path, "mllm_judge_cp_cot_chartqa")
-    assert {parse_judge_response(s["resps"][0][0])["parsed"] for s in chartqa} == {3}  # type: ignore[index]
+    assert {parse_judge_output(s["resps"][0][0])["prediction"] for s in chartqa} == {3}  # type: ignore[index]
     assert metric(results, "polaris_cp", "n") == 10
     labels = sorted(s["n"]["label"] for s in samples(tmp_path, "polaris_cp"))
     assert labels == sorted(str(round(4 * (i % 5) / 4) + 1) for i in range(10))
@@ -220,7 +219,19 @@ def test_api_judge_against_a_local_server(text_tasks: Path, tmp_path: Path) -> N
         sent = server.requests
     assert len(sent) == 40 and sent[0]["logprobs"] is True and sent[0]["top_logprobs"] == 5
     record = samples(tmp_path, "judge_text_cot")[0]["n"]
-    assert record["parsed"] == 4 and record["flags"] == ["missing_token"]
+    assert record["prediction"] == 4 and record["flags"] == ["missing_token"]
     assert record["logprobs"]["1"] == pytest.approx(math.log(1e-5)) and record["logprobs"]["3"] == -1.6
     assert record["logprobs"]["4"] == pytest.approx(math.log(math.exp(-0.3) + math.exp(-3.0)))
     assert metric(results_file(tmp_path), "judge_text_cot", "n") == 39
+
+
+def test_a_bad_metadata_value_ends_lm_eval_with_one_line(tiny_llama: Path, text_tasks: Path, tmp_path: Path) -> None:
+    proc = run(lm_eval_cmd(
+        "--model", "hf-judge", "--model_args", f"pretrained={tiny_llama},dtype=float32", "--device", "cpu",
+        "--tasks", "judge_text", "--include_path", str(text_tasks), "--output_path", str(tmp_path),
+        "--metadata", json.dumps({"methods": "naiv,lac"}),
+    ), offline_env(tmp_path), check=False)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("judgecp: error: task judge_text: metadata methods") and "did you mean 'naive'" in last

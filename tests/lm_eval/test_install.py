@@ -39,7 +39,12 @@ def test_wheel_ships_the_hook_at_its_root_and_only_judgecp_files(wheel: Path) ->
     names = wheel_names(wheel)
     assert HOOK_FILES <= set(names)
     assert {"judgecp/tasks/mllm_judge_cp/_template_direct_yaml", "judgecp/tasks/mllm_judge_cp/utils.py",
-            "judgecp/tasks/polaris_cp/polaris_cp.yaml", "judgecp/tasks/judgecp_demo/_judgecp_demo.yaml"} <= set(names)
+            "judgecp/tasks/polaris_cp/polaris_cp.yaml", "judgecp/tasks/judgecp_demo/_judgecp_demo.yaml",
+            "judgecp/records/record.schema.json"} <= set(names)
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    with zipfile.ZipFile(wheel) as zf:
+        text = zf.read(entry_points).decode()
+    assert "[judgecp]" in text and "judgecp.adapters.lm_eval.plugin" in text  # the adapters reach the core this way
     # RECORD is what `pip uninstall judgecp` removes: judgecp's package, its metadata and the hook.
     for path in record_paths(wheel):
         assert path.startswith(("judgecp/", "judgecp-0")) or path in HOOK_FILES, path

@@ -10,28 +10,23 @@ HF models score in one forward pass; the record keeps every option letter's
 log-likelihood, the answer key, and the model's answer (the highest).
 
 * :class:`MultipleChoiceTask`: split-conformal prediction sets over the
-  options (:func:`judgecp.mcq.evaluate_mcq`), per method and per category;
-* :class:`PARCTask`: the same records plus ``source_id``/``variation``,
-  evaluated by :func:`judgecp.parc.evaluate_parc`.
+  options, per method and per category (the core's multiple-choice study);
+* :class:`PARCTask`: the same ``choice`` records plus ``source_id`` and
+  ``variation`` (and the model as ``judge``): PARC's reliability.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources, images
-from judgecp.adapters.lm_eval.mcq_metrics import (
-    MCQSettings,
-    PARCSettings,
-    mcq_aggregations,
-    parc_aggregations,
-)
-from judgecp.adapters.lm_eval.metrics import Metric
-from judgecp.adapters.lm_eval.records import choice_record, model_name
+from judgecp.adapters.lm_eval import data_sources, images, model_name
+from judgecp.adapters.lm_eval.metrics import Metric, mcq_metrics, parc_metrics
 from judgecp.adapters.lm_eval.task import JudgeReportTask
+from judgecp.data.choice import variation_name
 from judgecp.exclusions import Exclusions
+from judgecp.records import choice_record
 
 logger = logging.getLogger("lm_eval.judgecp")
 
@@ -165,67 +160,44 @@ def doc_to_image(doc: Mapping[str, Any]) -> list[Any]:
 class MultipleChoiceTask(JudgeReportTask):
     """A multiple-choice benchmark evaluated with split-conformal option sets over the whole task."""
 
-    def read_settings(self, metadata: Mapping[str, Any]) -> MCQSettings:
-        return MCQSettings.from_metadata(metadata)
+    KIND = "mcq"
 
     def categories(self) -> list[str]:
         """The documents' categories (per-category metrics), sorted; none when the dataset has none."""
         docs = self.task_docs
         return sorted({str(c) for c, e in zip(docs["category"], docs["exclude"], strict=True) if c not in (None, "") and not e})
 
-    def build_metrics(self) -> list[tuple[Metric, Callable[[Sequence[Any]], float]]]:
-        return mcq_aggregations(self.settings, str(self.config.task), self.categories())
+    def metrics(self) -> list[Metric]:
+        return mcq_metrics(self.protocol, self.categories())
 
     def record(self, doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
-        logprobs = self.choice_logprobs(doc_to_choice(doc), results)
         letters = list(doc["letters"])
-        logprobs = {k: v for k, v in logprobs.items() if k in letters}
+        logprobs = {k: v for k, v in self.choice_logprobs(doc_to_choice(doc), results).items() if k in letters}
         return choice_record(
-            doc["id"], letters, doc.get("correct") or [], logprobs, self.argmax_label(logprobs),
-            exclude=self.document_exclusion(doc), **self.record_fields(doc),
+            doc["id"], options=letters, label=doc.get("correct") or [], logprobs=logprobs,
+            prediction=self.argmax_label(logprobs), exclude=self.document_exclusion(doc), meta=self.meta(doc) or None,
+            **self.record_fields(doc),
         )
 
     def record_fields(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        return {"dataset": doc.get("dataset"), "category": doc.get("category")}
-
-
-def core_variation(variation: str, family: str | None) -> str:
-    """The variation name the core reads its family from.
-
-    The core takes a variation's family from its name (``LR-I`` -> LR). A
-    variation named otherwise but given a ``family`` (docs/parc_format.md)
-    becomes ``<family>-<name>`` (``VR-blurry``); without one it stays as it
-    is and the core counts it as ``variation_unknown``.
-    """
-    from judgecp.errors import InputError
-    from judgecp.parc import FAMILIES, family_of
-
-    if variation == "O":
-        return variation
-    wanted = (family or "").strip().upper() or None
-    try:
-        own = family_of(variation)
-    except InputError:
-        own = None
-    if own is not None and (wanted is None or own == wanted):
-        return variation
-    if wanted in FAMILIES:
-        return f"{wanted}-{variation}"
-    return variation
+        return {"task": doc.get("dataset"), "group": doc.get("category")}
 
 
 class PARCTask(MultipleChoiceTask):
-    """PARC: accuracy, certainty, consistency and reliability across prompt variations, calibrated."""
+    """PARC: accuracy, certainty, consistency and reliability across prompt variations, calibrated.
 
-    def read_settings(self, metadata: Mapping[str, Any]) -> PARCSettings:  # type: ignore[override]
-        return PARCSettings.from_metadata(metadata)
+    The records name the model (``judge``) from ``--metadata '{"model": ...}'``
+    or the judgecp model's ``pretrained`` name (``model`` for a stock model).
+    """
 
-    def build_metrics(self) -> list[tuple[Metric, Callable[[Sequence[Any]], float]]]:
+    KIND = "parc"
+
+    def metrics(self) -> list[Metric]:
         from judgecp.errors import InputError
         from judgecp.parc import family_of
 
         docs = self.task_docs
-        names = {core_variation(str(v), f) for v, f, e in zip(docs["variation"], docs["family"], docs["exclude"], strict=True)
+        names = {variation_name(str(v), f, Exclusions(), "") for v, f, e in zip(docs["variation"], docs["family"], docs["exclude"], strict=True)
                  if v and not e}
         variations = [v for v in PARC_VARIATIONS if v in names] + sorted(names - set(PARC_VARIATIONS))
         families = []
@@ -237,15 +209,9 @@ class PARCTask(MultipleChoiceTask):
             if f != "O" and f not in families:
                 families.append(f)
         datasets = sorted({str(d) for d, e in zip(docs["dataset"], docs["exclude"], strict=True) if d and not e})
-        return parc_aggregations(self.settings, str(self.config.task), variations, sorted(families), datasets)
+        return parc_metrics(variations, sorted(families), datasets)
 
     def record_fields(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        fields = {
-            "dataset": doc.get("dataset"),
-            "source_id": doc.get("source_id"),
-            "variation": core_variation(str(doc.get("variation")), doc.get("family")),
-            "model": self.settings.model or model_name(),
-        }
-        if doc.get("family"):
-            fields["family"] = doc["family"]
-        return fields
+        model = (self.config.metadata or {}).get("model")
+        return {"task": doc.get("dataset"), "source_id": doc.get("source_id"), "variation": doc.get("variation"),
+                "family": doc.get("family") or None, "judge": str(model) if model else model_name()}

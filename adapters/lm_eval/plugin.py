@@ -1,0 +1,147 @@
+"""The lm-eval adapter as a judgecp plugin: its commands and the reader of lm-eval's samples files.
+
+Registered through the ``judgecp`` entry point of this distribution, so the
+core reaches it without importing it. Nothing here imports lm-eval until a
+command runs.
+
+* ``judgecp tasks-path``: the folder of judgecp's tasks (for ``--include_path``);
+* ``judgecp lm-eval ARGS``: lm-eval's own command line with judgecp's models
+  and tasks registered first (where the startup hook is off);
+* ``judgecp bench capture``: forward passes and wall time of the judge models;
+* ``--format lm-eval``: the judgecp records in ``samples_<task>_<date>.jsonl``
+  (every metric of a sample holds the document's record; the first is taken).
+  A line that is not JSON, a sample without a record and a repeated sample
+  are counted (``malformed_json_line``, ``no_record_in_sample``,
+  ``duplicate_record``), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from judgecp.errors import InputError, require
+from judgecp.exclusions import Exclusions
+from judgecp.hookspecs import hookimpl
+from judgecp.plugins import RecordBatch, RecordFormat
+from judgecp.records import parse_judge_output
+
+
+@hookimpl
+def register_commands(commands: Any, benchmarks: Any) -> None:
+    p = commands.add_parser("tasks-path", help="print the folder of judgecp's lm-eval tasks (for --include_path)")
+    p.set_defaults(func=print_tasks_path)
+    p = commands.add_parser(
+        "lm-eval", help="run lm-eval with judgecp's models and tasks registered (where the startup hook is off)",
+        add_help=False, prefix_chars="\0",  # every argument goes to lm-eval, --help included
+    )
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda args: run_lm_eval(args.args))
+    c = benchmarks.add_parser(
+        "capture", help="forward passes and wall time of the lm-eval judge models on tiny local models (needs judgecp[lm-eval])")
+    c.add_argument("--documents", type=int, default=24, help="documents per measurement (default 24)")
+    c.add_argument("--gen-tokens", type=int, default=64, help="tokens generated per document for chain of thought (default 64)")
+    c.add_argument("--repeats", type=int, default=3, help="timed repetitions; the median is reported (default 3)")
+    c.add_argument("--device", default="cpu", help="torch device: cpu (default), cuda, cuda:1")
+    c.add_argument("--dtype", default="float32", help="model dtype (default float32; bfloat16 on a GPU)")
+    c.add_argument("--hidden", type=int, default=64, help="language model width (default 64)")
+    c.add_argument("--layers", type=int, default=2, help="layers of the language model and the vision tower (default 2)")
+    c.add_argument("--vocab", type=int, default=None,
+                   help="widen the output layer to this many tokens, as a real judge's (e.g. 32000; default: the tokenizer's ~400)")
+    c.set_defaults(func=run_bench_capture)
+
+
+@hookimpl
+def register_record_formats() -> list[RecordFormat]:
+    return [RecordFormat("lm-eval", "lm-eval samples files (samples_<task>_<date>.jsonl of a judgecp task)",
+                         read=read_samples, sniff=is_samples_file)]
+
+
+def print_tasks_path(args: argparse.Namespace | None = None) -> int:
+    from judgecp.adapters.lm_eval import tasks_path
+
+    print(tasks_path())
+    return 0
+
+
+def run_lm_eval(argv: Sequence[str]) -> int:
+    """``judgecp lm-eval ARGS``: lm-eval's command line with judgecp registered first."""
+    require("lm_eval", "lm-eval", "`judgecp lm-eval`")
+    from judgecp.adapters.lm_eval.discovery import install
+
+    install()
+    from lm_eval.__main__ import cli_evaluate
+
+    saved = sys.argv
+    sys.argv = ["lm_eval", *argv]
+    try:
+        cli_evaluate()
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 1
+    finally:
+        sys.argv = saved
+    return 0
+
+
+def run_bench_capture(args: argparse.Namespace) -> int:
+    from judgecp.adapters.lm_eval.bench import bench_capture
+
+    bench_capture(documents=args.documents, gen_tokens=args.gen_tokens, repeats=args.repeats, device=args.device,
+                  dtype=args.dtype, hidden=args.hidden, layers=args.layers, vocab=args.vocab, out=sys.stdout)
+    return 0
+
+
+def is_samples_file(path: Path) -> bool:
+    """An lm-eval samples file: ``samples_*.jsonl``, or a JSONL whose first line has ``doc_id`` and ``resps``."""
+    if path.name.startswith("samples_") and path.suffix == ".jsonl":
+        return True
+    try:
+        with path.open(encoding="utf-8") as handle:
+            first = json.loads(handle.readline())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(first, dict) and "doc_id" in first and "resps" in first
+
+
+def read_samples(path: Path, **options: Any) -> RecordBatch:
+    """The judgecp records of one lm-eval samples file (see the module docstring)."""
+    if options:
+        raise InputError(f"--format lm-eval takes no reader options ({', '.join(options)})")
+    excluded = Exclusions()
+    records: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    n_read = 0
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for lineno, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            n_read += 1
+            try:
+                sample = json.loads(line)
+            except ValueError:
+                excluded.add("malformed_json_line", f"line {lineno}")
+                continue
+            if not isinstance(sample, dict):
+                excluded.add("malformed_json_line", f"line {lineno}")
+                continue
+            names = sample.get("metrics") if isinstance(sample.get("metrics"), list) else list(sample)
+            record = next((r for r in (parse_judge_output(sample.get(m)) for m in names if isinstance(m, str)) if r), None)
+            if record is None or "id" not in record:
+                excluded.add("no_record_in_sample", f"line {lineno}")
+                continue
+            text = json.dumps(record, sort_keys=True)
+            if seen.get(record["id"]) == text:
+                excluded.add("duplicate_record", record["id"])
+                continue
+            seen[record["id"]] = text
+            records.append(record)
+    if not records:
+        reasons = ", ".join(f"{e['reason']}: {e['count']}" for e in excluded.to_json()) or "the file is empty"
+        raise InputError(f"{path}: no judgecp record in this file ({reasons}); is it the samples file of a judgecp task?")
+    # In id order, as the tasks' aggregations sort them: the same records give the same splits.
+    records.sort(key=lambda r: str(r["id"]))
+    return RecordBatch(records, str(path), excluded, n_read, {"lm_eval": {"samples_file": str(path)}})

@@ -1,0 +1,1 @@
+"""Tests of judgecp.ensemble (prompt ensembles)."""

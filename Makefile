@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-core test install bench bench-capture reproduce lint
+.PHONY: demo demo-core test install bench bench-capture bench-scale reproduce lint dist
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,14 @@ test: install
 bench: install
 	$(BIN)/judgecp bench protocol
 	$(BIN)/judgecp bench scope
+
+bench-scale: install
+	$(BIN)/judgecp bench scale
+
+# judgecp is not on the package index: `make dist` builds the wheel users install
+# (`pip install "$(ls dist/judgecp-*.whl)[lm-eval]"`); tests/lm_eval/test_install.py installs one.
+dist: install
+	$(BIN)/pip wheel -q --no-deps --no-build-isolation -w dist .
 
 bench-capture: install
 	OMP_NUM_THREADS=1 $(BIN)/judgecp bench capture

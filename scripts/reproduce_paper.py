@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from judgecp.data import load_likert
-from judgecp.protocol import Protocol, evaluate
+from judgecp import Fields, Protocol, evaluate, load
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"
@@ -52,12 +51,12 @@ def _read(path: Path) -> list[dict[str, str]]:
 
 def run(shared: Path, jobs: int = 1) -> dict[str, Any]:
     """The reports behind every table (about a minute on two cores)."""
-    mllm = load_likert(
+    mllm = load(
         shared / "mllm_judge" / "llava_critic_7b_features.csv",
-        joins=[str(shared / "mllm_judge" / "task_labels.csv")],
-        group="orig_dataset",
+        "likert",
+        Fields(joins=(str(shared / "mllm_judge" / "task_labels.csv"),), group="orig_dataset"),
     )
-    polaris = load_likert(shared / "polaris" / "llava_critic_7b_features.csv")
+    polaris = load(shared / "polaris" / "llava_critic_7b_features.csv", "likert")
     methods = ALL + EXTRA
     return {
         "mllm": evaluate(mllm, Protocol(methods=methods, jobs=jobs, group="orig_dataset")),

@@ -498,7 +498,8 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
                 lower, upper = prediction.lower, prediction.upper
                 summary["mean_interval_width"] = float(np.mean(upper - lower)) if data.n else None
             summary["full_range"] = int(prediction.full_range.sum())
-            covered = prediction.covers(data.labels)
+            covered = np.zeros(data.n, bool)
+            covered[labeled] = prediction.take(np.flatnonzero(labeled)).covers(data.labels[labeled])
         else:
             choice = cal.estimator.predict(data)
             sets = choice.option_sets()

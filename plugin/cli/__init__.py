@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"judgecp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluate.add_parser(sub)
+    __import__("judgecp.cli.calibrators", fromlist=["add_parser"]).add_parser(sub)
     commands.add_records(sub)
     commands.add_methods(sub)
     bench = commands.add_bench(sub)

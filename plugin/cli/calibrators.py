@@ -251,7 +251,7 @@ def lookup(obj: Any, metric: str) -> Any:
         task, _, name = metric.rpartition(".")
         found = []
         for t, metrics in results.items():
-            if task and t != task or not isinstance(metrics, dict):
+            if (task and t != task) or not isinstance(metrics, dict):
                 continue
             for key, value in metrics.items():
                 if key == name or key.split(",")[0] == name:
@@ -264,9 +264,10 @@ def lookup(obj: Any, metric: str) -> Any:
 
 
 def _condition(text: str, flag: str) -> tuple[str, float]:
-    metric, sep, value = text.rpartition("=")
+    metric, _, value = text.rpartition("=")
     try:
-        return metric.strip(), float(value)
+        if metric.strip():
+            return metric.strip(), float(value)
     except ValueError:
         pass
     raise InputError(f"{flag} {text!r}: write METRIC=NUMBER")

@@ -1,0 +1,214 @@
+"""Calibrators (issue 10): the saved form, refusal on mismatch, coverage after a round trip, drift, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from judgecp import from_records
+from judgecp.calibrators import SCHEMA, Calibrator, apply, calibrate, drift_test
+from judgecp.cli import main
+from judgecp.data import ScoreData
+from judgecp.data.export import to_records
+from judgecp.errors import InputError
+from judgecp.simulate import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
+from tests.helpers import judge_draw
+
+ALPHA = 0.1
+SAVEABLE = ("naive", "lac", "aps", "aps(randomized=False)", "raps", "margin", "ordinal_aps")
+
+
+def round_trip(cal: Calibrator) -> Calibrator:
+    """Through the JSON text, as a file would carry it."""
+    return Calibrator.from_dict(json.loads(json.dumps(cal.to_dict())))
+
+
+def likert(n: int, seed: int) -> ScoreData:
+    X, y = judge_draw(n, np.random.default_rng(seed))
+    return ScoreData.from_arrays(X, y, fields={"judge": np.array(["j"] * n)})
+
+
+@pytest.mark.parametrize("method", SAVEABLE)
+def test_round_trip_gives_the_same_predictions(method: str) -> None:
+    data = simulate_likert_judge(n=800, seed=3)
+    cal = calibrate(data.take(np.arange(400)), method=method, alpha=ALPHA, random_state=1)
+    obj = cal.to_dict()
+    assert obj["schema"] == SCHEMA and obj["n_calibration"] == 400 and obj["alpha"] == ALPHA
+    assert obj["scale"] == [1, 5] and obj["judgecp_version"] and obj["drift"]["n"] == 400
+    new = data.take(np.arange(400, 800))
+    before, after = apply(cal, new), apply(round_trip(cal), new)
+    assert before.sets == after.sets
+    assert before.summary["mean_set_size"] == after.summary["mean_set_size"]
+
+
+def test_mondrian_and_choice_and_pairwise_round_trip() -> None:
+    data = simulate_likert_judge(n=800, seed=4)
+    cal = calibrate(data.take(np.arange(400)), method="lac", groups="group")
+    assert apply(round_trip(cal), data.take(np.arange(400, 800))).sets == apply(cal, data.take(np.arange(400, 800))).sets
+    choices = from_records(simulate_mcq_records(600, seed=2))
+    mcal = calibrate(choices.take(np.arange(300)), method="aps")
+    assert apply(round_trip(mcal), choices.take(np.arange(300, 600))).sets == apply(mcal, choices.take(np.arange(300, 600))).sets
+    pairs = simulate_pairwise_judge(1200, seed=5)
+    pcal = calibrate(pairs.take(np.arange(600)), alpha=0.15)
+    a, b = apply(pcal, pairs.take(np.arange(600, 1200))), apply(round_trip(pcal), pairs.take(np.arange(600, 1200)))
+    assert a.accept is not None and b.accept is not None and (a.accept == b.accept).all()
+    assert 0.0 < a.summary["abstention_rate"] < 1.0
+
+
+def test_fitted_models_are_refused_not_pickled() -> None:
+    data = simulate_likert_judge(n=300, seed=1)
+    with pytest.raises(InputError, match="does not hold as data"):
+        calibrate(data, method="lac(probabilities=recalibrated)")
+    obj = calibrate(data, method="naive").to_dict()
+    obj["state"]["method"]["model_"] = {"__reduce__": "os.system"}  # data, never code: it stays a dict
+    cal = Calibrator.from_dict(obj)
+    assert isinstance(cal.estimator.method_.model_, dict)
+
+
+def test_mismatch_is_refused_unless_forced() -> None:
+    cal = calibrate(likert(400, 0), method="naive")
+    other = ScoreData.from_arrays(*judge_draw(50, np.random.default_rng(1)), fields={"judge": np.array(["k"] * 50)})
+    with pytest.raises(InputError, match="judge \\['k'\\] differs"):
+        apply(cal, other)
+    forced = apply(cal, other, force=True)
+    assert forced.summary["warnings"][0]["kind"] == "compatibility"
+    with pytest.raises(InputError, match="for likert judges"):
+        apply(cal, simulate_pairwise_judge(50, seed=1))
+    from judgecp.scale import LikertScale
+
+    X, y = judge_draw(50, np.random.default_rng(2), scale=LikertScale(1, 7))
+    with pytest.raises(InputError, match="scale 1:7"):
+        apply(cal, ScoreData.from_arrays(X, y, scale=LikertScale(1, 7)))
+    with pytest.raises(InputError, match="not a judgecp calibrator"):
+        Calibrator.from_dict({"schema": "judgecp.record/1"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["naive", "lac", "aps"])
+def test_applied_calibrator_covers_the_other_half(method: str) -> None:
+    """Fitted on one seeded half, saved, loaded and applied to the other: coverage in the split-conformal band."""
+    seeds, n = 200, 400
+    coverage = []
+    for seed in range(seeds):
+        data = likert(n, seed)
+        perm = np.random.default_rng(10_000 + seed).permutation(n)
+        cal = round_trip(calibrate(data.take(perm[: n // 2]), method=method, alpha=ALPHA, random_state=seed))
+        test = data.take(perm[n // 2 :])
+        coverage.append(apply(cal, test).summary["labeled"]["coverage"])
+    cov = np.asarray(coverage)
+    se = cov.std(ddof=1) / np.sqrt(seeds)
+    # Split conformal: 1 - alpha <= E[coverage] (<= 1 - alpha + 1/(n_cal + 1) for continuous scores);
+    # 3 standard errors of the Monte-Carlo mean on either side.
+    assert cov.mean() >= 1 - ALPHA - 3 * se, (cov.mean(), se)
+    upper = 1 - ALPHA + 1 / (n // 2 + 1)
+    if method in ("naive", "aps"):  # continuous (or randomised) scores: the upper band holds too
+        assert cov.mean() <= upper + 3 * se, (cov.mean(), se)
+
+
+@pytest.mark.slow
+def test_applied_choice_sets_and_selective_judge_keep_their_promises() -> None:
+    seeds = 100
+    cov, risk = [], []
+    for seed in range(seeds):
+        choices = from_records(simulate_mcq_records(400, seed=seed))
+        cal = round_trip(calibrate(choices.take(np.arange(200)), method="aps", alpha=ALPHA, random_state=seed))
+        cov.append(apply(cal, choices.take(np.arange(200, 400))).summary["labeled"]["coverage"])
+        pairs = simulate_pairwise_judge(1000, seed=seed)
+        pcal = round_trip(calibrate(pairs.take(np.arange(500)), alpha=ALPHA))
+        lab = apply(pcal, pairs.take(np.arange(500, 1000))).summary["labeled"]
+        risk.append(lab["error_among_accepted"] or 0.0)
+    c, r = np.asarray(cov), np.asarray(risk)
+    assert c.mean() >= 1 - ALPHA - 3 * c.std(ddof=1) / np.sqrt(seeds)
+    # SCOPE: E[error among accepted] <= alpha.
+    assert r.mean() <= ALPHA + 3 * r.std(ddof=1) / np.sqrt(seeds), r.mean()
+
+
+def test_coverage_check_fails_under_a_shifted_judge() -> None:
+    """Negative control: a judge whose scores moved one label up breaks coverage, and the summary says so."""
+    cal = calibrate(likert(1000, 0), method="naive", alpha=ALPHA)
+    data = likert(600, 1)
+    shifted = ScoreData.from_arrays(np.roll(data.logprobs, 2, axis=1), data.labels, fields=dict(data.fields))
+    summary = apply(cal, shifted).summary
+    assert summary["labeled"]["coverage"] < 0.8
+    kinds = {w["kind"] for w in summary["warnings"]}
+    assert {"drift", "coverage"} <= kinds
+    assert summary["drift"]["drift"] is True
+
+
+@pytest.mark.slow
+def test_drift_test_size_and_power() -> None:
+    """Size <= level under exchangeability; power under a stated shift (scores rolled one label up)."""
+    level, seeds = 0.05, 300
+    null, shift = [], []
+    for seed in range(seeds):
+        cal = calibrate(likert(300, seed), method="naive", alpha=ALPHA)
+        run = likert(300, 100_000 + seed)
+        null.append(drift_test(cal, run, level)["drift"])
+        moved = ScoreData.from_arrays(np.roll(run.logprobs, 1, axis=1), run.labels, fields=dict(run.fields))
+        shift.append(drift_test(cal, moved, level)["drift"])
+    size, power = np.mean(null), np.mean(shift)
+    assert size <= level + 3 * np.sqrt(level * (1 - level) / seeds), size
+    assert power >= 0.9, power
+
+
+# -- command line --------------------------------------------------------------------------------
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_cli_calibrate_apply_estimate_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = to_records(simulate_likert_judge(n=1200, seed=7))
+    for r in records:
+        r["judge"] = "tiny-judge"
+    cal_file = write_jsonl(tmp_path / "cal.jsonl", records[:600])
+    run = [dict(r, label=None) if i >= 100 else r for i, r in enumerate(records[600:])]
+    run_file = write_jsonl(tmp_path / "run.jsonl", run)
+    assert main(["calibrate", str(cal_file), "-o", str(tmp_path / "cal.json"), "--method", "aps", "--alpha", "0.1"]) == 0
+    assert json.loads((tmp_path / "cal.json").read_text())["method"] == "aps"
+    assert main(["apply", str(tmp_path / "cal.json"), str(run_file), "-o", str(tmp_path / "out.jsonl"),
+                 "--json", str(tmp_path / "sum.json")]) == 0
+    out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert len(out) == len(run) and all(isinstance(r["set"], list) for r in out)
+    summary = json.loads((tmp_path / "sum.json").read_text())
+    assert summary["n"] == 600 and summary["n_applied"] == 600 and summary["labeled"]["n"] == 100
+    assert 1.0 <= summary["mean_set_size"] <= 5.0 and summary["drift"]["p_value"] is not None
+    assert main(["estimate", str(run_file), "--json", str(tmp_path / "est.json")]) == 0
+    est = json.loads((tmp_path / "est.json").read_text())
+    assert est["n_labeled"] == 100 and est["n_unlabeled"] == 500 and est["alpha"] == 0.1
+    assert {"ppi", "judge_only", "labeled_only"} <= set(est["estimate"])
+    assert main(["gate", str(tmp_path / "est.json"), "--min", "estimate.ppi.lower=1"]) == 0
+    capsys.readouterr()
+    assert main(["gate", str(tmp_path / "sum.json"), "--max", "mean_set_size=0.5", "--min", "n_applied=1"]) == 1
+    assert capsys.readouterr().out.count("FAIL") == 1
+    assert main(["gate", str(tmp_path / "sum.json"), "--min", "no.such.metric=1"]) == 2
+    # Another judge: refused (exit 2) unless --force.
+    other = write_jsonl(tmp_path / "other.jsonl", [dict(r, judge="big-judge") for r in run])
+    assert main(["apply", str(tmp_path / "cal.json"), str(other)]) == 2
+    assert "judge ['big-judge'] differs" in capsys.readouterr().err
+    assert main(["apply", str(tmp_path / "cal.json"), str(other), "--force"]) == 0
+    (tmp_path / "bad.json").write_text('{"schema": "x"}')
+    assert main(["apply", str(tmp_path / "bad.json"), str(run_file)]) == 2
+
+
+def test_cli_apply_reads_an_lm_eval_samples_file_and_gates_a_results_file(tmp_path: Path) -> None:
+    records = to_records(simulate_likert_judge(n=600, seed=8))
+    write_jsonl(tmp_path / "cal.jsonl", records[:300])
+    assert main(["calibrate", str(tmp_path / "cal.jsonl"), "-o", str(tmp_path / "cal.json")]) == 0
+    samples = [{"doc_id": i, "doc": {}, "resps": [["..."]], "filtered_resps": ["..."],
+                "cp_naive": json.dumps(dict(r, label=None))} for i, r in enumerate(records[300:])]
+    samples_file = write_jsonl(tmp_path / "samples_mllm_judge_cp_2026-01-01T00-00-00.jsonl", samples)
+    assert main(["apply", str(tmp_path / "cal.json"), str(samples_file), "--format", "auto",
+                 "--json", str(tmp_path / "sum.json")]) == 0
+    assert json.loads((tmp_path / "sum.json").read_text())["n_applied"] == 300
+    results = {"results": {"mllm_judge_cp": {"alias": "x", "coverage_naive,none": 0.87, "width_naive,none": float("nan")}}}
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    assert main(["gate", str(tmp_path / "results.json"), "--min", "coverage_naive=0.85"]) == 0
+    assert main(["gate", str(tmp_path / "results.json"), "--min", "mllm_judge_cp.coverage_naive=0.9"]) == 1
+    assert main(["gate", str(tmp_path / "results.json"), "--max", "width_naive=3"]) == 1  # NaN is not a pass

@@ -1,0 +1,164 @@
+"""PPI++ (issue 10): coverage of the true mean over seeded draws, width against labeled-only, real data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from judgecp import Fields, load
+from judgecp.errors import InputError
+from judgecp.ppi import estimate, ppi_mean, proxy_and_target
+from judgecp.simulate import simulate_pairwise_judge
+from tests.helpers import shared_file
+
+ALPHA = 0.1
+DRAWS = 600
+TRUE_MEAN = 3.0
+
+
+def biased_judge(rng: np.random.Generator, n: int, big_n: int, informative: bool = True) -> tuple[np.ndarray, ...]:
+    """Human scores with mean 3 and a judge off by +0.4 (compressed, noisy), on n labeled and N unlabeled items."""
+    y = TRUE_MEAN + rng.normal(0, 1.2, n + big_n)
+    f = (3.4 + 0.6 * (y - TRUE_MEAN) + rng.normal(0, 0.5, n + big_n)) if informative else rng.normal(3.4, 1.0, n + big_n)
+    return y[:n], f[:n], f[n:]
+
+
+def coverage_and_width(n: int, big_n: int, informative: bool = True, draws: int = DRAWS) -> dict[str, np.ndarray]:
+    cover: dict[str, list[bool]] = {"ppi": [], "labeled_only": [], "judge_only": []}
+    width: dict[str, list[float]] = {k: [] for k in cover}
+    for seed in range(draws):
+        y, f, g = biased_judge(np.random.default_rng(seed), n, big_n, informative)
+        out = ppi_mean(y, f, g, alpha=ALPHA)["estimate"]
+        for k in cover:
+            cover[k].append(out[k]["lower"] <= TRUE_MEAN <= out[k]["upper"])
+            width[k].append(out[k]["upper"] - out[k]["lower"])
+    return {**{f"cover_{k}": np.asarray(v) for k, v in cover.items()}, **{f"width_{k}": np.asarray(v) for k, v in width.items()}}
+
+
+def binomial_floor(p: float, draws: int) -> float:
+    # 3 binomial standard errors below the nominal level (the interval is asymptotic; n = 200 labeled is enough).
+    return p - 3 * np.sqrt(p * (1 - p) / draws)
+
+
+@pytest.mark.slow
+def test_ppi_covers_the_true_mean_and_is_narrower_than_labeled_only() -> None:
+    res = coverage_and_width(200, 4000)
+    assert res["cover_ppi"].mean() >= binomial_floor(1 - ALPHA, DRAWS), res["cover_ppi"].mean()
+    # Negative control: the judge-only interval ignores the +0.4 bias and fails.
+    assert res["cover_judge_only"].mean() < 0.05
+    # Informative judge: narrower than labeled-only on average (beyond Monte-Carlo error).
+    diff = res["width_ppi"] - res["width_labeled_only"]
+    assert diff.mean() + 3 * diff.std(ddof=1) / np.sqrt(DRAWS) < 0
+
+
+@pytest.mark.slow
+def test_ppi_with_an_uninformative_judge_is_not_wider_than_labeled_only() -> None:
+    res = coverage_and_width(200, 4000, informative=False)
+    assert res["cover_ppi"].mean() >= binomial_floor(1 - ALPHA, DRAWS)
+    ratio = res["width_ppi"] / res["width_labeled_only"]
+    # Power tuning sends lambda to ~0: at most the estimation noise of lambda (O(1/n)) wider.
+    assert ratio.mean() <= 1.01, ratio.mean()
+
+
+@pytest.mark.slow
+def test_stratified_ppi_covers() -> None:
+    cover = []
+    for seed in range(DRAWS // 2):
+        rng = np.random.default_rng(seed)
+        groups = np.array(["a", "b"])[(rng.random(3000) < 0.3).astype(int)]
+        y = np.where(groups == "a", 2.0, 4.0) + rng.normal(0, 1, 3000)
+        f = y + np.where(groups == "a", 0.8, -0.2) + rng.normal(0, 0.7, 3000)
+        lab = rng.random(3000) < 0.1
+        out = ppi_mean(y[lab], f[lab], f[~lab], alpha=ALPHA, groups_labeled=groups[lab], groups_unlabeled=groups[~lab])
+        truth = 0.7 * 2.0 + 0.3 * 4.0  # P(group a) = 0.7
+        cover.append(out["estimate"]["ppi"]["lower"] <= truth <= out["estimate"]["ppi"]["upper"])
+        assert set(out["strata"]) == {"a", "b"}
+    assert np.mean(cover) >= binomial_floor(1 - ALPHA, len(cover))
+
+
+def test_lambda_zero_and_one_are_the_classical_estimators() -> None:
+    rng = np.random.default_rng(0)
+    y, f, g = biased_judge(rng, 100, 1000)
+    zero = ppi_mean(y, f, g, lam=0.0)["estimate"]
+    assert zero["ppi"] == zero["labeled_only"]
+    one = ppi_mean(y, f, g, lam=1.0)["estimate"]["ppi"]
+    assert one["mean"] == pytest.approx(y.mean() + g.mean() - f.mean())
+    se = np.sqrt(np.var(g, ddof=1) / g.size + np.var(y - f, ddof=1) / y.size)  # PPI (Angelopoulos et al. 2023a)
+    assert one["se"] == pytest.approx(se)
+    tuned = ppi_mean(y, f, g)
+    lam = np.cov(y, f)[0, 1] / ((1 + y.size / g.size) * np.var(np.concatenate([f, g]), ddof=1))
+    assert tuned["lambda"] == pytest.approx(lam)
+    assert tuned["effective_sample_size"] > y.size
+
+
+def test_bad_input_is_a_clear_error() -> None:
+    with pytest.raises(InputError, match="at least 2 labeled"):
+        ppi_mean([1.0], [1.0], [1.0, 2.0])
+    with pytest.raises(InputError, match="NaN"):
+        ppi_mean([1.0, 2.0], [1.0, np.nan], [1.0])
+    with pytest.raises(InputError, match="no labeled ones"):
+        ppi_mean([1.0, 2.0], [1.0, 2.0], [1.0], groups_labeled=["a", "a"], groups_unlabeled=["b"])
+
+
+@pytest.mark.slow
+def test_pairwise_win_rate_over_a_finite_population() -> None:
+    """Pairwise records: PPI++ on 300 labeled pairs covers the all-pairs human win rate."""
+    pairs = simulate_pairwise_judge(4000, seed=11)
+    f, y, target = proxy_and_target(pairs)
+    assert target.startswith("human win rate")
+    truth = y.mean()
+    cover = []
+    for seed in range(200):
+        idx = np.random.default_rng(seed).permutation(pairs.n)
+        lab, unl = idx[:300], idx[300:]
+        e = ppi_mean(y[lab], f[lab], f[unl], alpha=ALPHA)["estimate"]["ppi"]
+        cover.append(e["lower"] <= truth <= e["upper"])
+    assert np.mean(cover) >= binomial_floor(1 - ALPHA, 200)
+
+
+def llava_critic() -> tuple[np.ndarray, np.ndarray]:
+    data = load(shared_file("mllm_judge", "llava_critic_7b_features.csv"), "likert",
+                Fields(label="gt_score", logprobs="s2_lp*", prediction="parsed_score"))
+    f, y, _ = proxy_and_target(data)
+    return f, y
+
+
+def test_llava_critic_bias_reproduces() -> None:
+    """The issue's figures: the judge's generated score is +0.38 off the human mean, +1.73 on items humans rated 1."""
+    data = load(shared_file("mllm_judge", "llava_critic_7b_features.csv"), "likert",
+                Fields(label="gt_score", logprobs="s2_lp*", prediction="parsed_score"))
+    assert data.n == 5716
+    assert data.parsed.mean() - data.labels.mean() == pytest.approx(0.38, abs=0.005)
+    ones = data.labels == 1
+    assert (data.parsed[ones] - 1).mean() == pytest.approx(1.73, abs=0.005)
+
+
+@pytest.mark.slow
+def test_llava_critic_300_labels_cover_the_full_human_mean() -> None:
+    """The issue's 'done when': 300 labeled rows, the rest unlabeled, 200 draws, alpha 0.1."""
+    f, y = llava_critic()
+    truth, draws = y.mean(), 200
+    cover = {"ppi": 0, "labeled_only": 0, "judge_only": 0}
+    width = {"ppi": 0.0, "labeled_only": 0.0}
+    for seed in range(draws):
+        idx = np.random.default_rng(seed).permutation(y.size)
+        lab, unl = idx[:300], idx[300:]
+        est = ppi_mean(y[lab], f[lab], f[unl], alpha=ALPHA)["estimate"]
+        for k in cover:
+            cover[k] += est[k]["lower"] <= truth <= est[k]["upper"]
+        for k in width:
+            width[k] += (est[k]["upper"] - est[k]["lower"]) / draws
+    assert cover["ppi"] / draws >= binomial_floor(1 - ALPHA, draws)
+    assert width["ppi"] < width["labeled_only"]
+    assert cover["judge_only"] / draws < 0.05
+
+
+def test_estimate_on_records_splits_labeled_and_unlabeled() -> None:
+    pairs = simulate_pairwise_judge(1000, seed=3)
+    labels = pairs.labels.copy()
+    labels[200:] = -1
+    from dataclasses import replace
+
+    out = estimate(replace(pairs, labels=labels), alpha=0.05)
+    assert out["n_labeled"] == 200 and out["n_unlabeled"] == 800 and out["alpha"] == 0.05
+    assert out["kind"] == "pairwise"

@@ -1,0 +1,60 @@
+"""PPI++ on LLaVA-Critic (MLLM-as-a-Judge): a few hundred labels correct the judge's +0.38 bias.
+
+Draws ``--labeled`` rows (default 300) as the labeled sample, treats every
+other row as unlabeled, and over ``--draws`` random draws (default 200)
+reports how often each interval covers the all-rows human mean and its mean
+width: PPI++ (power-tuned), labeled-only, judge-only. Prints the Markdown
+table of the README ("Calibrate once, apply to every run").
+
+    python scripts/reproduce_ppi.py [--data ../shared/data] [--labeled 300] [--draws 200] [--alpha 0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from judgecp import Fields, load
+from judgecp.ppi import ppi_mean, proxy_and_target
+
+
+def main() -> None:
+    repo = Path(__file__).resolve().parents[1]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=str(repo.parent / "shared" / "data"))
+    parser.add_argument("--labeled", type=int, default=300)
+    parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--alpha", type=float, default=0.1)
+    args = parser.parse_args()
+    data = load(Path(args.data) / "mllm_judge" / "llava_critic_7b_features.csv", "likert",
+                Fields(label="gt_score", logprobs="s2_lp*", prediction="parsed_score"))
+    f, y, _ = proxy_and_target(data)
+    truth = float(y.mean())
+    names = ("ppi", "labeled_only", "judge_only")
+    cover = dict.fromkeys(names, 0)
+    width = dict.fromkeys(names, 0.0)
+    ess = []
+    for seed in range(args.draws):
+        idx = np.random.default_rng(seed).permutation(y.size)
+        lab, unl = idx[: args.labeled], idx[args.labeled :]
+        out = ppi_mean(y[lab], f[lab], f[unl], alpha=args.alpha)
+        for k in names:
+            e = out["estimate"][k]
+            cover[k] += e["lower"] <= truth <= e["upper"]
+            width[k] += (e["upper"] - e["lower"]) / args.draws
+        ess.append(out["effective_sample_size"])
+    print(f"LLaVA-Critic-7B on MLLM-as-a-Judge: {y.size} rows, human mean {truth:.4f}, "
+          f"judge generated-score mean {data.parsed.mean():.4f} ({data.parsed.mean() - truth:+.4f}), "
+          f"judge expected-score mean {f.mean():.4f} ({f.mean() - truth:+.4f})")
+    print(f"{args.labeled} labeled rows, the other {y.size - args.labeled} unlabeled, {args.draws} draws, "
+          f"alpha {args.alpha}; mean effective sample size of PPI++ {np.mean(ess):.0f}\n")
+    print("| interval | covers the all-rows human mean | mean width |")
+    print("|---|---|---|")
+    for k in names:
+        print(f"| {k.replace('_', '-')} | {cover[k] / args.draws:.3f} | {width[k]:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

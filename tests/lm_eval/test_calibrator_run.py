@@ -1,0 +1,55 @@
+"""A calibrator applied to the samples file of a real lm-eval run (tiny local judge, CPU), and the gate on its results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.lm_eval.helpers import lm_eval_cmd, offline_env, run, skip_without_lm_eval
+
+skip_without_lm_eval()
+
+from judgecp.cli import main  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def direct_run(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path, text_tasks: Path) -> Path:
+    out = tmp_path_factory.mktemp("calibrator_run")
+    run(lm_eval_cmd(
+        "--model", "hf-judge", "--model_args", f"pretrained={tiny_llama},dtype=float32",
+        "--device", "cpu", "--tasks", "judge_text", "--include_path", str(text_tasks),
+        "--output_path", str(out / "results"), "--log_samples", "--metadata", json.dumps({"seeds": 2}),
+    ), offline_env(out))
+    return out
+
+
+def test_calibrate_on_a_run_then_apply_estimate_and_gate(direct_run: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    samples = sorted((direct_run / "results").rglob("samples_judge_text_2*.jsonl"))
+    results = sorted((direct_run / "results").rglob("results_*.json"))
+    assert samples and results
+    cal = tmp_path / "cal.json"
+    assert main(["calibrate", str(samples[-1]), "--format", "auto", "-o", str(cal), "--method", "lac"]) == 0
+    obj = json.loads(cal.read_text())
+    assert obj["n_calibration"] == 39 and obj["kind"] == "likert" and obj["scale"] == [1, 5]
+    # The same run's records without their labels: what a nightly run looks like.
+    records = tmp_path / "records.jsonl"
+    assert main(["records", str(samples[-1]), "--format", "lm-eval", "-o", str(records)]) == 0
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    unlabeled = tmp_path / "unlabeled.jsonl"
+    unlabeled.write_text("".join(json.dumps(dict(r, label=None) if i >= 20 else r) + "\n" for i, r in enumerate(rows)))
+    summary = tmp_path / "apply.json"
+    assert main(["apply", str(cal), str(samples[-1]), "--format", "lm-eval", "--json", str(summary)]) == 0
+    got = json.loads(summary.read_text())
+    assert got["n_applied"] == 39 and got["n"] == 40 and 1.0 <= got["mean_set_size"] <= 5.0
+    assert main(["apply", str(cal), str(unlabeled), "-o", str(tmp_path / "sets.jsonl")]) == 0
+    assert len((tmp_path / "sets.jsonl").read_text().splitlines()) == 39
+    assert main(["estimate", str(unlabeled), "--json", str(tmp_path / "est.json")]) == 0
+    est = json.loads((tmp_path / "est.json").read_text())
+    assert est["n_labeled"] == 19 and est["n_unlabeled"] == 20  # one labeled record is off the scale
+    capsys.readouterr()
+    assert main(["gate", str(results[-1]), "--min", "coverage_naive=0.5"]) == 0
+    assert main(["gate", str(results[-1]), "--min", "coverage_naive=1.01"]) == 1
+    assert "FAIL coverage_naive" in capsys.readouterr().out

@@ -7,14 +7,16 @@ Prediction-Powered Inference", mean estimation, Example 1 / Section 3) is
 
     theta_hat(lam) = mean_i Y_i + lam * (mean_j g_j - mean_i f_i)
 
-with variance estimate ``var(lam) = lam^2 s2_f / N + s2_{Y - lam f} / n``
+with variance estimate ``var(lam) = lam^2 s2_g / N + s2_{Y - lam f} / n``
 and the power-tuned ``lam_hat = cov(Y, f) / ((1 + n / N) s2_f)``, which
-minimises ``var(lam)`` (``s2_f`` is estimated on all ``n + N`` proxies,
-the covariance on the labeled pairs). The interval is
+minimises ``var(lam)`` (``s2_f`` is estimated on all ``n + N`` proxies with
+``ddof=1``, the covariance on the labeled pairs with ``1/n``, the variances
+of the interval with ``1/n``: ppi-python's conventions, so that the two agree
+to rounding), clipped to [0, 1] as ppi-python does. The interval is
 ``theta_hat +- z_{1-alpha/2} sqrt(var(lam_hat))``: asymptotically valid for
 any judge, however biased (the bias term ``mean g - mean f`` removes it),
 and no wider than the labeled-only interval asymptotically, because
-``lam = 0`` is the labeled-only estimator. ``lam`` is not clipped.
+``lam = 0`` is the labeled-only estimator.
 
 Also reported: the *labeled-only* interval (``mean Y +- z s_Y / sqrt(n)``),
 the *judge-only* interval (``mean of f over all n + N items +- z s_f /
@@ -71,26 +73,29 @@ def _interval(mean: float, var: float, alpha: float) -> MeanEstimate:
     return MeanEstimate(mean, se, mean - z * se, mean + z * se)
 
 
-def _pieces(y: FloatArray, f: FloatArray, g: FloatArray, lam: float | None) -> dict[str, float]:
-    """Means and variances of one stratum (labeled y, f; unlabeled g)."""
+def _pieces(y: FloatArray, f: FloatArray, g: FloatArray, lam: float | None, clip: bool) -> dict[str, float]:
+    """Means and variances of one stratum (labeled y, f; unlabeled g), in ppi-python's conventions."""
     n, big_n = y.size, g.size
     if n < 2:
         raise InputError(f"PPI needs at least 2 labeled items in every stratum, got {n}")
-    var_f = float(np.var(np.concatenate([f, g]), ddof=1))
-    if lam is None:
-        lam = 0.0 if big_n == 0 or var_f == 0.0 else float(np.cov(y, f, ddof=1)[0, 1]) / ((1.0 + n / big_n) * var_f)
-    resid = y - lam * f
-    mean = float(y.mean()) + (lam * (float(g.mean()) - float(f.mean())) if big_n else 0.0)
-    var = float(np.var(resid, ddof=1)) / n + (lam**2 * (float(np.var(g, ddof=1)) if big_n > 1 else var_f) / big_n if big_n else 0.0)
     all_f = np.concatenate([f, g])
+    var_f = float(np.var(all_f, ddof=1))
+    if lam is None:
+        cov = float(np.mean((y - y.mean()) * (f - f.mean())))
+        lam = 0.0 if big_n == 0 or var_f == 0.0 else cov / ((1.0 + n / big_n) * var_f)
+        if clip:
+            lam = min(max(lam, 0.0), 1.0)
+    mean = float(y.mean()) + (lam * (float(g.mean()) - float(f.mean())) if big_n else 0.0)
+    var = float(np.var(y - lam * f)) / n + (lam**2 * float(np.var(g)) / big_n if big_n else 0.0)
     return {"n": n, "N": big_n, "lam": lam, "ppi_mean": mean, "ppi_var": var,
-            "labeled_mean": float(y.mean()), "labeled_var": float(np.var(y, ddof=1)) / n,
-            "judge_mean": float(all_f.mean()), "judge_var": var_f / all_f.size}
+            "labeled_mean": float(y.mean()), "labeled_var": float(np.var(y)) / n,
+            "judge_mean": float(all_f.mean()), "judge_var": float(np.var(all_f)) / all_f.size}
 
 
 def ppi_mean(
     y: ArrayLike, f_labeled: ArrayLike, f_unlabeled: ArrayLike, *, alpha: float = 0.1,
     groups_labeled: ArrayLike | None = None, groups_unlabeled: ArrayLike | None = None, lam: float | None = None,
+    clip: bool = True,
 ) -> dict[str, Any]:
     """PPI++ mean with power tuning, next to the labeled-only and judge-only intervals (module docstring).
 
@@ -106,6 +111,8 @@ def ppi_mean(
         Strata (both or neither) for the stratified estimator.
     lam : float, optional
         A fixed ``lam`` instead of the power-tuned one (``1``: plain PPI; ``0``: labeled only).
+    clip : bool
+        Clip the power-tuned ``lam`` to [0, 1] (default, as ppi-python does).
 
     Examples
     --------
@@ -126,13 +133,13 @@ def ppi_mean(
     if (groups_labeled is None) != (groups_unlabeled is None):
         raise InputError("give the groups of both the labeled and the unlabeled items, or neither")
     if groups_labeled is None:
-        strata = {"all": _pieces(ya, fa, ga, lam)}
+        strata = {"all": _pieces(ya, fa, ga, lam, clip)}
     else:
         gl, gu = np.asarray(groups_labeled).astype(str), np.asarray(groups_unlabeled).astype(str)
         missing = sorted(set(gu) - set(gl))
         if missing:
             raise InputError(f"PPI: stratum {missing[:5]} has unlabeled items but no labeled ones")
-        strata = {h: _pieces(ya[gl == h], fa[gl == h], ga[gu == h], lam) for h in sorted(set(gl))}
+        strata = {h: _pieces(ya[gl == h], fa[gl == h], ga[gu == h], lam, clip) for h in sorted(set(gl))}
     total = ya.size + ga.size
     weights = {h: (s["n"] + s["N"]) / total for h, s in strata.items()}
 
@@ -183,7 +190,8 @@ def proxy_and_target(data: Any) -> tuple[FloatArray, FloatArray, str]:
     raise InputError(f"PPI: no proxy for {type(data).__name__}")
 
 
-def estimate(data: Any, *, alpha: float = 0.1, groups: str | None = None, lam: float | None = None) -> dict[str, Any]:
+def estimate(data: Any, *, alpha: float = 0.1, groups: str | None = None, lam: float | None = None,
+             clip: bool = True) -> dict[str, Any]:
     """PPI++ on one set of records: the labeled rows are the labeled sample, the unlabeled rows the rest.
 
     ``data`` comes from :func:`judgecp.load` with ``require_label=False``;
@@ -201,7 +209,7 @@ def estimate(data: Any, *, alpha: float = 0.1, groups: str | None = None, lam: f
             raise unknown("--group field", groups, data.fields)
         col = np.asarray(data.fields[groups]).astype(str)
         gl, gu = col[labeled], col[~labeled]
-    out = ppi_mean(y[labeled], f[labeled], f[~labeled], alpha=alpha, groups_labeled=gl, groups_unlabeled=gu, lam=lam)
+    out = ppi_mean(y[labeled], f[labeled], f[~labeled], alpha=alpha, groups_labeled=gl, groups_unlabeled=gu, lam=lam, clip=clip)
     out.update(kind=data.kind, target=target, groups=groups, excluded=data.excluded.to_json(),
                n=int(data.n_read or data.n), source=str(data.source))
     return out

@@ -83,11 +83,14 @@ def test_lambda_zero_and_one_are_the_classical_estimators() -> None:
     assert zero["ppi"] == zero["labeled_only"]
     one = ppi_mean(y, f, g, lam=1.0)["estimate"]["ppi"]
     assert one["mean"] == pytest.approx(y.mean() + g.mean() - f.mean())
-    se = np.sqrt(np.var(g, ddof=1) / g.size + np.var(y - f, ddof=1) / y.size)  # PPI (Angelopoulos et al. 2023a)
+    se = np.sqrt(np.var(g) / g.size + np.var(y - f) / y.size)  # PPI (Angelopoulos et al. 2023a)
     assert one["se"] == pytest.approx(se)
     tuned = ppi_mean(y, f, g)
-    lam = np.cov(y, f)[0, 1] / ((1 + y.size / g.size) * np.var(np.concatenate([f, g]), ddof=1))
-    assert tuned["lambda"] == pytest.approx(lam)
+    lam = np.cov(y, f, ddof=0)[0, 1] / ((1 + y.size / g.size) * np.var(np.concatenate([f, g]), ddof=1))
+    assert 0 < lam < 1 and tuned["lambda"] == pytest.approx(lam)
+    assert ppi_mean(y, 3 * f, 3 * g)["lambda"] == pytest.approx(lam / 3)
+    assert ppi_mean(y, f / 3, g / 3)["lambda"] == 1.0  # clipped, as ppi-python does
+    assert ppi_mean(y, f / 3, g / 3, clip=False)["lambda"] == pytest.approx(3 * lam)
     assert tuned["effective_sample_size"] > y.size
 
 
@@ -162,3 +165,20 @@ def test_estimate_on_records_splits_labeled_and_unlabeled() -> None:
     out = estimate(replace(pairs, labels=labels), alpha=0.05)
     assert out["n_labeled"] == 200 and out["n_unlabeled"] == 800 and out["alpha"] == 0.05
     assert out["kind"] == "pairwise"
+
+
+def test_agrees_with_ppi_python() -> None:
+    """ppi-python's ppi_mean_ci (PPI++ with power tuning) to rounding, when it is installed (it is heavy: numba, statsmodels)."""
+    ppi_py = pytest.importorskip("ppi_py", reason="pip install ppi-python to compare with the reference implementation")
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        y, f, g = biased_judge(rng, 50 + 10 * seed, 500 + 100 * seed, informative=seed % 4 != 0)
+        ours = ppi_mean(y, f, g, alpha=ALPHA)["estimate"]
+        lower, upper = ppi_py.ppi_mean_ci(y, f, g, alpha=ALPHA)
+        assert ours["ppi"]["lower"] == pytest.approx(float(np.ravel(lower)[0]), rel=1e-10, abs=1e-12)
+        assert ours["ppi"]["upper"] == pytest.approx(float(np.ravel(upper)[0]), rel=1e-10, abs=1e-12)
+        point = ppi_py.ppi_mean_pointestimate(y, f, g)
+        assert ours["ppi"]["mean"] == pytest.approx(float(np.ravel(point)[0]), rel=1e-10)
+        c_lower, c_upper = ppi_py.classical_mean_ci(y, alpha=ALPHA)
+        assert ours["labeled_only"]["lower"] == pytest.approx(float(np.ravel(c_lower)[0]), rel=1e-10)
+        assert ours["labeled_only"]["upper"] == pytest.approx(float(np.ravel(c_upper)[0]), rel=1e-10)

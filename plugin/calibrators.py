@@ -147,6 +147,9 @@ class Calibrator:
     source: str = ""
     version: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The calibration items' human target and judge proxy (:func:`judgecp.ppi.proxy_and_target`), for PPI++.
+    ppi_labels: NDArray[np.float64] | None = None
+    ppi_proxy: NDArray[np.float64] | None = None
 
     # -- JSON -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -173,6 +176,11 @@ class Calibrator:
                 "values": [round(float(v), 9) for v in np.sort(self.drift_sample)],
             },
         }
+        if self.ppi_labels is not None and self.ppi_proxy is not None:
+            from judgecp.ppi import TARGETS
+
+            out["ppi"] = {"target": TARGETS[self.kind], "labels": [float(v) for v in self.ppi_labels],
+                          "proxy": [round(float(v), 12) for v in self.ppi_proxy]}
         out.update(self.extra)
         return out
 
@@ -245,13 +253,19 @@ class Calibrator:
                 est.method_ = restore_method(method, state["method"], alpha=alpha, scale=likert)
                 est.mondrian_ = None
         known = {"schema", "judgecp_version", "kind", "method", "alpha", "scale", "options", "groups", "identity",
-                 "n_calibration", "source", "state", "drift"}
+                 "n_calibration", "source", "state", "drift", "ppi"}
+        ppi = obj.get("ppi") or {}
+        ppi_labels = np.asarray(ppi["labels"], dtype=np.float64) if "labels" in ppi else None
+        ppi_proxy = np.asarray(ppi["proxy"], dtype=np.float64) if "proxy" in ppi else None
+        if ppi_labels is not None and (ppi_proxy is None or ppi_proxy.shape != ppi_labels.shape):
+            raise InputError(f"{source}: ppi.labels and ppi.proxy differ in length")
         return cls(
             kind=kind, method=method, alpha=alpha, estimator=est, n_calibration=int(obj["n_calibration"]),
             identity={k: list(v) for k, v in (obj.get("identity") or {}).items()}, drift_sample=sample,
             drift_statistic=str(drift.get("statistic", "")), scale=scale,  # type: ignore[arg-type]
             options=obj.get("options"), groups=obj.get("groups"), source=str(obj.get("source", "")),
             version=str(obj.get("judgecp_version", "")), extra={k: v for k, v in obj.items() if k not in known},
+            ppi_labels=ppi_labels, ppi_proxy=ppi_proxy,
         )
 
     @classmethod
@@ -380,9 +394,13 @@ def calibrate(
             raise InputError("groups (Mondrian) are for Likert calibrators")
         spec = method or "scope"
         est = SelectiveJudge(spec, risk_level=alpha, signal=signal, delta=delta).calibrate(data)
+    from judgecp.ppi import proxy_and_target
+
+    proxy, target, _ = proxy_and_target(data)
     cal = Calibrator(kind=ckind, method=spec, alpha=alpha, estimator=est, n_calibration=int(data.n),
                      identity=_identity(data), drift_sample=np.asarray(sample, dtype=np.float64),
-                     drift_statistic=name, scale=scale, options=options, groups=groups, source=str(data.source))
+                     drift_statistic=name, scale=scale, options=options, groups=groups, source=str(data.source),
+                     ppi_labels=target, ppi_proxy=proxy)
     cal.to_dict()  # refuse now, not at save time, a fitted state that is not plain data
     return cal
 
@@ -524,5 +542,31 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
         warnings.append({"kind": "coverage", "message": (
             f"coverage on the run's labeled items is {lab['coverage']:.3f}, below {1 - cal.alpha:.2f} "
             f"(binomial p = {lab['p_value_below_target']:.2g})")})
+    summary["estimate"] = calibrated_estimate(cal, data)
     summary["warnings"] = warnings
     return Applied(data, sets, lower, upper, accept, summary)
+
+
+def calibrated_estimate(cal: Calibrator, data: Any, alpha: float | None = None) -> dict[str, Any] | None:
+    """PPI++ with the calibrator's labeled items (and the run's labeled rows) as the labeled sample.
+
+    The run's unlabeled rows are the unlabeled sample. Valid when the run's
+    items are exchangeable with the calibration items (the drift test checks
+    the judge's side of that); for a new model under evaluation, label a few
+    hundred of its own items and use :func:`judgecp.ppi.estimate` instead.
+    ``None`` when the calibrator has no PPI pairs or the run no unlabeled row.
+    """
+    from judgecp.ppi import ppi_mean, proxy_and_target
+
+    if cal.ppi_labels is None or cal.ppi_proxy is None:
+        return None
+    proxy, target, name = proxy_and_target(data)
+    unlabeled = np.isnan(target)
+    if not unlabeled.any():
+        return None
+    y = np.concatenate([cal.ppi_labels, target[~unlabeled]])
+    f = np.concatenate([cal.ppi_proxy, proxy[~unlabeled]])
+    out = ppi_mean(y, f, proxy[unlabeled], alpha=cal.alpha if alpha is None else alpha)
+    out.update(target=name, labeled_from="calibrator" if unlabeled.all() else "calibrator+run",
+               n_labeled_calibrator=int(cal.ppi_labels.size))
+    return out

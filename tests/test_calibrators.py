@@ -127,6 +127,26 @@ def test_applied_choice_sets_and_selective_judge_keep_their_promises() -> None:
     assert r.mean() <= ALPHA + 3 * r.std(ddof=1) / np.sqrt(seeds), r.mean()
 
 
+@pytest.mark.slow
+def test_calibrated_estimate_covers_the_mean_of_an_unlabeled_run() -> None:
+    """PPI++ with the calibrator's labels and an unlabeled run: covers E[Y]; the judge-only interval does not."""
+    truth = float(np.mean(judge_draw(400_000, np.random.default_rng(123))[1]))
+    seeds, cover, judge_cover, n_eff = 300, [], [], []
+    for seed in range(seeds):
+        cal = round_trip(calibrate(likert(200, seed), method="naive", alpha=ALPHA))
+        run = likert(2000, 50_000 + seed)
+        unlabeled = ScoreData.from_arrays(run.logprobs, np.full(run.n, np.nan), fields=dict(run.fields))
+        est = apply(cal, unlabeled).summary["estimate"]
+        assert est["labeled_from"] == "calibrator" and est["n_labeled"] == 200 and est["n_unlabeled"] == 2000
+        ppi, judge = est["estimate"]["ppi"], est["estimate"]["judge_only"]
+        cover.append(ppi["lower"] <= truth <= ppi["upper"])
+        judge_cover.append(judge["lower"] <= truth <= judge["upper"])
+        n_eff.append(est["effective_sample_size"])
+    assert np.mean(cover) >= 1 - ALPHA - 3 * np.sqrt(ALPHA * (1 - ALPHA) / seeds), np.mean(cover)
+    assert np.mean(judge_cover) < 0.05  # negative control: the synthetic judge scores +0.28 too high
+    assert np.mean(n_eff) > 200
+
+
 def test_coverage_check_fails_under_a_shifted_judge() -> None:
     """Negative control: a judge whose scores moved one label up breaks coverage, and the summary says so."""
     cal = calibrate(likert(1000, 0), method="naive", alpha=ALPHA)

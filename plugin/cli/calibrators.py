@@ -151,6 +151,11 @@ def format_summary(summary: dict[str, Any]) -> str:
     if drift.get("p_value") is not None:
         lines.append(f"  drift ({drift['statistic_of']}, KS): p = {drift['p_value']:.3g}"
                      f"{' DRIFT' if drift['drift'] else ''}")
+    est = summary.get("estimate")
+    if est:
+        e, j = est["estimate"]["ppi"], est["estimate"]["judge_only"]
+        lines.append(f"  {est['target']} (PPI++, labels from the {est['labeled_from']}): {e['mean']:.4f} "
+                     f"[{e['lower']:.4f}, {e['upper']:.4f}]; judge only {j['mean']:.4f}")
     for e in summary["excluded"]:
         lines.append(f"  left out: {e['reason']} {e['count']}")
     return "\n".join(lines)

@@ -60,7 +60,7 @@ def task_protocol(metadata: Mapping[str, Any] | None, kind: str) -> Protocol:
     meta = dict(metadata or {})
     names = [alias for aliases in SETTINGS.values() for alias in aliases]
     for key in meta:
-        hint = did_you_mean(key, names) if key not in names else ""
+        hint = did_you_mean(key, names) if key not in names and key not in ("calibrator", "calibrator_force") else ""
         if hint:
             logger.warning("judgecp: metadata %r is not a judgecp setting%s", key, hint)
     return parse_settings(meta, kind=kind, spell=lambda name: f"metadata {name}", other_kinds="ignore")

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from lm_eval.api.task import ConfigurableTask
 
-from judgecp.adapters.lm_eval import images
+from judgecp.adapters.lm_eval import calibrated, images
 from judgecp.adapters.lm_eval.metrics import (
     Metric,
     aggregations,
@@ -58,9 +58,10 @@ class JudgeReportTask(ConfigurableTask):
         try:
             self.protocol = task_protocol(self.config.metadata or {}, self.KIND)
             self.check_output_type()
+            self.calibrator = calibrated.task_calibrator(self.config.metadata or {}, self.KIND)
         except InputError as exc:
             raise InputError(f"task {self.config.task}: {exc}") from None
-        metrics = self.metrics()
+        metrics = self.metrics() if self.calibrator is None else calibrated.calibrated_metrics(self.KIND)
         self._judgecp_metrics = metrics
         self._judgecp_aggregations = aggregations(metrics, self.report)
 
@@ -83,6 +84,8 @@ class JudgeReportTask(ConfigurableTask):
     # -- lm-eval's Task interface ---------------------------------------------------
 
     def report(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        if self.calibrator is not None:
+            return calibrated.calibrated_report(records, self.calibrator, self.KIND, task=str(self.config.task), scale=self.scale())
         return task_report(records, self.KIND, self.protocol, task=str(self.config.task), scale=self.scale())
 
     def aggregation(self) -> dict[str, Callable[[Sequence[Any]], float]]:

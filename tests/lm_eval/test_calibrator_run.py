@@ -53,3 +53,37 @@ def test_calibrate_on_a_run_then_apply_estimate_and_gate(direct_run: Path, tmp_p
     assert main(["gate", str(results[-1]), "--min", "coverage_naive=0.5"]) == 0
     assert main(["gate", str(results[-1]), "--min", "coverage_naive=1.01"]) == 1
     assert "FAIL coverage_naive" in capsys.readouterr().out
+
+
+def test_unlabeled_run_with_a_calibrator_in_metadata(direct_run: Path, text_tasks: Path, tiny_llama: Path,
+                                                     tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--metadata '{"calibrator": PATH}'` on a task whose documents have no labels: set size, drift, corrected score."""
+    from tests.lm_eval.conftest import TEXT_TASK_UTILS, _text_task_yaml
+
+    samples = sorted((direct_run / "results").rglob("samples_judge_text_2*.jsonl"))
+    cal = tmp_path / "cal.json"
+    assert main(["calibrate", str(samples[-1]), "--format", "lm-eval", "-o", str(cal), "--method", "lac"]) == 0
+    docs = [json.loads(line) for line in (text_tasks.parent / "docs.jsonl").read_text().splitlines()]
+    data = tmp_path / "unlabeled.jsonl"
+    data.write_text("".join(json.dumps(dict(d, label=None)) + "\n" for d in docs))
+    folder = tmp_path / "judge_text_unlabeled"
+    folder.mkdir()
+    (folder / "utils.py").write_text(TEXT_TASK_UTILS)
+    (folder / "judge_text_unlabeled.yaml").write_text(_text_task_yaml("judge_text_unlabeled", data, cot=False))
+    out = tmp_path / "out"
+    run(lm_eval_cmd(
+        "--model", "hf-judge", "--model_args", f"pretrained={tiny_llama},dtype=float32",
+        "--device", "cpu", "--tasks", "judge_text_unlabeled", "--include_path", str(folder),
+        "--output_path", str(out), "--log_samples", "--metadata", json.dumps({"calibrator": str(cal)}),
+    ), offline_env(tmp_path))
+    results_path = sorted(out.rglob("results_*.json"))[-1]
+    got = {k.split(",")[0]: v for k, v in json.loads(results_path.read_text())["results"]["judge_text_unlabeled"].items()}
+    assert got["n"] == 40 and got["excluded"] == 0
+    assert 1.0 <= got["set_size"] <= 5.0 and 0.0 <= got["singleton_share"] <= 1.0
+    assert got["drift_p_value"] > 0.01  # the same documents and judge as the calibration run
+    assert got["corrected_score_lower"] <= got["corrected_score"] <= got["corrected_score_upper"]
+    assert got["corrected_score_stderr"] > 0 and 1.0 <= got["judge_score"] <= 5.0
+    capsys.readouterr()
+    assert main(["gate", str(results_path), "--min", "corrected_score_lower=0", "--max", "set_size=5"]) == 0
+    assert main(["gate", str(results_path), "--max", "set_size=0.5"]) == 1
+    assert "FAIL set_size" in capsys.readouterr().out

@@ -1,0 +1,124 @@
+"""``--metadata '{"calibrator": PATH}'``: a task's metrics from a saved calibrator (docs/calibrators.md).
+
+With a calibrator, a judgecp task does not run the repeated-split study (which
+needs labels): it applies the calibrator to the task's records, labeled or
+not, and reports per task
+
+* ``n``, ``excluded``;
+* Likert and multiple choice: ``set_size`` (mean), ``singleton_share``;
+  pairwise: ``abstention_rate``;
+* ``coverage_labeled`` (pairwise ``risk_labeled``: error among accepted) on
+  the documents that have a label (NaN when none has);
+* ``drift_p_value``: the KS test of the run's judge statistic against the
+  calibration items' (small: the run does not look like the calibration data);
+* ``corrected_score`` (with ``corrected_score_stderr``, ``_lower``,
+  ``_upper``): the PPI++ mean human score / win rate / accuracy, the
+  calibrator's labeled items standing in for labels, next to ``judge_score``,
+  the judge's own mean.
+
+``calibrator_force: true`` applies a calibrator of another judge, prompt or
+scale (warned). Nothing here imports lm-eval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from judgecp.adapters.lm_eval.metrics import Metric
+from judgecp.errors import InputError, NoUsableRecords
+from judgecp.scale import LikertScale
+
+logger = logging.getLogger("lm_eval.judgecp")
+
+#: The ``--metadata`` keys this module reads.
+KEYS = ("calibrator", "calibrator_force")
+_KIND = {"likert": "likert", "pairwise": "pairwise", "mcq": "mcq", "parc": "mcq"}
+
+
+def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
+    """The calibrator ``--metadata`` names (checked against the task's kind), or ``None``."""
+    path = metadata.get("calibrator")
+    if not path:
+        return None
+    from judgecp.calibrators import Calibrator
+
+    cal = Calibrator.load(str(path))
+    if _KIND.get(kind, kind) != cal.kind:
+        raise InputError(f"metadata calibrator {path}: a {cal.kind} calibrator, this task's records are {kind}")
+    cal.extra["force"] = bool(metadata.get("calibrator_force", False))
+    return cal
+
+
+def _pick(*keys: str) -> Any:
+    def read(report: dict[str, Any]) -> Any:
+        node: Any = report
+        for key in keys:
+            node = node[key]
+        return node
+
+    return read
+
+
+def calibrated_metrics(kind: str) -> list[Metric]:
+    """The metrics of a task run with a calibrator (module docstring)."""
+    metrics = [Metric("n", lambda r: r["n"], None, always=True),
+               Metric("excluded", lambda r: r["n_excluded"], False, always=True)]
+    if _KIND.get(kind, kind) == "pairwise":
+        metrics += [Metric("abstention_rate", _pick("abstention_rate"), False),
+                    Metric("risk_labeled", _pick("labeled", "error_among_accepted"), False)]
+    else:
+        metrics += [Metric("set_size", _pick("mean_set_size"), False),
+                    Metric("singleton_share", _pick("singleton_share"), True),
+                    Metric("coverage_labeled", _pick("labeled", "coverage"), None)]
+    ppi = ("estimate", "estimate", "ppi")
+    metrics += [Metric("drift_p_value", _pick("drift", "p_value"), True),
+                Metric("corrected_score", _pick(*ppi, "mean"), None),
+                Metric("corrected_score_stderr", _pick(*ppi, "se"), None),
+                Metric("corrected_score_lower", _pick(*ppi, "lower"), None),
+                Metric("corrected_score_upper", _pick(*ppi, "upper"), None),
+                Metric("judge_score", _pick("estimate", "estimate", "judge_only", "mean"), None)]
+    return metrics
+
+
+_CACHE: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_CACHE_SIZE = 8
+
+
+def calibrated_report(records: Sequence[Mapping[str, Any]], cal: Any, kind: str, *, task: str = "",
+                      scale: LikertScale | None = None) -> dict[str, Any]:
+    """:func:`judgecp.calibrators.apply`'s summary of the task's records (sorted by id), cached per content."""
+    ordered = sorted(records, key=lambda r: str(r.get("id")))
+    digest = hashlib.sha256(json.dumps([kind, cal.source, cal.method, cal.alpha, str(scale)]).encode())
+    for r in ordered:
+        digest.update(json.dumps(r, sort_keys=True, default=str).encode())
+    key = digest.hexdigest()
+    if key not in _CACHE:
+        _CACHE[key] = _compute(ordered, cal, kind, task, scale)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    _CACHE.move_to_end(key)
+    return _CACHE[key]
+
+
+def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
+             scale: LikertScale | None) -> dict[str, Any]:
+    from judgecp.calibrators import apply
+    from judgecp.data import from_records
+
+    options: dict[str, Any] = {"scale": scale} if kind == "likert" and scale is not None else {}
+    try:
+        data = from_records(records, kind, source=f"lm-eval task {task}".strip(), require_label=False, **options)
+        summary = apply(cal, data, force=bool(cal.extra.get("force"))).summary
+    except NoUsableRecords as exc:
+        summary = {"error": str(exc), "n": exc.n_read, "excluded": exc.excluded.to_json()}
+    summary["n_excluded"] = sum(e["count"] for e in summary["excluded"])
+    if "error" in summary:
+        logger.warning("judgecp: %s: metrics undefined: %s", task or "task", summary["error"])
+    for warning in summary.get("warnings", []):
+        logger.warning("judgecp: %s: %s", task or "task", warning["message"])
+    return summary

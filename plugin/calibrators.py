@@ -437,6 +437,28 @@ class Applied:
         return out
 
 
+def annotate(raw: list[dict[str, Any]], applied: Applied) -> list[dict[str, Any]]:
+    """Every input record (as read, in input order) with the calibrator's output added.
+
+    A record judgecp used gets ``set`` (and ``interval``) or ``accept``; one it
+    could not use (excluded, counted in the summary) gets ``set`` / ``accept``
+    null and ``"applied": false``. Records are matched by ``id`` (pairs by
+    ``pair_id`` and ``order``); a repeated id is applied once, at its first record.
+    """
+    pairs = applied.accept is not None
+    out_key = "accept" if pairs else "set"
+    done: dict[Any, dict[str, Any]] = {}
+    for rec in applied.records():
+        key = (str(rec.get("pair_id")), str(rec.get("order"))) if pairs else str(rec.get("id"))
+        done[key] = {k: rec[k] for k in ("set", "interval", "accept") if k in rec}
+    out: list[dict[str, Any]] = []
+    for rec in raw:
+        key = (str(rec.get("pair_id")), str(rec.get("order"))) if pairs else str(rec.get("id"))
+        added = done.pop(key, None)
+        out.append({**rec, **added} if added is not None else {**rec, out_key: None, "applied": False})
+    return out
+
+
 def check_compatible(cal: Calibrator, data: Any, *, force: bool = False) -> list[str]:
     """Problems that make ``cal`` unfit for ``data``: an InputError, or warnings when ``force``."""
     problems: list[str] = []

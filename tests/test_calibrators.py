@@ -196,6 +196,7 @@ def test_cli_calibrate_apply_estimate_gate(tmp_path: Path, capsys: pytest.Captur
                  "--json", str(tmp_path / "sum.json")]) == 0
     out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert len(out) == len(run) and all(isinstance(r["set"], list) for r in out)
+    assert [r["id"] for r in out] == [r["id"] for r in run] and out[0]["judge"] == "tiny-judge"
     summary = json.loads((tmp_path / "sum.json").read_text())
     assert summary["n"] == 600 and summary["n_applied"] == 600 and summary["labeled"]["n"] == 100
     assert 1.0 <= summary["mean_set_size"] <= 5.0 and summary["drift"]["p_value"] is not None
@@ -215,6 +216,30 @@ def test_cli_calibrate_apply_estimate_gate(tmp_path: Path, capsys: pytest.Captur
     assert main(["apply", str(tmp_path / "cal.json"), str(other), "--force"]) == 0
     (tmp_path / "bad.json").write_text('{"schema": "x"}')
     assert main(["apply", str(tmp_path / "bad.json"), str(run_file)]) == 2
+
+
+def test_apply_output_has_one_line_per_input_record(tmp_path: Path) -> None:
+    records = to_records(simulate_likert_judge(n=400, seed=9))
+    assert main(["calibrate", str(write_jsonl(tmp_path / "cal.jsonl", records[:200])), "-o", str(tmp_path / "c.json")]) == 0
+    run = [dict(r, label=None) for r in records[200:]]
+    run[3] = dict(run[3], logprobs={"1": -1.0})  # unusable: counted, kept in the output
+    write_jsonl(tmp_path / "run.jsonl", run)
+    assert main(["apply", str(tmp_path / "c.json"), str(tmp_path / "run.jsonl"), "-o", str(tmp_path / "o.jsonl"),
+                 "--json", str(tmp_path / "s.json")]) == 0
+    out = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert len(out) == len(run)
+    assert out[3]["set"] is None and out[3]["applied"] is False
+    assert sum(r.get("applied", True) for r in out) == json.loads((tmp_path / "s.json").read_text())["n_applied"] == 199
+    pairs = to_records(simulate_pairwise_judge(400, seed=1))
+    assert main(["calibrate", str(write_jsonl(tmp_path / "p.jsonl", pairs[:400])), "-o", str(tmp_path / "pc.json")]) == 0
+    write_jsonl(tmp_path / "prun.jsonl", [dict(r, label=None) for r in pairs[400:]])
+    assert main(["apply", str(tmp_path / "pc.json"), str(tmp_path / "prun.jsonl"), "-o", str(tmp_path / "po.jsonl")]) == 0
+    pout = [json.loads(line) for line in (tmp_path / "po.jsonl").read_text().splitlines()]
+    assert len(pout) == 400 and all(isinstance(r["accept"], bool) for r in pout)
+    by_pair: dict[str, set[bool]] = {}
+    for r in pout:
+        by_pair.setdefault(r["pair_id"], set()).add(r["accept"])
+    assert all(len(v) == 1 for v in by_pair.values())  # both orders of a pair share the decision
 
 
 def test_cli_apply_reads_an_lm_eval_samples_file_and_gates_a_results_file(tmp_path: Path) -> None:

@@ -115,7 +115,7 @@ def add_apply(sub: Any) -> None:
 
 
 def run_apply(args: argparse.Namespace) -> int:
-    from judgecp.calibrators import Calibrator, apply
+    from judgecp.calibrators import Calibrator, annotate, apply
     from judgecp.cli.evaluate import check_output
     from judgecp.tables import write_records
 
@@ -126,11 +126,27 @@ def run_apply(args: argparse.Namespace) -> int:
     applied = apply(cal, data, force=args.force, groups=args.group, drift_level=args.drift_level)
     summary = applied.summary
     if args.output:
-        write_records(args.output, applied.records())
+        raw = raw_records(args)
+        write_records(args.output, applied.records() if raw is None else annotate(raw, applied))
     _write_json(args.json, summary)
     _warn(summary)
     print(format_summary(summary))
     return 1 if args.strict and summary["warnings"] and any(w["kind"] != "compatibility" for w in summary["warnings"]) else 0
+
+
+def raw_records(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    """The input's records as read (a records file, or a harness file's records); ``None`` for a plain table."""
+    from judgecp.plugins import record_format, sniff_format
+    from judgecp.tables import read_jsonl
+
+    path = Path(args.input)
+    fmt = sniff_format(path) if args.format == "auto" else args.format
+    if fmt != "table":
+        return record_format(fmt).read(path, **({"sidecars": args.sidecar} if args.sidecar else {})).records
+    if path.suffix.lower() not in (".jsonl", ".ndjson"):
+        return None
+    rows = [obj for _, obj in read_jsonl(path) if obj is not None]
+    return rows if rows and all("schema" in r for r in rows) else None
 
 
 def format_summary(summary: dict[str, Any]) -> str:

@@ -182,3 +182,20 @@ def test_agrees_with_ppi_python() -> None:
         c_lower, c_upper = ppi_py.classical_mean_ci(y, alpha=ALPHA)
         assert ours["labeled_only"]["lower"] == pytest.approx(float(np.ravel(c_lower)[0]), rel=1e-10)
         assert ours["labeled_only"]["upper"] == pytest.approx(float(np.ravel(c_upper)[0]), rel=1e-10)
+
+
+@pytest.mark.slow
+def test_mcq_accuracy_over_a_finite_population() -> None:
+    """Multiple-choice records: PPI++ on 200 labeled items covers the all-items accuracy."""
+    from judgecp import from_records
+    from judgecp.simulate import simulate_mcq_records
+
+    choices = from_records(simulate_mcq_records(3000, seed=4))
+    f, y, target = proxy_and_target(choices)
+    assert target == "accuracy" and set(np.unique(y)) <= {0.0, 1.0}
+    truth, cover = y.mean(), []
+    for seed in range(200):
+        idx = np.random.default_rng(seed).permutation(choices.n)
+        e = ppi_mean(y[idx[:200]], f[idx[:200]], f[idx[200:]], alpha=ALPHA)["estimate"]["ppi"]
+        cover.append(e["lower"] <= truth <= e["upper"])
+    assert np.mean(cover) >= binomial_floor(1 - ALPHA, 200)

@@ -25,7 +25,9 @@ the run's label-free judge statistic (Likert: the expected score
 uncertainty signal the threshold applies to, BPE by default) has the same
 distribution as the calibrator's stored sample, so the two-sample
 Kolmogorov-Smirnov p-value is valid (its size is at most the level) and a
-small p-value says the guarantees of the calibrator may no longer hold. With
+small p-value says the guarantees of the calibrator may no longer hold; a
+conformal test martingale (:mod:`judgecp.drift`) checks the same in the run's
+order, valid at whatever point of a stream it alarms. With
 labels in the run, the summary also tests the observed coverage against
 ``1 - alpha`` (one-sided binomial test).
 """
@@ -498,9 +500,12 @@ def drift_test(cal: Calibrator, data: Any, level: float = DRIFT_LEVEL) -> dict[s
     if values.size == 0 or cal.drift_sample.size == 0:
         out.update(statistic=None, p_value=None, drift=None)
         return out
+    from judgecp.drift import martingale_test
+
     res = ks_2samp(cal.drift_sample, values)
     out.update(statistic=float(res.statistic), p_value=float(res.pvalue), drift=bool(res.pvalue < level),
-               calibration_median=float(np.median(cal.drift_sample)), run_median=float(np.median(values)))
+               calibration_median=float(np.median(cal.drift_sample)), run_median=float(np.median(values)),
+               martingale=martingale_test(cal.drift_sample, values, level=level))
     return out
 
 
@@ -559,6 +564,12 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
         warnings.append({"kind": "drift", "message": (
             f"the run's {drift['statistic_of']} differs from the calibration data (KS p = {drift['p_value']:.2g} "
             f"< {drift_level}); the calibrator's guarantees assume exchangeable items")})
+    martingale = drift.get("martingale") or {}
+    if martingale.get("alarm"):
+        warnings.append({"kind": "drift_sequential", "message": (
+            f"the conformal test martingale of the run's {drift['statistic_of']} reached {martingale['max']:.3g} "
+            f">= 1/{drift_level:g} (first at record {martingale['first_alarm']}): the run is not exchangeable "
+            "with the calibration data")})
     lab = summary.get("labeled", {})
     if lab.get("p_value_below_target") is not None and lab["p_value_below_target"] < drift_level:
         warnings.append({"kind": "coverage", "message": (

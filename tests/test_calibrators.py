@@ -291,3 +291,21 @@ def test_test_martingale_false_alarm_rate_and_power() -> None:
     assert np.mean(false_alarms) <= level + 3 * np.sqrt(level * (1 - level) / seeds), np.mean(false_alarms)
     assert np.mean(alarms) >= 0.9, np.mean(alarms)
     assert np.median(first) > 100  # it alarms after the shift, not before
+
+
+def test_cli_estimate_from_two_files_and_by_group(tmp_path: Path) -> None:
+    records = to_records(simulate_likert_judge(n=900, seed=12))
+    write_jsonl(tmp_path / "lab.jsonl", records[:300])
+    write_jsonl(tmp_path / "unl.jsonl", [dict(r, label=None) for r in records[300:]])
+    write_jsonl(tmp_path / "both.jsonl", records[:300] + [dict(r, label=None) for r in records[300:]])
+    assert main(["estimate", "--labeled", str(tmp_path / "lab.jsonl"), "--unlabeled", str(tmp_path / "unl.jsonl"),
+                 "--json", str(tmp_path / "a.json")]) == 0
+    assert main(["estimate", str(tmp_path / "both.jsonl"), "--json", str(tmp_path / "b.json")]) == 0
+    a, b = (json.loads((tmp_path / f).read_text()) for f in ("a.json", "b.json"))
+    assert a["estimate"] == b["estimate"] and a["n_labeled"] == 300 and a["n_unlabeled"] == 600
+    assert main(["estimate", str(tmp_path / "both.jsonl"), "--group", "group", "--json", str(tmp_path / "g.json")]) == 0
+    g = json.loads((tmp_path / "g.json").read_text())
+    assert set(g["strata"]) == {"easy", "medium", "hard"}
+    assert abs(sum(s["weight"] for s in g["strata"].values()) - 1.0) < 1e-12
+    assert main(["estimate", "--labeled", str(tmp_path / "lab.jsonl")]) == 2
+    assert main(["estimate", str(tmp_path / "lab.jsonl"), "--labeled", str(tmp_path / "lab.jsonl")]) == 2

@@ -264,7 +264,7 @@ class Calibrator:
         return cls(
             kind=kind, method=method, alpha=alpha, estimator=est, n_calibration=int(obj["n_calibration"]),
             identity={k: list(v) for k, v in (obj.get("identity") or {}).items()}, drift_sample=sample,
-            drift_statistic=str(drift.get("statistic", "")), scale=scale,  # type: ignore[arg-type]
+            drift_statistic=str(drift.get("statistic", "")), scale=scale,
             options=obj.get("options"), groups=obj.get("groups"), source=str(obj.get("source", "")),
             version=str(obj.get("judgecp_version", "")), extra={k: v for k, v in obj.items() if k not in known},
             ppi_labels=ppi_labels, ppi_proxy=ppi_proxy,
@@ -425,7 +425,7 @@ class Applied:
         """The applied items as ``judgecp.record/1`` records with ``set`` (and ``interval``) or ``accept``."""
         from judgecp.data.export import to_records
 
-        out = to_records(self.data)
+        out: list[dict[str, Any]] = to_records(self.data)
         if self.accept is not None:
             by_pair = dict(zip(self.data.pair_ids.tolist(), self.accept.tolist(), strict=True))
             for rec in out:
@@ -599,7 +599,7 @@ def calibrated_estimate(cal: Calibrator, data: Any, alpha: float | None = None) 
         return None
     y = np.concatenate([cal.ppi_labels, target[~unlabeled]])
     f = np.concatenate([cal.ppi_proxy, proxy[~unlabeled]])
-    out = ppi_mean(y, f, proxy[unlabeled], alpha=cal.alpha if alpha is None else alpha)
+    out: dict[str, Any] = ppi_mean(y, f, proxy[unlabeled], alpha=cal.alpha if alpha is None else alpha)
     out.update(target=name, labeled_from="calibrator" if unlabeled.all() else "calibrator+run",
                n_labeled_calibrator=int(cal.ppi_labels.size))
     return out

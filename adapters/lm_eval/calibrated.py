@@ -113,7 +113,7 @@ def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
     options: dict[str, Any] = {"scale": scale} if kind == "likert" and scale is not None else {}
     try:
         data = from_records(records, kind, source=f"lm-eval task {task}".strip(), require_label=False, **options)
-        summary = apply(cal, data, force=bool(cal.extra.get("force"))).summary
+        summary: dict[str, Any] = apply(cal, data, force=bool(cal.extra.get("force"))).summary
     except NoUsableRecords as exc:
         summary = {"error": str(exc), "n": exc.n_read, "excluded": exc.excluded.to_json()}
     summary["n_excluded"] = sum(e["count"] for e in summary["excluded"])

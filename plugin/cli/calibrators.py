@@ -142,7 +142,9 @@ def raw_records(args: argparse.Namespace) -> list[dict[str, Any]] | None:
     path = Path(args.input)
     fmt = sniff_format(path) if args.format == "auto" else args.format
     if fmt != "table":
-        return record_format(fmt).read(path, **({"sidecars": args.sidecar} if args.sidecar else {})).records
+        records: list[dict[str, Any]] = record_format(fmt).read(
+            path, **({"sidecars": args.sidecar} if args.sidecar else {})).records
+        return records
     if path.suffix.lower() not in (".jsonl", ".ndjson"):
         return None
     rows = [obj for _, obj in read_jsonl(path) if obj is not None]

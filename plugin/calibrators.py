@@ -152,6 +152,9 @@ class Calibrator:
     #: The calibration items' human target and judge proxy (:func:`judgecp.ppi.proxy_and_target`), for PPI++.
     ppi_labels: NDArray[np.float64] | None = None
     ppi_proxy: NDArray[np.float64] | None = None
+    #: The calibration items' conformity scores (the scores that set the threshold), where the method has a
+    #: label-free formula for them (:func:`conformity_scores`): name and values.
+    conformity: tuple[str, NDArray[np.float64]] | None = None
 
     # -- JSON -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -178,6 +181,11 @@ class Calibrator:
                 "values": [round(float(v), 9) for v in np.sort(self.drift_sample)],
             },
         }
+        if self.conformity is not None:
+            name, values = self.conformity
+            out["conformity"] = {"score": name, "n": int(values.size),
+                                 "quantiles": {str(q): float(np.quantile(values, q)) for q in SUMMARY_QUANTILES},
+                                 "values": [round(float(v), 12) for v in np.sort(values)]}
         if self.ppi_labels is not None and self.ppi_proxy is not None:
             from judgecp.ppi import TARGETS
 
@@ -255,7 +263,9 @@ class Calibrator:
                 est.method_ = restore_method(method, state["method"], alpha=alpha, scale=likert)
                 est.mondrian_ = None
         known = {"schema", "judgecp_version", "kind", "method", "alpha", "scale", "options", "groups", "identity",
-                 "n_calibration", "source", "state", "drift", "ppi"}
+                 "n_calibration", "source", "state", "drift", "ppi", "conformity"}
+        conf = obj.get("conformity")
+        conformity = (str(conf["score"]), np.asarray(conf["values"], dtype=np.float64)) if conf else None
         ppi = obj.get("ppi") or {}
         ppi_labels = np.asarray(ppi["labels"], dtype=np.float64) if "labels" in ppi else None
         ppi_proxy = np.asarray(ppi["proxy"], dtype=np.float64) if "proxy" in ppi else None
@@ -267,7 +277,7 @@ class Calibrator:
             drift_statistic=str(drift.get("statistic", "")), scale=scale,
             options=obj.get("options"), groups=obj.get("groups"), source=str(obj.get("source", "")),
             version=str(obj.get("judgecp_version", "")), extra={k: v for k, v in obj.items() if k not in known},
-            ppi_labels=ppi_labels, ppi_proxy=ppi_proxy,
+            ppi_labels=ppi_labels, ppi_proxy=ppi_proxy, conformity=conformity,
         )
 
     @classmethod
@@ -325,6 +335,26 @@ def _calibration_kind(data: Any, kind: str | None) -> str:
     if kind is not None and {"parc": "mcq"}.get(kind, kind) != own:
         raise InputError(f"--kind {kind}: the records are {data.kind} records")
     return own
+
+
+def conformity_scores(method: Any, X: Any, y: Any) -> tuple[str, NDArray[np.float64]] | None:
+    """The conformity scores of labeled rows under a calibrated method, where it has a label-free formula.
+
+    ``naive`` (expected score): ``|y - sum_k k p_k|``; ``lac``: ``1 - p_y``;
+    ``margin``: ``max_{j != y} p_j - p_y`` (the judge's own probabilities).
+    Other methods (randomised scores, fitted models): ``None``.
+    """
+    from judgecp.methods.sets import LAC, Margin, lac_scores, margin_scores, true_label_scores
+    from judgecp.methods.split import NaiveSplit
+
+    Xa, ya = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if isinstance(method, NaiveSplit) and method.predictor == "expected":
+        return "abs_residual", np.abs(ya - method.point(Xa))
+    if isinstance(method, (LAC, Margin)) and method.probabilities == "judge":
+        P = method._proba(Xa)
+        scores = lac_scores(P) if isinstance(method, LAC) else margin_scores(P)
+        return method.name, true_label_scores(scores, method.scale.index(ya))
+    return None
 
 
 # -- calibrate ---------------------------------------------------------------------------------
@@ -402,7 +432,9 @@ def calibrate(
     cal = Calibrator(kind=ckind, method=spec, alpha=alpha, estimator=est, n_calibration=int(data.n),
                      identity=_identity(data), drift_sample=np.asarray(sample, dtype=np.float64),
                      drift_statistic=name, scale=scale, options=options, groups=groups, source=str(data.source),
-                     ppi_labels=target, ppi_proxy=proxy)
+                     ppi_labels=target, ppi_proxy=proxy,
+                     conformity=conformity_scores(est.method_, data.X, data.labels)
+                     if ckind == "likert" and est.mondrian_ is None else None)
     cal.to_dict()  # refuse now, not at save time, a fitted state that is not plain data
     return cal
 
@@ -506,6 +538,13 @@ def drift_test(cal: Calibrator, data: Any, level: float = DRIFT_LEVEL) -> dict[s
     out.update(statistic=float(res.statistic), p_value=float(res.pvalue), drift=bool(res.pvalue < level),
                calibration_median=float(np.median(cal.drift_sample)), run_median=float(np.median(values)),
                martingale=martingale_test(cal.drift_sample, values, level=level))
+    if cal.conformity is not None and cal.kind == "likert" and data.labeled.sum() >= 2:
+        rows = np.flatnonzero(data.labeled)
+        found = conformity_scores(cal.estimator.method_, data.X[rows], data.labels[rows])
+        if found is not None and found[0] == cal.conformity[0]:
+            conf = ks_2samp(cal.conformity[1], found[1])
+            out["conformity"] = {"score": found[0], "n_run": int(rows.size), "statistic": float(conf.statistic),
+                                 "p_value": float(conf.pvalue), "drift": bool(conf.pvalue < level)}
     return out
 
 
@@ -564,6 +603,10 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
         warnings.append({"kind": "drift", "message": (
             f"the run's {drift['statistic_of']} differs from the calibration data (KS p = {drift['p_value']:.2g} "
             f"< {drift_level}); the calibrator's guarantees assume exchangeable items")})
+    if (drift.get("conformity") or {}).get("drift"):
+        warnings.append({"kind": "conformity_drift", "message": (
+            f"the conformity scores ({drift['conformity']['score']}) of the run's labeled items differ from the "
+            f"calibration items' (KS p = {drift['conformity']['p_value']:.2g} < {drift_level})")})
     martingale = drift.get("martingale") or {}
     if martingale.get("alarm"):
         warnings.append({"kind": "drift_sequential", "message": (

@@ -163,15 +163,18 @@ def test_coverage_check_fails_under_a_shifted_judge() -> None:
 def test_drift_test_size_and_power() -> None:
     """Size <= level under exchangeability; power under a stated shift (scores rolled one label up)."""
     level, seeds = 0.05, 300
-    null, shift = [], []
+    null, shift, conformity_null = [], [], []
     for seed in range(seeds):
         cal = calibrate(likert(300, seed), method="naive", alpha=ALPHA)
         run = likert(300, 100_000 + seed)
-        null.append(drift_test(cal, run, level)["drift"])
+        result = drift_test(cal, run, level)
+        null.append(result["drift"])
+        conformity_null.append(result["conformity"]["drift"])
         moved = ScoreData.from_arrays(np.roll(run.logprobs, 1, axis=1), run.labels, fields=dict(run.fields))
         shift.append(drift_test(cal, moved, level)["drift"])
     size, power = np.mean(null), np.mean(shift)
     assert size <= level + 3 * np.sqrt(level * (1 - level) / seeds), size
+    assert np.mean(conformity_null) <= level + 3 * np.sqrt(level * (1 - level) / seeds)
     assert power >= 0.9, power
 
 
@@ -309,3 +312,25 @@ def test_cli_estimate_from_two_files_and_by_group(tmp_path: Path) -> None:
     assert abs(sum(s["weight"] for s in g["strata"].values()) - 1.0) < 1e-12
     assert main(["estimate", "--labeled", str(tmp_path / "lab.jsonl")]) == 2
     assert main(["estimate", str(tmp_path / "lab.jsonl"), "--labeled", str(tmp_path / "lab.jsonl")]) == 2
+
+
+def test_conformity_scores_are_the_ones_that_set_the_threshold() -> None:
+    from judgecp.conformal import conformal_quantile
+    from judgecp.methods.sets import SCORE_TOLERANCE
+
+    data = likert(500, 3)
+    for method, attr in (("naive", "quantile_"), ("lac", "threshold_"), ("margin", "threshold_")):
+        cal = round_trip(calibrate(data, method=method, alpha=ALPHA))
+        assert cal.conformity is not None and cal.conformity[1].size == 500
+        stored = getattr(cal.estimator.method_, attr)
+        assert abs(conformal_quantile(cal.conformity[1], ALPHA) - stored) < SCORE_TOLERANCE
+        assert str(0.5) in cal.to_dict()["conformity"]["quantiles"]
+    assert calibrate(data, method="aps").conformity is None  # randomised scores: no label-free formula
+    # Labeled run items from a shifted judge: their conformity scores differ, and the summary says so.
+    cal = calibrate(likert(1000, 0), method="naive", alpha=ALPHA)
+    run = likert(400, 1)
+    moved = ScoreData.from_arrays(np.roll(run.logprobs, 1, axis=1), run.labels, fields=dict(run.fields))
+    same, shifted = apply(cal, run).summary["drift"]["conformity"], apply(cal, moved).summary
+    assert same["p_value"] > 0.001 and same["n_run"] == 400
+    assert shifted["drift"]["conformity"]["drift"] is True
+    assert "conformity_drift" in {w["kind"] for w in shifted["warnings"]}

@@ -334,3 +334,17 @@ def test_conformity_scores_are_the_ones_that_set_the_threshold() -> None:
     assert same["p_value"] > 0.001 and same["n_run"] == 400
     assert shifted["drift"]["conformity"]["drift"] is True
     assert "conformity_drift" in {w["kind"] for w in shifted["warnings"]}
+
+
+def test_cli_strict_fails_a_drifted_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cal_rows = to_records(ScoreData.from_arrays(*judge_draw(600, np.random.default_rng(0))))
+    run = ScoreData.from_arrays(*judge_draw(400, np.random.default_rng(1)))
+    moved = to_records(ScoreData.from_arrays(np.roll(run.logprobs, 2, axis=1), np.full(run.n, np.nan)))
+    same = to_records(ScoreData.from_arrays(run.logprobs, np.full(run.n, np.nan)))
+    assert main(["calibrate", str(write_jsonl(tmp_path / "c.jsonl", cal_rows)), "-o", str(tmp_path / "c.json")]) == 0
+    assert main(["apply", str(tmp_path / "c.json"), str(write_jsonl(tmp_path / "same.jsonl", same)), "--strict"]) == 0
+    assert main(["apply", str(tmp_path / "c.json"), str(write_jsonl(tmp_path / "moved.jsonl", moved)), "--strict",
+                 "--json", str(tmp_path / "s.json")]) == 1
+    assert "warning: the run's expected_score differs" in capsys.readouterr().err
+    assert main(["gate", str(tmp_path / "s.json"), "--no-drift"]) == 1
+    assert main(["apply", str(tmp_path / "c.json"), str(tmp_path / "moved.jsonl")]) == 0  # not strict: warned only

@@ -89,3 +89,9 @@ __all__ = [
     "simulate_pairwise_judge",
     "simulate_parc_records",
 ]
+
+# Saved calibrators and prediction-powered inference (docs/calibrators.md).
+from judgecp.calibrators import Calibrator, calibrate
+from judgecp.ppi import ppi_mean
+
+__all__ += ["Calibrator", "calibrate", "ppi_mean"]

@@ -348,3 +348,14 @@ def test_cli_strict_fails_a_drifted_run(tmp_path: Path, capsys: pytest.CaptureFi
     assert "warning: the run's expected_score differs" in capsys.readouterr().err
     assert main(["gate", str(tmp_path / "s.json"), "--no-drift"]) == 1
     assert main(["apply", str(tmp_path / "c.json"), str(tmp_path / "moved.jsonl")]) == 0  # not strict: warned only
+
+
+def test_top_level_calibrate_takes_a_path(tmp_path: Path) -> None:
+    import judgecp
+
+    path = write_jsonl(tmp_path / "r.jsonl", to_records(from_records(simulate_mcq_records(300, seed=3))))
+    cal = judgecp.calibrate(path, kind="mcq", method="lac", alpha=0.2)
+    assert isinstance(cal, judgecp.Calibrator) and cal.kind == "mcq" and cal.n_calibration == 300
+    assert cal.options == ["A", "B", "C", "D", "E"]
+    with pytest.raises(InputError, match="--kind pairwise"):
+        judgecp.calibrate(path, kind="pairwise")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,13 +88,21 @@ def _decode(value: Any) -> Any:
     if isinstance(value, str) and value in ("inf", "-inf", "nan"):
         return float(value)
     if isinstance(value, dict) and "array" in value:
-        flat = [float(v) if isinstance(v, str) else v for v in value["array"]]
-        return np.asarray(flat, dtype=np.dtype(value["dtype"])).reshape(value["shape"])
+        try:
+            dtype = np.dtype(str(value["dtype"]))
+            if dtype.kind not in "biuf":
+                raise TypeError(f"dtype {dtype} is not numeric")
+            flat = [float(v) if isinstance(v, str) else v for v in value["array"]]
+            return np.asarray(flat, dtype=dtype).reshape(value["shape"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"calibrator: a stored array cannot be read ({exc})") from exc
     if isinstance(value, list):
         return [_decode(v) for v in value]
     return value
 
 
+#: Names of fitted attributes (``quantile_``, ``_predict_seed_``); never a dunder such as ``__dict__``.
+_FITTED_NAME = re.compile(r"^_?[a-z][a-z0-9_]*_$")
 #: Bookkeeping attributes of :class:`judgecp.conformal.ConformalMethod` that are rebuilt, not stored.
 _SKIP = {"_rng_"}
 
@@ -114,7 +123,7 @@ def restore_method(spec: str, state: dict[str, Any], *, alpha: float, scale: Any
 
     method = build_method(spec, alpha=alpha, scale=scale)
     for name, value in state.items():
-        if not name.endswith("_"):
+        if not _FITTED_NAME.match(name):
             raise InputError(f"calibrator: {name!r} is not a fitted attribute")
         setattr(method, name, _decode(value))
     if not getattr(method, "conformalized_", False):

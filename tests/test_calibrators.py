@@ -67,6 +67,15 @@ def test_fitted_models_are_refused_not_pickled() -> None:
     obj["state"]["method"]["model_"] = {"__reduce__": "os.system"}  # data, never code: it stays a dict
     cal = Calibrator.from_dict(obj)
     assert isinstance(cal.estimator.method_.model_, dict)
+    for name, value in (("__dict__", {}), ("__class__", "x"), ("quantile", 1.0)):
+        bad = json.loads(json.dumps(calibrate(data, method="naive").to_dict()))
+        bad["state"]["method"][name] = value
+        with pytest.raises(InputError, match="not a fitted attribute"):
+            Calibrator.from_dict(bad)
+    bad = json.loads(json.dumps(calibrate(data, method="lac").to_dict()))
+    bad["state"]["method"]["threshold_"] = {"array": [1], "shape": [1], "dtype": "O"}
+    with pytest.raises(InputError, match="cannot be read"):
+        Calibrator.from_dict(bad)
 
 
 def test_mismatch_is_refused_unless_forced() -> None:

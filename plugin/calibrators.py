@@ -226,6 +226,16 @@ class Calibrator:
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any], source: str = "calibrator") -> Calibrator:
+        """The calibrator a :meth:`to_dict` object describes; anything malformed is an :class:`InputError`."""
+        try:
+            return cls._from_dict(obj, source)
+        except InputError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise InputError(f"{source}: malformed calibrator ({type(exc).__name__}: {exc})") from exc
+
+    @classmethod
+    def _from_dict(cls, obj: dict[str, Any], source: str) -> Calibrator:
         from judgecp.estimators import ChoiceSets, ScoreIntervals, SelectiveJudge
         from judgecp.scale import LikertScale
 

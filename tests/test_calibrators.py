@@ -76,6 +76,12 @@ def test_fitted_models_are_refused_not_pickled() -> None:
     bad["state"]["method"]["threshold_"] = {"array": [1], "shape": [1], "dtype": "O"}
     with pytest.raises(InputError, match="cannot be read"):
         Calibrator.from_dict(bad)
+    for mutate in (lambda o: o["state"].pop("method"), lambda o: o.update(scale="x"), lambda o: o.update(alpha=[1]),
+                   lambda o: o["state"].update(method=[]), lambda o: o.update(ppi={"labels": [1.0], "proxy": []})):
+        broken = json.loads(json.dumps(calibrate(data, method="naive").to_dict()))
+        mutate(broken)
+        with pytest.raises(InputError):
+            Calibrator.from_dict(broken)
 
 
 def test_mismatch_is_refused_unless_forced() -> None:

@@ -374,3 +374,17 @@ def test_top_level_calibrate_takes_a_path(tmp_path: Path) -> None:
     assert cal.options == ["A", "B", "C", "D", "E"]
     with pytest.raises(InputError, match="--kind pairwise"):
         judgecp.calibrate(path, kind="pairwise")
+
+
+def test_choice_calibrator_refuses_unseen_options_and_wider_items() -> None:
+    rows = simulate_mcq_records(400, seed=6)
+    narrow = [r for r in rows if len(r["options"]) <= 3]
+    cal = calibrate(from_records(narrow[:100]), method="lac")
+    wide = [r for r in rows if len(r["options"]) > 3][:20]
+    with pytest.raises(InputError, match="options; the calibrator saw at most"):
+        apply(cal, from_records(wide))
+    renamed = [dict(r, options=["X", "Y", "Z"][: len(r["options"])], label=None, prediction=None,
+                    logprobs=dict(zip("XYZ", r["logprobs"].values()))) for r in narrow[100:120]]
+    with pytest.raises(InputError, match="never seen in calibration"):
+        apply(cal, from_records(renamed, require_label=False))
+    assert apply(cal, from_records(renamed, require_label=False), force=True).summary["warnings"][0]["kind"] == "compatibility"

@@ -384,7 +384,7 @@ def test_choice_calibrator_refuses_unseen_options_and_wider_items() -> None:
     with pytest.raises(InputError, match="options; the calibrator saw at most"):
         apply(cal, from_records(wide))
     renamed = [dict(r, options=["X", "Y", "Z"][: len(r["options"])], label=None, prediction=None,
-                    logprobs=dict(zip("XYZ", r["logprobs"].values()))) for r in narrow[100:120]]
+                    logprobs=dict(zip("XYZ", r["logprobs"].values(), strict=False))) for r in narrow[100:120]]
     with pytest.raises(InputError, match="never seen in calibration"):
         apply(cal, from_records(renamed, require_label=False))
     assert apply(cal, from_records(renamed, require_label=False), force=True).summary["warnings"][0]["kind"] == "compatibility"

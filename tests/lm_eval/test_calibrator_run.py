@@ -45,7 +45,9 @@ def test_calibrate_on_a_run_then_apply_estimate_and_gate(direct_run: Path, tmp_p
     got = json.loads(summary.read_text())
     assert got["n_applied"] == 39 and got["n"] == 40 and 1.0 <= got["mean_set_size"] <= 5.0
     assert main(["apply", str(cal), str(unlabeled), "-o", str(tmp_path / "sets.jsonl")]) == 0
-    assert len((tmp_path / "sets.jsonl").read_text().splitlines()) == 39
+    written = [json.loads(line) for line in (tmp_path / "sets.jsonl").read_text().splitlines()]
+    assert len(written) == 40 and [r["id"] for r in written] == [r["id"] for r in rows]
+    assert sum(r.get("applied", True) is False for r in written) == 1  # the label off the scale: kept, marked
     assert main(["estimate", str(unlabeled), "--json", str(tmp_path / "est.json")]) == 0
     est = json.loads((tmp_path / "est.json").read_text())
     assert est["n_labeled"] == 19 and est["n_unlabeled"] == 20  # one labeled record is off the scale

@@ -108,7 +108,8 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
         options = {"sidecars": args.sidecar} if args.sidecar else {}
         if not path.is_file():
             raise InputError(f"{path}: no such file")
-        table = record_format(fmt).read(path, **options).table()
+        batch = record_format(fmt).read(path, kind=kind, **options)
+        table, kind = batch.table(), kind or batch.kind
     return from_table(table, kind, fields, **likert_options), dict(table.info)
 
 

@@ -263,7 +263,7 @@ def check_method_spec(spec: str, *, kind: str = "likert", flag: str = "--methods
     name, kwargs = parse_method_spec(spec)
     classes = method_classes()
     if name not in classes:
-        raise unknown(f"{flag} method", name, classes)
+        raise InputError(f"{flag}: {unknown('method', name, classes)}")
     cls = classes[name]
     allowed = method_parameters(cls)
     for key in kwargs:

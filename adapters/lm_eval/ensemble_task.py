@@ -89,8 +89,8 @@ def select_prompts(prompt_set: str | None = None, prompts: Any = None, prompt_se
     ``prompt_set``: a prompt-set file (default: the shipped parts,
     :func:`~judgecp.ensemble.prompts.build_prompt_set`). ``prompts``: ids from
     that set (comma-separated or a list), or a count ``N``: the supplement's
-    sample prompt and ``N - 1`` others drawn with ``prompt_seed`` (for the
-    shipped set, never a prompt with the same text as one already drawn).
+    sample prompt and ``N - 1`` others drawn with ``prompt_seed`` (never a
+    prompt with the same text and display order as one already drawn).
     Default: ``N = 20`` for the shipped set, the whole set for a file.
     """
     pool = read_prompt_set(prompt_set) if prompt_set else build_prompt_set()
@@ -118,9 +118,9 @@ def select_prompts(prompt_set: str | None = None, prompts: Any = None, prompt_se
         seed = int(prompt_seed)
     except (TypeError, ValueError):
         raise InputError(f"metadata prompt_seed must be an integer, got {prompt_seed!r}") from None
-    distinct: dict[str, JudgePrompt] = {}
-    for p in pool:  # one prompt per text (the shipped sample prompt is also a composed one)
-        distinct.setdefault(p.template, p)
+    distinct: dict[tuple[str, tuple[str, str]], JudgePrompt] = {}
+    for p in pool:  # one prompt per (text, display order): the shipped sample prompt is also a composed one
+        distinct.setdefault((p.template, tuple(p.order)), p)
     unique = list(distinct.values())
     first = [p for p in unique if p.id == SAMPLE_PROMPT][:1]
     rest = [p for p in unique if p.id != SAMPLE_PROMPT]

@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.lm_eval.helpers import lm_eval_cmd, offline_env, results_file, run, samples, skip_without_lm_eval
+from tests.lm_eval.helpers import (
+    lm_eval_cmd,
+    offline_env,
+    results_file,
+    run,
+    samples,
+    skip_without_lm_eval,
+)
 
 skip_without_lm_eval()
 
@@ -154,7 +161,7 @@ def test_every_item_is_judged_under_every_prompt(ensemble_run: tuple[Path, str, 
 
 
 def test_tasks_report_the_ensemble_study(ensemble_run: tuple[Path, str, dict[str, Any]]) -> None:
-    output, _, metadata = ensemble_run
+    output, _, _metadata = ensemble_run
     results = results_file(output)
     got = task_metrics(results, HPDV2)
     assert (got["n_items"], got["n_prompts"]) == (13, 3)
@@ -171,10 +178,10 @@ def test_tasks_report_the_ensemble_study(ensemble_run: tuple[Path, str, dict[str
     assert sorted(labels.values()).count("B") == 3  # balance_order swapped half of the pairs
 
 
-def test_samples_file_recomputes_the_task_metrics(ensemble_run: tuple[Path, str, dict[str, Any]], tmp_path: Path) -> None:
+def test_samples_file_recomputes_the_task_metrics(ensemble_run: tuple[Path, str, dict[str, Any]]) -> None:
     from judgecp.adapters.lm_eval.ensemble_task import task_settings
 
-    output, _, metadata = ensemble_run
+    output, _, _metadata = ensemble_run
     results = results_file(output)
     files = sorted(output.rglob(f"samples_{HPDV2}_2*.jsonl"))
     records = samples_records(files)

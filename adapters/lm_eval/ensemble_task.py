@@ -35,6 +35,7 @@ import logging
 import random
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from lm_eval.api.task import ConfigurableTask
@@ -257,6 +258,8 @@ def task_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
         raise InputError(f"metadata seeds must be a count or a list, got {seeds!r}") from None
     if not 0.0 < out["alpha"] < 1.0:
         raise InputError(f"metadata alpha must be in (0, 1), got {out['alpha']}")
+    if out["embeddings"] and not Path(str(out["embeddings"])).expanduser().is_file():
+        raise InputError(f"metadata embeddings {out['embeddings']!r}: no such file")
     if out["procedure"] not in ("by", "bh"):
         raise InputError(f"metadata procedure must be 'by' or 'bh', got {out['procedure']!r}")
     return out

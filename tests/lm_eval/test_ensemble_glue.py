@@ -95,6 +95,8 @@ def test_settings_from_metadata() -> None:
         task_settings({"alpha": 2})
     with pytest.raises(InputError, match="procedure"):
         task_settings({"procedure": "holm"})
+    with pytest.raises(InputError, match="embeddings 'nope.npz': no such file"):
+        task_settings({"embeddings": "nope.npz"})
 
 
 def simulated(n_items: int = 120, n_prompts: int = 4) -> tuple[list[dict], dict]:
@@ -129,3 +131,70 @@ def test_too_few_labeled_items_leave_the_metrics_undefined_not_a_crash() -> None
     assert math.isnan(values["ece_uniform"]) and math.isnan(values["fdp_bpe"])
     assert json.loads(json.dumps(report))["n_prompts"] == 4
     assert np.isfinite(values["n_prompts"])
+
+
+# -- the task folder's loaders: a local copy, and the hub datasets the YAMLs and README name ----------
+
+
+def _png(path, colour):
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (8, 8), colour).save(path)
+
+
+def test_mjbench_from_the_hub_keeps_images_in_the_table(tmp_path, monkeypatch) -> None:
+    import datasets
+
+    from judgecp.adapters.lm_eval import images, tasks_path
+    from tests.lm_eval.test_data_sources import task_utils
+
+    rows = []
+    for i in range(4):
+        _png(tmp_path / f"{i}a.png", (200, 10 * i, 0))
+        _png(tmp_path / f"{i}b.png", (0, 10 * i, 200))
+        rows.append({"caption": f"c{i}", "image0": str(tmp_path / f"{i}a.png"), "image1": str(tmp_path / f"{i}b.png"),
+                     "label": 0, "info": "x"})
+    table = datasets.Dataset.from_list(rows).cast_column("image0", datasets.Image()).cast_column("image1", datasets.Image())
+    calls = []
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **kw: calls.append((a, kw)) or table)
+    monkeypatch.delenv("JUDGECP_MJBENCH_DIR", raising=False)
+    utils = task_utils("image_pref_ensemble_cp")
+    docs = utils.load_mjbench(mjbench_split="bias", prompts="supplement-sample")["test"]
+    assert calls == [(("MJ-Bench/MJ-Bench",), {"split": "bias"})]
+    assert len(docs) == 4 and all(ref.startswith("mjbench:bias#") for d in docs for ref in d["image_refs"])
+    assert sorted(d["label"] for d in docs) == ["A", "A", "B", "B"]  # balance_order swapped half
+    swapped = next(d for d in docs if d["label"] == "B")
+    first, second = images.load_images(swapped)
+    assert first.getpixel((0, 0))[2] == 200 and second.getpixel((0, 0))[0] == 200  # the preferred image is second
+    yaml_text = (tasks_path() / "image_pref_ensemble_cp" / "image_pref_ensemble_cp_mjbench_bias.yaml").read_text()
+    readme = (tasks_path() / "image_pref_ensemble_cp" / "README.md").read_text()
+    assert "dataset_path: MJ-Bench/MJ-Bench" in yaml_text and "mjbench_split: bias" in yaml_text
+    assert "MJ-Bench/MJ-Bench" in readme and "ymhao/HPDv2" in readme
+    with pytest.raises(InputError, match="split must be one of"):
+        utils.load_mjbench(mjbench_split="nope")
+
+
+def test_hpdv2_from_the_hub_and_from_a_local_copy(tmp_path, monkeypatch) -> None:
+    import huggingface_hub
+
+    from judgecp.adapters.lm_eval import tasks_path
+    from tests.lm_eval.test_data_sources import task_utils
+
+    root = tmp_path / "hpdv2"
+    for k in range(3):
+        _png(root / "test" / f"0/{k}.png", (50 * k, 0, 0))
+    (root / "test.json").write_text(json.dumps([{"prompt": "a cat", "image_path": [f"0/{k}.png" for k in range(3)],
+                                                 "rank": [1, 3, 2]}]))
+    utils = task_utils("image_pref_ensemble_cp")
+    local = utils.load_hpdv2(data_dir=str(root), prompts=2)["test"]
+    assert len(local) == 3 * 2 and local[0]["prompt_id"] == "supplement-sample"
+    calls = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download",
+                        lambda repo_id, **kw: calls.append(repo_id) or str(root))
+    monkeypatch.delenv("JUDGECP_HPDV2_DIR", raising=False)
+    hub = utils.load_hpdv2(prompts=2)["test"]
+    assert calls == ["ymhao/HPDv2"] and [d["id"] for d in hub] == [d["id"] for d in local]
+    one = utils.load_hpdv2(data_dir=str(root), prompts=2, max_items=1)["test"]
+    assert len(one) == 2
+    assert "dataset_path: ymhao/HPDv2" in (tasks_path() / "image_pref_ensemble_cp" / "image_pref_ensemble_cp_hpdv2.yaml").read_text()

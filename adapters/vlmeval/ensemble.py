@@ -44,7 +44,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from judgecp.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
 from judgecp.ensemble.sources import PreferenceItem, balance_order, read_hpdv2, read_mjbench
@@ -326,8 +326,8 @@ def dataset_class() -> type:
 
         TYPE = DATASET_TYPE
         MODALITY = "IMAGE"
-        DATASET_URL: dict[str, str] = {}
-        DATASET_MD5: dict[str, str] = {}
+        DATASET_URL: ClassVar[dict[str, str]] = {}
+        DATASET_MD5: ClassVar[dict[str, str]] = {}
         force_use_dataset_prompt = True
 
         def __init__(self, dataset: str = f"{DATASET_PREFIX}HPDv2", skip_noimg: bool = True, **settings: Any) -> None:

@@ -147,7 +147,7 @@ def test_evaluate_reads_the_sidecar_and_runs_the_ensemble_study(tmp_path: Path) 
     from judgecp.ensemble.evaluate import ensemble_report
     from judgecp.ensemble.records import read_ensemble_records
 
-    predictions, rows = simulated_run(tmp_path, drop=5)
+    predictions, _ = simulated_run(tmp_path, drop=5)
     out = tmp_path / "records.jsonl"
     headline = ensemble.evaluate_file(predictions, settings={"validation": 20, "seeds": 3}, records_out=out)
     report = json.loads(ensemble.metric_path(predictions).read_text())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,9 @@ def test_every_item_is_judged_under_every_prompt(ensemble_run: tuple[Path, str, 
     failed = {r["meta"]["item"] for r in records if r["exclude"] == "image_load_failed"}
     assert failed == {"hpdv2-test-2-0-2", "hpdv2-test-2-1-2"}
     assert "2 source row(s) left out: image file missing" in stderr and "1 source row(s) left out: tied human rank" in stderr
+    # one forward pass per document, for the glyphs A/B and I/II alike
+    found = re.findall(r"judgecp: (\d+) documents scored in (\d+) forward passes \((\d+) needed one pass per choice\)", stderr)
+    assert found and found[-1][0] == found[-1][1] and found[-1][2] == "0", stderr[-2000:]
 
 
 def test_tasks_report_the_ensemble_study(ensemble_run: tuple[Path, str, dict[str, Any]]) -> None:

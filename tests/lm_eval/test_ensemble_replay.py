@@ -139,3 +139,15 @@ def test_negative_control_without_rekeying_the_flipped_prompts_look_unreliable(r
     top = [{p["prompt"] for p in cluster["top_prompts"][:2]} for cluster in report["mixture_weights"]["clusters"]]
     planted = [{p for p, home in RELIABLE.items() if home == z} for z in (0, 1)]
     assert sorted(top, key=sorted) != sorted(planted, key=sorted)
+
+
+def test_the_table6_sweep_reads_the_samples_file(replay_run: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from judgecp.ensemble.sweep import main as sweep_main
+
+    output, embeddings, _ = replay_run
+    samples_file = sorted(output.rglob(f"samples_{TASK}_2*.jsonl"))[-1]
+    assert sweep_main([str(samples_file), "--embeddings", str(embeddings), "--prompts", "2,4", "--samples", "20,80",
+                       "--clusters", "1,2", "--data-seeds", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "Expected Calibration Error" in lines[0] and "AUC Precision-Recall" in lines[0]
+    assert lines[2].split()[:2] == ["2", "20"] and len(lines[2].split()) == 2 + 3 * 2

@@ -77,3 +77,34 @@ def run(args: argparse.Namespace) -> int:
     merged = {**vars(defaults), **values, "records": args.input, "example": args.example, "format": fmt,
               "alpha": alpha, "seeds": args.seeds or defaults.seeds, "json": args.json, "quiet": args.quiet}
     return run_ensemble(argparse.Namespace(**merged))
+
+
+def looks_like_ensemble(path: str, fmt: str | None) -> bool:
+    """Whether a file holds prompt-ensemble records (``meta.item`` with several prompts); never raises."""
+    from judgecp.ensemble.evaluate import read_input_records
+
+    try:
+        source, _ = read_input_records(path, "auto" if fmt in (None, "table") else fmt)
+        if isinstance(source, list):
+            records = source[:2000]
+        else:
+            import json
+
+            records = []
+            with open(source, encoding="utf-8") as handle:
+                for line in handle:
+                    if len(records) >= 2000:
+                        break
+                    records.append(json.loads(line))
+        prompts = {r.get("prompt") for r in records if isinstance(r, dict) and (r.get("meta") or {}).get("item")}
+        return len(prompts - {None}) > 1
+    except Exception:  # only a hint: any failure means no
+        return False
+
+
+def with_hint(exc: InputError, args: argparse.Namespace) -> InputError:
+    """``exc``, told to use ``--kind ensemble`` when no kind was given and the input is prompt-ensemble records."""
+    if args.kind is None and args.input and looks_like_ensemble(args.input, args.format):
+        return InputError(f"{exc}; these records answer several prompts per item (meta.item): "
+                          "a prompt ensemble, read with --kind ensemble")
+    return exc

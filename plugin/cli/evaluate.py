@@ -165,7 +165,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
         else:
             data = example_data(kind)
     else:
-        data, info = read_input(args, args.kind, fields, likert_options)
+        try:
+            data, info = read_input(args, args.kind, fields, likert_options)
+        except InputError as exc:
+            raise ensemble.with_hint(exc, args) from None
     kind = data.kind
     if kind != "likert" and likert_options:
         raise InputError(f"{', '.join('--' + k for k in likert_options)}: options of --kind likert, not of --kind {kind}")

@@ -76,3 +76,14 @@ def test_records_with_exclude_leave_their_item_out():
     assert data.exclusions.counts == {"image_load_failed (item left out)": 1}
     with pytest.raises(Exception, match="twice"):
         read_ensemble_records([*records, records[4]], embeddings=table)
+
+
+def test_ensemble_records_read_without_the_kind_get_a_hint(records_on_disk, tmp_path, capsys):
+    records, _ = records_on_disk
+    assert main(["evaluate", str(records)]) == 2
+    assert "a prompt ensemble, read with --kind ensemble" in capsys.readouterr().err
+    plain = tmp_path / "pairs.jsonl"
+    plain.write_text(json.dumps({"schema": "judgecp.record/1", "shape": "pair", "id": "x", "pair_id": "p",
+                                 "order": "fwd", "label": "A", "logprobs": {"A": -0.1, "B": -2.0}}) + "\n")
+    assert main(["evaluate", str(plain)]) == 2
+    assert "--kind ensemble" not in capsys.readouterr().err

@@ -85,6 +85,6 @@ def load_mjbench(data_dir: str | None = None, max_items: Any = None, data_seed: 
     except (TypeError, ValueError):
         raise InputError(f"metadata data_seed must be an integer, got {data_seed!r}") from None
     items = balance_order(items, random_state=seed)
-    return ensemble_dataset(items, what=f"MJ-Bench in {where}", dataset=f"mjbench_{mjbench_split}",
+    return ensemble_dataset(items, what=f"MJ-Bench {mjbench_split} in {where}", dataset=f"mjbench_{mjbench_split}",
                             reader_exclusions=exclusions, max_items=max_items, data_seed=data_seed,
                             **_prompt_options(metadata))

@@ -347,7 +347,39 @@ class PromptEnsembleTask(JudgeReportTask):
             raise InputError(f"task {self.config.task}: {exc}") from None
         metrics = self.metrics()
         self._judgecp_metrics = metrics
-        self._judgecp_aggregations = aggregations(metrics, self.report)
+        self._judgecp_records: dict[str, Mapping[str, Any]] = {}
+        self._judgecp_aggregations = aggregations(metrics, self.report_of_values)
+
+    # A task of this family has items x prompts documents: the samples file keeps each record once, under
+    # the first metric (``n_items``), and only its id under the others (a record under each of the ~40
+    # metrics made the samples file ~23 KB a document). lm-eval aggregates the metrics in the order
+    # process_results returns them, so the first aggregation sees (and stores) every record, gathered on
+    # rank 0 under accelerate; the others find theirs by id. A record not found is never guessed: the
+    # metric is NaN and the log says why.
+
+    def process_results(self, doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
+        record = self.record(doc, results)
+        self._judgecp_records[record["id"]] = record
+        first, *rest = (m.name for m in self._judgecp_metrics)
+        return {first: record, **{name: record["id"] for name in rest}}
+
+    def report_of_values(self, values: Sequence[Any]) -> dict[str, Any]:
+        """The report of a metric's values: records (the first metric) or record ids (the others)."""
+        records, missing = [], 0
+        for value in values:
+            if isinstance(value, Mapping):
+                self._judgecp_records[str(value.get("id"))] = value
+                records.append(value)
+            elif str(value) in self._judgecp_records:
+                records.append(self._judgecp_records[str(value)])
+            else:
+                missing += 1
+        if missing:
+            message = (f"{missing} record(s) of this metric were not among the task's records "
+                       "(lm-eval aggregated it before n_items?); recompute with judgecp evaluate --kind ensemble")
+            logger.warning("judgecp: %s: %s", self.config.task, message)
+            return {"error": message, "n_items": 0, "n_prompts": 0, "excluded": [], "n_excluded": 0}
+        return self.report(records)
 
     def metrics(self) -> list[Metric]:
         return ensemble_metrics(with_mixture=bool(self.settings.get("embeddings")))

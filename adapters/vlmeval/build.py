@@ -42,7 +42,7 @@ from judgecp.adapters.vlmeval.specs import (
     POLARIS,
     SCALE_COLUMN,
 )
-from judgecp.data import read_jsonl
+from judgecp.tables import read_jsonl
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 from judgecp.scale import LikertScale

@@ -119,6 +119,7 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         headline_alpha: float | None = None,
         reference: str | None = None,
         skip_noimg: bool = True,
+        calibrator: str | None = None,
     ) -> None:
         # The protocol's settings as given (None: the kind's default, judgecp.protocol), checked now.
         self.settings: dict[str, Any] = dict(
@@ -127,6 +128,7 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
             headline_alpha=headline_alpha, reference=reference,
         )
         self.protocol = dataset_protocol(self.SPEC.kind, self.settings)
+        self.calibrator = calibrator  # a saved calibrator: evaluate() applies it instead (docs/calibrators.md)
         self.excluded_at_load = Exclusions()
         super().__init__(dataset=dataset or self.SPEC.names[0], skip_noimg=skip_noimg)
 
@@ -183,6 +185,10 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         return msgs
 
     def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, Any]:
+        if self.calibrator:
+            from judgecp.adapters.vlmeval.calibrated import calibrated_evaluation
+
+            return calibrated_evaluation(eval_file, self.calibrator, dataset=self.dataset_name)[0]
         outcome = evaluate_prediction_file(
             eval_file,
             spec=self.SPEC,

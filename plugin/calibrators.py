@@ -79,8 +79,8 @@ def _encode(value: Any, where: str) -> Any:
         return [_encode(v, where) for v in value]
     raise InputError(
         f"{where} is a fitted {type(value).__name__}, which a calibrator does not hold as data; "
-        "calibrate a method without a fitted model (e.g. naive, lac, aps, aps(randomized=False), raps, margin, "
-        "ordinal_aps) or with the judge's own probabilities"
+        "calibrate a method whose state is numbers (naive, lac, aps, raps, margin, ordinal_aps, ordinal_set, lvd) "
+        "with the judge's own probabilities"
     )
 
 
@@ -102,7 +102,7 @@ def _decode(value: Any) -> Any:
 
 
 #: Names of fitted attributes (``quantile_``, ``_predict_seed_``); never a dunder such as ``__dict__``.
-_FITTED_NAME = re.compile(r"^_?[a-z][a-z0-9_]*_$")
+_FITTED_NAME = re.compile(r"^_?[A-Za-z][A-Za-z0-9_]*_$")
 #: Bookkeeping attributes of :class:`judgecp.conformal.ConformalMethod` that are rebuilt, not stored.
 _SKIP = {"_rng_"}
 

@@ -19,7 +19,7 @@ from judgecp.simulate import simulate_likert_judge, simulate_mcq_records, simula
 from tests.helpers import judge_draw
 
 ALPHA = 0.1
-SAVEABLE = ("naive", "lac", "aps", "aps(randomized=False)", "raps", "margin", "ordinal_aps")
+SAVEABLE = ("naive", "lac", "aps", "aps(randomized=False)", "raps", "margin", "ordinal_aps", "ordinal_set", "lvd")
 
 
 def round_trip(cal: Calibrator) -> Calibrator:

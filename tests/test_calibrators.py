@@ -103,7 +103,7 @@ def test_mismatch_is_refused_unless_forced() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["naive", "lac", "aps"])
+@pytest.mark.parametrize("method", ["naive", "lac", "aps", "lvd"])
 def test_applied_calibrator_covers_the_other_half(method: str) -> None:
     """Fitted on one seeded half, saved, loaded and applied to the other: coverage in the split-conformal band."""
     seeds, n = 200, 400

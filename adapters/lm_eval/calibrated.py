@@ -17,7 +17,9 @@ not, and reports per task
   the judge's own mean.
 
 ``calibrator_force: true`` applies a calibrator of another judge, prompt or
-scale (warned). Nothing here imports lm-eval.
+scale (warned); without it such a run's metrics are NaN (but ``n`` and
+``excluded``) and the reason is logged, so ``judgecp gate`` fails it while
+the run's results and samples are kept. Nothing here imports lm-eval.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ def calibrated_report(records: Sequence[Mapping[str, Any]], cal: Any, kind: str,
                       scale: LikertScale | None = None) -> dict[str, Any]:
     """:func:`judgecp.calibrators.apply`'s summary of the task's records (sorted by id), cached per content."""
     ordered = sorted(records, key=lambda r: str(r.get("id")))
-    digest = hashlib.sha256(json.dumps([kind, cal.source, cal.method, cal.alpha, str(scale)]).encode())
+    digest = hashlib.sha256(json.dumps([kind, id(cal), cal.source, cal.method, cal.alpha, bool(cal.extra.get("force")),
+                                        str(scale)]).encode())
     for r in ordered:
         digest.update(json.dumps(r, sort_keys=True, default=str).encode())
     key = digest.hexdigest()
@@ -111,11 +114,16 @@ def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
     from judgecp.data import from_records
 
     options: dict[str, Any] = {"scale": scale} if kind == "likert" and scale is not None else {}
+    data = None
     try:
         data = from_records(records, kind, source=f"lm-eval task {task}".strip(), require_label=False, **options)
         summary: dict[str, Any] = apply(cal, data, force=bool(cal.extra.get("force"))).summary
     except NoUsableRecords as exc:
         summary = {"error": str(exc), "n": exc.n_read, "excluded": exc.excluded.to_json()}
+    except InputError as exc:  # another judge, prompt or scale: every metric NaN, the run's results kept
+        if data is None:
+            raise
+        summary = {"error": str(exc), "n": data.n_read, "excluded": data.excluded.to_json()}
     summary["n_excluded"] = sum(e["count"] for e in summary["excluded"])
     if "error" in summary:
         logger.warning("judgecp: %s: metrics undefined: %s", task or "task", summary["error"])

@@ -89,3 +89,30 @@ def test_unlabeled_run_with_a_calibrator_in_metadata(direct_run: Path, text_task
     assert main(["gate", str(results_path), "--min", "corrected_score_lower=0", "--max", "set_size=5"]) == 0
     assert main(["gate", str(results_path), "--max", "set_size=0.5"]) == 1
     assert "FAIL set_size" in capsys.readouterr().out
+
+
+def test_a_mismatched_calibrator_gives_nan_metrics_not_a_crash(tmp_path: Path) -> None:
+    """Inside the harness, another judge's records: metrics NaN (counts kept), so gate fails and the run is kept."""
+    import math
+
+    from judgecp.adapters.lm_eval.calibrated import calibrated_metrics, calibrated_report
+    from judgecp.adapters.lm_eval.metrics import read_metric
+    from judgecp.calibrators import calibrate
+    from judgecp.data.export import to_records
+    from judgecp.simulate import simulate_likert_judge
+
+    records = to_records(simulate_likert_judge(n=200, seed=2))
+    cal = calibrate(from_records_with_judge(records[:100], "judge-a"))
+    other = [dict(r, judge="judge-b", label=None) for r in records[100:]]
+    report = calibrated_report(other, cal, "likert", task="t")
+    values = {m.name: read_metric(report, m) for m in calibrated_metrics("likert")}
+    assert values["n"] == 100 and math.isnan(values["set_size"]) and math.isnan(values["corrected_score"])
+    cal.extra["force"] = True
+    forced = calibrated_report(other, cal, "likert", task="t")
+    assert not math.isnan(read_metric(forced, calibrated_metrics("likert")[2]))
+
+
+def from_records_with_judge(records: list[dict], judge: str):  # type: ignore[no-untyped-def]
+    from judgecp import from_records
+
+    return from_records([dict(r, judge=judge) for r in records])

@@ -25,10 +25,13 @@ bias and its coverage fails under bias), and the *effective sample size*
 ``n * var_labeled_only / var_ppi``: the number of labeled items the
 labeled-only estimator would need for the PPI++ interval's width.
 
-Stratified (by a group field): PPI++ in each stratum ``h`` with its own
-``lam_h``, combined with the stratum shares ``w_h = (n_h + N_h) / (n + N)``:
-``theta = sum_h w_h theta_h``, ``var = sum_h w_h^2 var_h`` (each stratum
-needs two labeled items; a stratum with no unlabeled item uses ``lam = 0``).
+Stratified (by a group field): PPI++ in each stratum ``h``, combined with
+the stratum shares ``w_h = (n_h + N_h) / (n + N)``: ``theta = sum_h w_h
+theta_h``, ``var = sum_h w_h^2 var_h`` (each stratum needs two labeled
+items). One ``lam`` for all strata minimises ``var`` (``lam = sum_h w_h^2
+cov_h / n_h / sum_h w_h^2 (s2_fh / n_h + s2_gh / N_h)``, clipped); a
+per-stratum ``lam_h`` (``stratum_lambda="per_stratum"``) over-fits small
+strata.
 
 The proxy and the target of each kind: Likert, the judge's expected score
 ``sum_k k p_k`` for the mean human score; pairwise, ``P(original A
@@ -80,9 +83,11 @@ def _pieces(y: FloatArray, f: FloatArray, g: FloatArray, lam: float | None, clip
         raise InputError(f"PPI needs at least 2 labeled items in every stratum, got {n}")
     all_f = np.concatenate([f, g])
     var_f = float(np.var(all_f, ddof=1))
-    if lam is None:
+    if big_n == 0:
+        lam = 0.0  # nothing to impute: the labeled mean
+    elif lam is None:
         cov = float(np.mean((y - y.mean()) * (f - f.mean())))
-        lam = 0.0 if big_n == 0 or var_f == 0.0 else cov / ((1.0 + n / big_n) * var_f)
+        lam = 0.0 if var_f == 0.0 else cov / ((1.0 + n / big_n) * var_f)
         if clip:
             lam = min(max(lam, 0.0), 1.0)
     mean = float(y.mean()) + (lam * (float(g.mean()) - float(f.mean())) if big_n else 0.0)
@@ -92,10 +97,27 @@ def _pieces(y: FloatArray, f: FloatArray, g: FloatArray, lam: float | None, clip
             "judge_mean": float(all_f.mean()), "judge_var": float(np.var(all_f)) / all_f.size}
 
 
+def _common_lambda(y: FloatArray, f: FloatArray, g: FloatArray, gl: NDArray[Any], gu: NDArray[Any],
+                   names: list[str], clip: bool) -> float:
+    """The one ``lam`` minimising ``sum_h w_h^2 var_h(lam)`` (every stratum's variance is quadratic in it)."""
+    total = y.size + g.size
+    num = den = 0.0
+    for h in names:
+        yh, fh, gh = y[gl == h], f[gl == h], g[gu == h]
+        n, big_n = yh.size, gh.size
+        if n == 0 or big_n == 0:  # no unlabeled items: the stratum's estimate is its labeled mean
+            continue
+        w2 = ((n + big_n) / total) ** 2
+        num += w2 * float(np.mean((yh - yh.mean()) * (fh - fh.mean()))) / n
+        den += w2 * (float(np.var(fh)) / n + float(np.var(gh)) / big_n)
+    lam = num / den if den > 0 else 0.0
+    return min(max(lam, 0.0), 1.0) if clip else lam
+
+
 def ppi_mean(
     y: ArrayLike, f_labeled: ArrayLike, f_unlabeled: ArrayLike, *, alpha: float = 0.1,
     groups_labeled: ArrayLike | None = None, groups_unlabeled: ArrayLike | None = None, lam: float | None = None,
-    clip: bool = True,
+    clip: bool = True, stratum_lambda: str = "common",
 ) -> dict[str, Any]:
     """PPI++ mean with power tuning, next to the labeled-only and judge-only intervals (module docstring).
 
@@ -113,6 +135,10 @@ def ppi_mean(
         A fixed ``lam`` instead of the power-tuned one (``1``: plain PPI; ``0``: labeled only).
     clip : bool
         Clip the power-tuned ``lam`` to [0, 1] (default, as ppi-python does).
+    stratum_lambda : {"common", "per_stratum"}
+        Stratified: one ``lam`` minimising the stratified variance (default),
+        or each stratum's own (needs many labels per stratum: with about 20
+        it under-covers, see docs/calibrators.md).
 
     Examples
     --------
@@ -139,7 +165,12 @@ def ppi_mean(
         missing = sorted(set(gu) - set(gl))
         if missing:
             raise InputError(f"PPI: stratum {missing[:5]} has unlabeled items but no labeled ones")
-        strata = {h: _pieces(ya[gl == h], fa[gl == h], ga[gu == h], lam, clip) for h in sorted(set(gl))}
+        names = sorted(set(gl))
+        if lam is None and stratum_lambda == "common":
+            lam = _common_lambda(ya, fa, ga, gl, gu, names, clip)
+        elif stratum_lambda not in ("common", "per_stratum"):
+            raise InputError(f"stratum_lambda must be 'common' or 'per_stratum', got {stratum_lambda!r}")
+        strata = {h: _pieces(ya[gl == h], fa[gl == h], ga[gu == h], lam, clip) for h in names}
     total = ya.size + ga.size
     weights = {h: (s["n"] + s["N"]) / total for h, s in strata.items()}
 
@@ -153,7 +184,7 @@ def ppi_mean(
     out: dict[str, Any] = {
         "alpha": alpha, "n_labeled": int(ya.size), "n_unlabeled": int(ga.size),
         "estimate": {"ppi": ppi.to_dict(), "labeled_only": labeled.to_dict(), "judge_only": judge.to_dict()},
-        "lambda": strata["all"]["lam"] if groups_labeled is None else None,
+        "lambda": strata["all"]["lam"] if groups_labeled is None else lam,
         "effective_sample_size": n_eff,
         "judge_bias": float(judge.mean - ppi.mean),
     }

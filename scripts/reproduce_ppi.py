@@ -6,7 +6,11 @@ reports how often each interval covers the all-rows human mean and its mean
 width: PPI++ (power-tuned), labeled-only, judge-only. Prints the Markdown
 table of the README ("Calibrate once, apply to every run").
 
-    python scripts/reproduce_ppi.py [--data ../shared/data] [--labeled 300] [--draws 200] [--alpha 0.1]
+    python scripts/reproduce_ppi.py [--data ../shared/data] [--labeled 300] [--draws 200] [--alpha 0.1] [--stratify]
+
+``--stratify`` adds stratified PPI++ by the 14 task categories
+(``task_labels.csv``, joined on ``sample_id``), with the labeled rows drawn
+in proportion to each category's size.
 """
 
 from __future__ import annotations
@@ -27,19 +31,34 @@ def main() -> None:
     parser.add_argument("--labeled", type=int, default=300)
     parser.add_argument("--draws", type=int, default=200)
     parser.add_argument("--alpha", type=float, default=0.1)
+    parser.add_argument("--stratify", action="store_true", help="also stratified PPI++ by task category")
     args = parser.parse_args()
-    data = load(Path(args.data) / "mllm_judge" / "llava_critic_7b_features.csv", "likert",
-                Fields(label="gt_score", logprobs="s2_lp*", prediction="parsed_score"))
+    folder = Path(args.data) / "mllm_judge"
+    fields = Fields(label="gt_score", logprobs="s2_lp*", prediction="parsed_score",
+                    joins=(str(folder / "task_labels.csv"),) if args.stratify else ())
+    data = load(folder / "llava_critic_7b_features.csv", "likert", fields)
     f, y, _ = proxy_and_target(data)
     truth = float(y.mean())
-    names = ("ppi", "labeled_only", "judge_only")
+    names = ("ppi", "labeled_only", "judge_only") + (("ppi_stratified",) if args.stratify else ())
+    strata = np.asarray(data.fields["orig_dataset"]).astype(str) if args.stratify else None
     cover = dict.fromkeys(names, 0)
     width = dict.fromkeys(names, 0.0)
     ess = []
     for seed in range(args.draws):
-        idx = np.random.default_rng(seed).permutation(y.size)
+        rng = np.random.default_rng(seed)
+        idx = rng.permutation(y.size)
         lab, unl = idx[: args.labeled], idx[args.labeled :]
         out = ppi_mean(y[lab], f[lab], f[unl], alpha=args.alpha)
+        if strata is not None:
+            # Proportional allocation: each category's share of the labels, at least 2.
+            cats, counts = np.unique(strata, return_counts=True)
+            take = np.maximum(2, np.round(args.labeled * counts / y.size).astype(int))
+            lab_s = np.concatenate([rng.choice(np.flatnonzero(strata == c), t, replace=False)
+                                    for c, t in zip(cats, take, strict=True)])
+            unl_s = np.setdiff1d(np.arange(y.size), lab_s)
+            strat = ppi_mean(y[lab_s], f[lab_s], f[unl_s], alpha=args.alpha,
+                             groups_labeled=strata[lab_s], groups_unlabeled=strata[unl_s])
+            out["estimate"]["ppi_stratified"] = strat["estimate"]["ppi"]
         for k in names:
             e = out["estimate"][k]
             cover[k] += e["lower"] <= truth <= e["upper"]

@@ -76,6 +76,29 @@ def test_stratified_ppi_covers() -> None:
     assert np.mean(cover) >= binomial_floor(1 - ALPHA, len(cover))
 
 
+@pytest.mark.slow
+def test_stratified_ppi_with_many_small_strata_covers() -> None:
+    """14 strata with about 20 labels each (as the LLaVA-Critic tasks with 300 labels): the common lambda covers."""
+    cover, widths = [], []
+    bias = np.linspace(-0.5, 1.0, 14)
+    for seed in range(DRAWS // 2):
+        rng = np.random.default_rng(seed)
+        groups = rng.integers(0, 14, 6000)
+        y = 1.0 + 0.2 * groups + rng.normal(0, 1, 6000)
+        f = y + bias[groups] + rng.normal(0, 1.0, 6000)
+        lab = np.zeros(6000, bool)
+        for h in range(14):  # proportional allocation, about 21 labels per stratum
+            rows = np.flatnonzero(groups == h)
+            lab[rng.choice(rows, max(2, round(300 * rows.size / 6000)), replace=False)] = True
+        out = ppi_mean(y[lab], f[lab], f[~lab], alpha=ALPHA, groups_labeled=groups[lab], groups_unlabeled=groups[~lab])
+        truth = float(np.mean(1.0 + 0.2 * np.arange(14)))  # strata equally likely
+        e = out["estimate"]["ppi"]
+        cover.append(e["lower"] <= truth <= e["upper"])
+        widths.append((e["upper"] - e["lower"]) / (out["estimate"]["labeled_only"]["upper"] - out["estimate"]["labeled_only"]["lower"]))
+    assert np.mean(cover) >= binomial_floor(1 - ALPHA, len(cover)), np.mean(cover)
+    assert np.mean(widths) < 1.0
+
+
 def test_lambda_zero_and_one_are_the_classical_estimators() -> None:
     rng = np.random.default_rng(0)
     y, f, g = biased_judge(rng, 100, 1000)
@@ -154,6 +177,28 @@ def test_llava_critic_300_labels_cover_the_full_human_mean() -> None:
     assert cover["ppi"] / draws >= binomial_floor(1 - ALPHA, draws)
     assert width["ppi"] < width["labeled_only"]
     assert cover["judge_only"] / draws < 0.05
+
+
+@pytest.mark.slow
+def test_llava_critic_stratified_by_task_covers() -> None:
+    """Stratified by the 14 task categories (about 21 labels each, 300 in all): the common lambda covers."""
+    folder = shared_file("mllm_judge")
+    data = load(folder / "llava_critic_7b_features.csv", "likert",
+                Fields(label="gt_score", logprobs="s2_lp*", prediction="parsed_score",
+                       joins=(str(folder / "task_labels.csv"),)))
+    f, y, _ = proxy_and_target(data)
+    strata = np.asarray(data.fields["orig_dataset"]).astype(str)
+    cats, counts = np.unique(strata, return_counts=True)
+    assert cats.size == 14
+    cover, draws = 0, 200
+    for seed in range(draws):
+        rng = np.random.default_rng(seed)
+        lab = np.concatenate([rng.choice(np.flatnonzero(strata == c), max(2, round(300 * k / y.size)), replace=False)
+                              for c, k in zip(cats, counts, strict=True)])
+        unl = np.setdiff1d(np.arange(y.size), lab)
+        e = ppi_mean(y[lab], f[lab], f[unl], alpha=ALPHA, groups_labeled=strata[lab], groups_unlabeled=strata[unl])
+        cover += e["estimate"]["ppi"]["lower"] <= y.mean() <= e["estimate"]["ppi"]["upper"]
+    assert cover / draws >= binomial_floor(1 - ALPHA, draws)
 
 
 def test_estimate_on_records_splits_labeled_and_unlabeled() -> None:

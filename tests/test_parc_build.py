@@ -572,3 +572,11 @@ def test_cli_builds_vision_variations_without_a_rewriter(tmp_path: Path, capsys:
     assert main(["parc", "build", str(src), "-o", str(tmp_path / "z"), "--variations", "all", "--json",
                  "--ls-n-fallback", "--rewriter-url", "http://127.0.0.1:9/v1"]) == 2  # no --rewriter-model
     assert set(ALL_VARIATIONS) == {"LR-I", "LR-C", "LR-V", "LS-N", "LS-A", "LS-M", "VR-B", "VR-L", "VR-R", "VS-S", "VS-E"}
+
+
+def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "parc_build.md").read_text(), re.S)
+    assert len(blocks) == 1
+    exec(compile(blocks[0], "docs/parc_build.md", "exec"), {})
+    assert (tmp_path / "parc_example" / "out" / "manifest.json").is_file()

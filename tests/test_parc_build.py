@@ -580,3 +580,38 @@ def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert len(blocks) == 1
     exec(compile(blocks[0], "docs/parc_build.md", "exec"), {})
     assert (tmp_path / "parc_example" / "out" / "manifest.json").is_file()
+
+
+def test_bad_items_are_counted_never_dropped_silently(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    (root / "img").mkdir(parents=True)
+    for name in ("a", "b"):
+        _textured(ord(name)).save(root / "img" / f"{name}.png")
+    (root / "img" / "broken.png").write_bytes(b"not an image")
+    good = {"dataset": "d", "question": "Which is bigger?", "options": {"A": "Left", "B": "Right"}, "correct": "A",
+            "image": ["img/a.png", "img/b.png"]}
+    lines = [
+        json.dumps({**good, "id": "ok"}),
+        json.dumps({**good, "id": "ok"}),  # the same id again
+        json.dumps({**good, "id": "broken", "image": ["img/a.png", "img/broken.png"]}),
+        json.dumps({**good, "id": "gone", "image": ["img/a.png", "img/nowhere.png"]}),
+        json.dumps({**good, "id": "one-option", "options": {"A": "Left"}}),
+        json.dumps({**good, "id": "no-answer", "correct": None}),
+        json.dumps({**good, "id": "colours", "options": {"A": "red", "B": "blue"}}),  # two images, not Left/Right
+        "{not json",
+    ]
+    (root / "originals.jsonl").write_text("\n".join(lines) + "\n")
+    result = build(root / "originals.jsonl", tmp_path / "out", variations="VS-S,VR-L")
+    source = {e["reason"]: e["count"] for e in result.manifest["source"]["excluded"]}
+    assert source == {"duplicate_id": 1, "image_unreadable": 1, "image_missing": 1, "options_invalid": 1,
+                      "answer_missing": 1, "malformed_json_line": 1}
+    assert result.counts == {"O": 2, "VS-S": 1, "VR-L": 2}
+    assert result.manifest["excluded"]["VS-S"][0]["reason"] == "not_left_right"
+    (root / "map.json").write_text("[1, 2]")
+    with pytest.raises(InputError, match="entry 1"):
+        build(root / "originals.jsonl", tmp_path / "out2", variations="VS-E", exchange_map=root / "map.json")
+    (root / "map.json").write_text("{nope")
+    with pytest.raises(InputError, match="neither JSON nor JSONL"):
+        ExchangeMap.read(root / "map.json")
+    with pytest.raises(InputError, match="brightness_factor must be > 1"):
+        TransformSettings(brightness_factor=0.5)

@@ -161,6 +161,7 @@ def _image(cell: Any, base: Path) -> tuple[Any, str] | None:
     if not path.is_absolute():
         path = base / path
     if len(text) < 1024 and path.is_file():
+        _verify(path)
         return path, text
     if len(text) >= 64 and re.fullmatch(r"[A-Za-z0-9+/=\s]+", text[:4096]):
         try:
@@ -170,6 +171,19 @@ def _image(cell: Any, base: Path) -> tuple[Any, str] | None:
         except Exception:
             pass
     raise FileNotFoundError(text)
+
+
+def _verify(path: Path) -> None:
+    """A file that Pillow cannot read is ``image_unreadable`` (checked when Pillow is installed)."""
+    try:
+        from PIL import Image
+    except ImportError:  # a language-only build without the parc extra copies the files unchecked
+        return
+    try:
+        with Image.open(path) as image:
+            image.verify()
+    except Exception as exc:
+        raise ValueError(f"not an image ({type(exc).__name__})") from None
 
 
 def _decode(data: bytes) -> Any:
@@ -334,7 +348,7 @@ def load_originals(
                 rows = _rows_of_file(file, excluded)
                 description.update(kind="variation-format", file=str(file))
             elif parquet:
-                rows = _parquet_rows(parquet)
+                rows = list[dict[str, Any] | None](_parquet_rows(parquet))
                 description.update(kind="hub-copy", files=[str(p.relative_to(path)) for p in parquet])
                 file = path / "_"
             elif len(tables) == 1:
@@ -356,7 +370,7 @@ def load_originals(
             raise InputError(f"{text}: not a file or directory, nor a hub dataset id (owner/name) or one of {sorted(HUB_PRESETS)}")
         config = config or preset_config
         split = split or preset_split
-        rows = list(_hub_rows(hub_id, config, split))
+        rows = list[dict[str, Any] | None](_hub_rows(hub_id, config, split))
         description.update(kind="hub", hub_id=hub_id, config=config, split=split)
         base = Path.cwd()
         name = dataset or preset_name or hub_id.split("/")[-1].lower()

@@ -452,12 +452,12 @@ def test_a_table_with_letter_columns_base64_images_and_text_answers(tmp_path: Pa
         w.writerow([4, "Where?", "here", "there", "", "", "A", "missing.png"])
     originals = load_originals(path, dataset="mmbench")
     assert [(o.source_id, o.options, o.correct) for o in originals.items] == [
-        ("0", {"A": "cat", "B": "dog", "C": "bird"}, ["B"]), ("1", {"A": "red", "B": "blue"}, ["B"])]
+        ("mmbench-0", {"A": "cat", "B": "dog", "C": "bird"}, ["B"]), ("mmbench-1", {"A": "red", "B": "blue"}, ["B"])]
     assert {e["reason"] for e in originals.excluded.to_json()} == {"answer_not_an_option", "question_missing",
                                                                    "image_missing"}
     result = build(originals, tmp_path / "out", variations="VR-R")
     assert result.counts == {"O": 2, "VR-R": 2}
-    assert records(tmp_path / "out")["0/O"]["image"] == "images/0_O.png"
+    assert records(tmp_path / "out")["mmbench-0/O"]["image"] == "images/mmbench-0_O.png"
 
 
 def test_a_compbench_style_annotation_file(tmp_path: Path) -> None:
@@ -501,8 +501,9 @@ def test_hub_datasets_load_through_datasets(tmp_path: Path, monkeypatch: pytest.
     assert calls == [("lmms-lab/MMBench_EN", "dev")]
     assert result.counts == {"O": 3, "VR-B": 3} and result.manifest["datasets"] == ["mmbench"]
     got = records(tmp_path / "out")
-    assert got["1/O"]["options"] == {"A": "cat", "B": "dog", "C": "bird"} and got["0/O"]["options"] == {"A": "cat", "B": "dog"}
-    assert np.array_equal(pixels(tmp_path / "out" / got["2/O"]["image"]), np.asarray(_textured(2), dtype=np.float64))
+    assert got["mmbench-1/O"]["options"] == {"A": "cat", "B": "dog", "C": "bird"}
+    assert got["mmbench-0/O"]["options"] == {"A": "cat", "B": "dog"}
+    assert np.array_equal(pixels(tmp_path / "out" / got["mmbench-2/O"]["image"]), np.asarray(_textured(2), dtype=np.float64))
     assert result.manifest["source"]["hub_id"] == "lmms-lab/MMBench_EN"
     # A local copy of a hub dataset (its parquet files) reads the same.
     (tmp_path / "copy" / "data").mkdir(parents=True)

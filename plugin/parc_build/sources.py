@@ -21,6 +21,9 @@ Sources (:func:`load_originals`):
   val split, PARC A7.4); ``HuggingFaceM4/MMBench`` (split ``validation``)
   holds the same items with base64 images.
 
+A bare numeric id (MMBench's ``index``) becomes ``<dataset>-<n>``, so ids
+stay unique when several datasets share one variation directory.
+
 Items left out, counted by reason: ``malformed_json_line``,
 ``not_an_original``, ``question_missing``, ``options_invalid`` (fewer than two
 non-empty options), ``answer_missing``, ``answer_not_an_option``,
@@ -244,6 +247,10 @@ def items_from_rows(
         sid = str(raw_id).strip() if not _blank(raw_id) else f"{dataset}-{i:05d}"
         if sid.endswith("/O"):
             sid = sid[:-2]
+        ds_col = columns.get("dataset") or "dataset"
+        item_dataset = str(row[ds_col]).strip() if ds_col in row and not _blank(row[ds_col]) else dataset
+        if re.fullmatch(r"\d+(\.0)?", sid):  # a bare row index (MMBench's `index`): unique only within its dataset
+            sid = f"{item_dataset}-{int(float(sid))}"
         q_col = columns.get("question")
         question = row.get(q_col) if q_col else next((row[c] for c in QUESTION_COLUMNS if c in row), None)
         if _blank(question):
@@ -287,8 +294,6 @@ def items_from_rows(
             excluded.add("duplicate_id", sid)
             continue
         seen.add(sid)
-        ds_col = columns.get("dataset") or "dataset"
-        item_dataset = str(row[ds_col]).strip() if ds_col in row and not _blank(row[ds_col]) else dataset
         items.append(Original(sid, item_dataset, " ".join(str(question).split()), options, correct, images, refs))
     return items, excluded, n
 

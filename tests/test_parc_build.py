@@ -616,3 +616,45 @@ def test_bad_items_are_counted_never_dropped_silently(tmp_path: Path) -> None:
         ExchangeMap.read(root / "map.json")
     with pytest.raises(InputError, match="brightness_factor must be > 1"):
         TransformSettings(brightness_factor=0.5)
+
+
+def test_cleaning_rephrases_questions_before_the_variations(tmp_path: Path) -> None:
+    """A7.4 steps 2-3 through the rewriter: checked, the source's text kept on the original record."""
+    root = tmp_path / "src"
+    (root / "img").mkdir(parents=True)
+    _textured(1).save(root / "img" / "a.png")
+    rows = [
+        {"id": "e1", "question": "Complete the sentence.The African elephant is the () land animal in the world.",
+         "options": {"A": "largest", "B": "smallest"}, "correct": "A", "image": "img/a.png"},
+        {"id": "e2", "question": "where is the bike?", "options": {"A": "street", "B": "roof"}, "correct": "A",
+         "image": "img/a.png"},
+        {"id": "e3", "question": "Which road is more paved?", "options": {"A": "Left", "B": "Right"}, "correct": "B",
+         "image": "img/a.png"},
+    ]
+    (root / "originals.jsonl").write_text("".join(json.dumps({**r, "dataset": "mmbench"}) + "\n" for r in rows))
+    answers = {
+        "Complete the sentence.The African elephant is the () land animal in the world.":
+            "How do you complete the following sentence? ‘The African elephant is the () land animal in the world.’",
+        "where is the bike?": "The place of the bike",  # not a question: the source's text is kept
+        "Which road is more paved?": "Which road is more paved?",
+    }
+
+    def rewrite(prompt: str) -> str:
+        if "into questions" in prompt:
+            return answers[re.findall(r'Q: "(.*)"', prompt)[-1]]
+        return '"' + re.findall(r'Q: "(.*)"', prompt)[-1].replace(" is ", " is not ", 1) + '"'
+
+    with pytest.raises(InputError, match="needs a rewriter"):
+        build(root / "originals.jsonl", tmp_path / "x", variations="VR-B", clean_questions=True)
+    result = build(root / "originals.jsonl", tmp_path / "out", variations="LS-N", clean_questions=True,
+                   rewriter=FunctionRewriter(rewrite))
+    got = records(tmp_path / "out")
+    assert got["e1/O"]["question"].startswith("How do you complete the following sentence?")
+    assert got["e1/O"]["question_source"] == rows[0]["question"]
+    assert got["e1/LS-N"]["question"].startswith("How do you complete the following sentence?")
+    assert got["e2/O"]["question"] == "where is the bike?" and "question_source" not in got["e2/O"]
+    assert {e["reason"]: e["count"] for e in result.manifest["cleaning"]["outcomes"]} == {
+        "rephrased": 1, "kept_source_question": 1, "unchanged": 1}
+    review = [json.loads(line) for line in (tmp_path / "out" / "review.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["checks"]) for r in review] == [("e2/O", ["not_a_question"])]
+    assert result.manifest["cleaning"]["prompt"]["text"] == prompt_template("clean")

@@ -41,6 +41,8 @@ def add_parser(sub: Any) -> None:
     rw.add_argument("--rewriter-hf", metavar="MODEL", help="a local Hugging Face causal LM (hub id or directory)")
     rw.add_argument("--rewriter-device", default="cpu")
     rw.add_argument("--max-tokens", type=int, default=128)
+    rw.add_argument("--clean-questions", action="store_true",
+                    help="first rephrase each original question into one grammatical question (A7.4's prompt)")
     rw.add_argument("--ls-n-fallback", action="store_true",
                     help="LS-N by rule where there is no rewriter or its output fails a check (flagged per record)")
     vs = b.add_argument_group("vision")
@@ -90,7 +92,8 @@ def run_build(args: argparse.Namespace) -> int:
     columns = {name: getattr(args, f"col_{name}") for name in ("id", "question", "options", "answer", "image")}
     result = build(
         args.source, args.out, variations=variations, rewriter=_rewriter(args), exchange_map=exchange,
-        exchange_replace=args.exchange_replace, ls_n_fallback=args.ls_n_fallback, transforms=settings,
+        exchange_replace=args.exchange_replace, ls_n_fallback=args.ls_n_fallback,
+        clean_questions=args.clean_questions, transforms=settings,
         dataset=args.dataset, split=args.split, config=args.config, image_root=args.image_root,
         columns={k: v for k, v in columns.items() if v}, limit=args.limit, overwrite=args.overwrite,
     )

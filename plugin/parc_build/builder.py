@@ -173,6 +173,7 @@ def build(
     exchange_map: vision.ExchangeMap | str | Path | None = None,
     exchange_replace: Literal["winner", "loser", "either"] = "winner",
     ls_n_fallback: bool = False,
+    clean_questions: bool = False,
     transforms: vision.TransformSettings | None = None,
     dataset: str | None = None,
     split: str | None = None,
@@ -201,6 +202,12 @@ def build(
         LS-N by rule ("not" after the first auxiliary verb) where there is no
         rewriter or its output fails a check; each such record is flagged
         ``ls_n_rule_fallback`` and listed in the review file.
+    clean_questions
+        First rephrase every original question into a grammatical question
+        with the rewriter and A7.4's prompt (MMBench cleaning, steps 2-3);
+        the original record keeps the source's text as ``question_source``.
+        A rephrasing that fails a check (empty, no question mark, options
+        leaked) keeps the source's text and is listed in the review file.
 
     Returns
     -------
@@ -213,6 +220,8 @@ def build(
     if needs_rewriter and rewriter is None:
         raise InputError(f"{', '.join(needs_rewriter)} need a rewriter (an OpenAI-compatible endpoint or a local "
                          "Hugging Face model); vision variations need none")
+    if clean_questions and rewriter is None:
+        raise InputError("cleaning the questions (A7.4) needs a rewriter")
     if "VS-E" in chosen and exchange_map is None:
         raise InputError("VS-E needs an exchange map (which image beats which per question; docs/parc_build.md)")
     if isinstance(exchange_map, (str, Path)):
@@ -221,13 +230,16 @@ def build(
         require("PIL.Image", "parc", "PARC's vision variations")
     originals = source if isinstance(source, Originals) else load_originals(
         source, dataset=dataset, split=split, config=config, image_root=image_root, columns=columns, limit=limit)
+    review: list[dict[str, Any]] = []
+    cache: dict[tuple[str, str], str] = {}
+    cleaning = Exclusions()
+    if clean_questions and rewriter is not None:
+        originals = _clean(originals, rewriter, cache, review, cleaning)
     out = Path(out_dir)
     _prepare_output(out, overwrite)
     writer = _Writer(out)
     excluded = {v: Exclusions() for v in chosen}
     counts = {v: 0 for v in ("O", *chosen)}
-    review: list[dict[str, Any]] = []
-    cache: dict[tuple[str, str], str] = {}
 
     # Original images first: VS-E points at other items' images.
     written: dict[str, list[str]] = {}
@@ -252,7 +264,8 @@ def build(
     records: list[dict[str, Any]] = []
     for item in originals.items:
         rels = written[item.source_id]
-        records.append(_record(item, "O", item.question, item.correct, rels))
+        records.append(_record(item, "O", item.question, item.correct, rels,
+                               question_source=item.extra.get("question_source")))
         counts["O"] += 1
         for variation in chosen:
             record = _variation(item, variation, rels, writer=writer, settings=settings, rewriter=rewriter,
@@ -271,8 +284,41 @@ def build(
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     manifest = _manifest(out, originals, chosen, counts, excluded, review, rewriter, settings,
                          exchange_map if "VS-E" in chosen else None, exchange_replace, ls_n_fallback)
+    if clean_questions:
+        manifest["cleaning"] = {"prompt": {"file": "judgecp/parc_build/prompts/clean.txt",
+                                           "sha256": language.prompt_digest("clean"),
+                                           "text": language.prompt_template("clean")},
+                                "outcomes": cleaning.to_json()}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return BuildResult(out, counts, excluded, originals.excluded, review, manifest)
+
+
+def _clean(originals: Originals, rewriter: Rewriter, cache: dict[tuple[str, str], str],
+           review: list[dict[str, Any]], outcomes: Exclusions) -> Originals:
+    """A7.4 steps 2-3: each question rephrased into one grammatical question (checked, else kept)."""
+    from dataclasses import replace
+
+    items = []
+    for item in originals.items:
+        key = ("clean", item.question)
+        if key not in cache:
+            cache[key] = rewriter.rewrite(language.fill(language.prompt_template("clean"), item.question))
+        raw = cache[key]
+        output = language.clean_output(raw)
+        failed = language.check_output("clean", item.question, output, item.options)
+        if failed:
+            outcomes.add("kept_source_question", item.source_id)
+            review.append({"id": f"{item.source_id}/O", "source_id": item.source_id, "dataset": item.dataset,
+                           "variation": "O", "original": item.question, "raw_output": raw, "output": output,
+                           "checks": failed, "action": "cleaning_failed_kept_source_question"})
+            items.append(item)
+        elif language.unchanged(item.question, output):
+            outcomes.add("unchanged", item.source_id)
+            items.append(item)
+        else:
+            outcomes.add("rephrased", item.source_id)
+            items.append(replace(item, question=output, extra={**item.extra, "question_source": item.question}))
+    return Originals(items, originals.excluded, originals.n_read, originals.description)
 
 
 def _variation(

@@ -35,7 +35,7 @@ LANGUAGE_VARIATIONS = LANGUAGE_REFORMULATIONS + LANGUAGE_SEMANTIC
 PLACEHOLDERS = ("<Prompt to alter>", "<Prompt to Rephrase>")
 
 #: Checks (reason names in the manifest and the review file).
-CHECKS = ("rewrite_empty", "rewrite_unchanged", "question_mark_lost", "options_leaked", "rewrite_failed")
+CHECKS = ("rewrite_empty", "rewrite_unchanged", "question_mark_lost", "options_leaked", "not_a_question")
 
 _MORE_LESS = re.compile(r"\b(more|less|fewer)\b", re.IGNORECASE)
 _AUXILIARIES = ("is", "are", "was", "were", "am", "does", "do", "did", "can", "could", "will", "would", "should",
@@ -103,18 +103,22 @@ def check_output(variation: str, original: str, rewritten: str, options: Mapping
     * ``rewrite_empty``;
     * ``rewrite_unchanged``: the same question (case, spaces and punctuation
       aside) where a change is required: every variation but LR-I and LR-C,
-      whose prompts allow keeping the original;
+      whose prompts allow keeping the original (and A7.4's cleaning);
     * ``question_mark_lost``: the original ends in "?" and the rewrite does
       not, for every variation but LR-I (an instruction);
     * ``options_leaked``: the rewrite names an option the original did not,
-      or lists lettered options.
+      or lists lettered options;
+    * ``not_a_question``: A7.4's cleaning (``variation="clean"``) must ask (a "?").
     """
     if not rewritten.strip():
         return ["rewrite_empty"]
     reasons = []
-    if variation not in ("LR-I", "LR-C") and _norm(original) == _norm(rewritten):
+    if variation not in ("LR-I", "LR-C", "clean") and _norm(original) == _norm(rewritten):
         reasons.append("rewrite_unchanged")
-    if variation != "LR-I" and original.rstrip().endswith("?") and not rewritten.rstrip().endswith("?"):
+    if variation == "clean":
+        if "?" not in rewritten:  # A7.4's own example ends in a quoted sentence after the "?"
+            reasons.append("not_a_question")
+    elif variation != "LR-I" and original.rstrip().endswith("?") and not rewritten.rstrip().endswith("?"):
         reasons.append("question_mark_lost")
     if options_leaked(original, rewritten, options):
         reasons.append("options_leaked")

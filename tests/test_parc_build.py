@@ -658,3 +658,10 @@ def test_cleaning_rephrases_questions_before_the_variations(tmp_path: Path) -> N
     review = [json.loads(line) for line in (tmp_path / "out" / "review.jsonl").read_text().splitlines()]
     assert [(r["id"], r["checks"]) for r in review] == [("e2/O", ["not_a_question"])]
     assert result.manifest["cleaning"]["prompt"]["text"] == prompt_template("clean")
+
+
+def test_threads_do_not_change_the_output(tmp_path: Path) -> None:
+    src = write_originals(tmp_path / "src")
+    one = build(src, tmp_path / "one", variations="VR-B,VR-L,VR-R,VS-S")
+    three = build(src, tmp_path / "three", variations="VR-B,VR-L,VR-R,VS-S", jobs=3)
+    assert one.content_hash == three.content_hash and one.counts == three.counts

@@ -53,6 +53,7 @@ def add_parser(sub: Any) -> None:
     vs.add_argument("--blur-fraction", type=float, help="VR-B radius as a fraction of the shorter side (default 0.02)")
     vs.add_argument("--brightness", type=float, help="VR-L brightness factor (default 1.6)")
     vs.add_argument("--rotation", type=int, choices=(90, 180, 270), help="VR-R degrees counter-clockwise (default 90)")
+    b.add_argument("--jobs", type=int, default=1, help="threads for the image transforms (default 1)")
     b.add_argument("--overwrite", action="store_true", help="replace an earlier build in DIR")
     b.add_argument("--json", action="store_true", help="print the manifest's counts and exclusions as JSON")
     b.set_defaults(func=run_build)
@@ -95,7 +96,7 @@ def run_build(args: argparse.Namespace) -> int:
         exchange_replace=args.exchange_replace, ls_n_fallback=args.ls_n_fallback,
         clean_questions=args.clean_questions, transforms=settings,
         dataset=args.dataset, split=args.split, config=args.config, image_root=args.image_root,
-        columns={k: v for k, v in columns.items() if v}, limit=args.limit, overwrite=args.overwrite,
+        columns={k: v for k, v in columns.items() if v}, limit=args.limit, overwrite=args.overwrite, jobs=args.jobs,
     )
     manifest = result.manifest
     if args.json:

@@ -182,6 +182,7 @@ def build(
     columns: Mapping[str, str | None] | None = None,
     limit: int | None = None,
     overwrite: bool = False,
+    jobs: int = 1,
 ) -> BuildResult:
     """Write the PARC variation directory for ``source`` (see the module docstring).
 
@@ -208,6 +209,9 @@ def build(
         the original record keeps the source's text as ``question_source``.
         A rephrasing that fails a check (empty, no question mark, options
         leaked) keeps the source's text and is listed in the review file.
+    jobs
+        Threads for the image transforms (Pillow's filters and PNG encoder
+        release the GIL); the output does not depend on it.
 
     Returns
     -------
@@ -261,6 +265,22 @@ def build(
             exchanges.update(planned)
             exchange_left_out.update(left)
 
+    prepared: dict[tuple[str, str], list[str] | OSError] = {}
+    tasks = [(item, v) for item in originals.items for v in chosen if v in vision.VISION_REFORMULATIONS]
+    if jobs > 1 and tasks:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def run(task: tuple[Original, str]) -> list[str] | OSError:
+            item, variation = task
+            try:
+                return writer.transformed(item, written[item.source_id], variation, settings)
+            except OSError as exc:
+                return exc
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for (item, variation), done in zip(tasks, pool.map(run, tasks), strict=True):
+                prepared[(item.source_id, variation)] = done
+
     records: list[dict[str, Any]] = []
     for item in originals.items:
         rels = written[item.source_id]
@@ -271,7 +291,7 @@ def build(
             record = _variation(item, variation, rels, writer=writer, settings=settings, rewriter=rewriter,
                                 cache=cache, ls_n_fallback=ls_n_fallback, excluded=excluded[variation],
                                 review=review, exchanges=exchanges, exchange_left_out=exchange_left_out,
-                                by_ref=by_ref)
+                                by_ref=by_ref, prepared=prepared)
             if record is not None:
                 records.append(record)
                 counts[variation] += 1
@@ -336,15 +356,20 @@ def _variation(
     exchanges: Mapping[str, vision.Exchange],
     exchange_left_out: Mapping[str, str],
     by_ref: Mapping[tuple[str, str], str],
+    prepared: Mapping[tuple[str, str], list[str] | OSError],
 ) -> dict[str, Any] | None:
     sid = item.source_id
     if variation in vision.VISION_REFORMULATIONS:
-        try:
-            new = writer.transformed(item, rels, variation, settings)
-        except OSError as exc:
-            excluded.add("image_unreadable", f"{sid}: {exc}")
+        done = prepared.get((sid, variation))
+        if done is None:
+            try:
+                done = writer.transformed(item, rels, variation, settings)
+            except OSError as exc:
+                done = exc
+        if isinstance(done, OSError):
+            excluded.add("image_unreadable", f"{sid}: {done}")
             return None
-        return _record(item, variation, item.question, item.correct, new)
+        return _record(item, variation, item.question, item.correct, done)
     if variation in vision.VISION_SEMANTIC:
         if not item.two_images:
             excluded.add("not_two_images", sid)

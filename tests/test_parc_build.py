@@ -665,3 +665,17 @@ def test_threads_do_not_change_the_output(tmp_path: Path) -> None:
     one = build(src, tmp_path / "one", variations="VR-B,VR-L,VR-R,VS-S")
     three = build(src, tmp_path / "three", variations="VR-B,VR-L,VR-R,VS-S", jobs=3)
     assert one.content_hash == three.content_hash and one.counts == three.counts
+
+
+def test_cli_language_variations_through_an_endpoint(tmp_path: Path, chat_server: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    src = write_originals(tmp_path / "src")
+    out = tmp_path / "out"
+    assert main(["parc", "build", str(src), "-o", str(out), "--variations", "LS-N,LS-M,VR-L", "--json",
+                 "--rewriter-url", chat_server, "--rewriter-model", "llama3-70b", "--ls-n-fallback", "--jobs", "2"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["counts"] == {"O": 6, "LS-N": 6, "LS-M": 4, "VR-L": 6}  # mmbench's LS-N by the flagged rule
+    assert summary["review"]["entries"] == 2 and len(summary["content_hash"]) == 64
+    got = records(out)
+    assert got["mmb-0/LS-N"]["flags"] == ["ls_n_rule_fallback"] and got["cmp-0/LS-N"]["generated_by"] == "rewriter"
+    assert {b["model"] for b in _ChatHandler.bodies} == {"llama3-70b"}

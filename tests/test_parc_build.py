@@ -679,3 +679,14 @@ def test_cli_language_variations_through_an_endpoint(tmp_path: Path, chat_server
     got = records(out)
     assert got["mmb-0/LS-N"]["flags"] == ["ls_n_rule_fallback"] and got["cmp-0/LS-N"]["generated_by"] == "rewriter"
     assert {b["model"] for b in _ChatHandler.bodies} == {"llama3-70b"}
+
+
+def test_a_build_never_writes_over_its_source(tmp_path: Path) -> None:
+    src = write_originals(tmp_path / "src")
+    first = build(src, tmp_path / "out", variations="VR-R")
+    # An earlier build's originals are a source (its "O" lines), but not into the same directory.
+    with pytest.raises(InputError, match="inside the output directory"):
+        build(tmp_path / "out", tmp_path / "out", variations="VR-B", overwrite=True)
+    again = build(tmp_path / "out", tmp_path / "again", variations="VR-R")
+    assert again.counts == first.counts
+    assert (tmp_path / "src" / "img" / "c0_0.png").is_file()

@@ -240,6 +240,10 @@ def build(
     if clean_questions and rewriter is not None:
         originals = _clean(originals, rewriter, cache, review, cleaning)
     out = Path(out_dir)
+    inside = next((i for item in originals.items for i in item.images
+                   if isinstance(i, Path) and i.resolve().is_relative_to(out.resolve())), None)
+    if inside is not None:
+        raise InputError(f"{inside}: the source's images are inside the output directory {out}; choose another -o")
     _prepare_output(out, overwrite)
     writer = _Writer(out)
     excluded = {v: Exclusions() for v in chosen}

@@ -261,6 +261,7 @@ def test_output_cleaning_and_checks() -> None:
     assert clean_output('A: "Determine which road is more paved."') == "Determine which road is more paved."
     assert clean_output('Which cloud is less white?" Q: "Which bed') == "Which cloud is less white?"
     assert clean_output("\n\n") == ""
+    assert clean_output('Sure! Here is the question: "Which road is not more paved?"') == "Which road is not more paved?"
     options = {"A": "Left", "B": "Right"}
     q = "Which road is more paved?"
     assert check_output("LS-N", q, "", options) == ["rewrite_empty"]

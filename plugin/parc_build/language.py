@@ -70,6 +70,10 @@ def clean_output(text: str) -> str:
     out = re.sub(r"^(A|Answer)\s*:\s*", "", out)
     # A model continuing the few-shot pattern: cut at the next example.
     out = re.split(r'"?\s*Q:\s*"', out)[0]
+    # A chatty preamble before the quoted answer ('Here is the question: "..."').
+    preamble = re.fullmatch(r'[^"“]*:\s*["“](.+)["”]\s*', out)
+    if preamble is not None:
+        out = preamble.group(1).strip()
     pairs = {'"': '"', "“": "”", "'": "'", "‘": "’"}
     while len(out) >= 2 and out[0] in pairs and out.endswith(pairs[out[0]]):
         out = out[1:-1].strip()

@@ -110,6 +110,9 @@ def test_lm_eval_reports_parc_scores_for_all_eleven_variations(parc_run: tuple[P
         for suffix in ("", "_LR", "_LS", "_VR", "_VS", "_dataset_mmbench", "_dataset_mit_states"):
             value = got[f"{score}{suffix}"]
             assert math.isnan(value) or -1.0 <= value <= 1.0, (score, suffix)
+    # accuracy and certainty are defined for every variation (consistency needs the original's answers: also there)
+    assert all(not math.isnan(got[f"{score}_{v}"]) for score in ("accuracy", "certainty", "reliability")
+               for v in ALL_VARIATIONS)
     single = {k.split(",")[0]: v for k, v in results["results"]["parc_cp_mit_states"].items() if k.endswith(",none")}
     assert single["n"] == 12 * SOURCES  # the original and all eleven variations of each mit_states item
     # each sample carries the builder's variation and source item

@@ -512,6 +512,10 @@ def test_hub_datasets_load_through_datasets(tmp_path: Path, monkeypatch: pytest.
     local.to_parquet(str(tmp_path / "copy" / "data" / "dev-00000-of-00001.parquet"))
     copy = build(tmp_path / "copy", tmp_path / "out2", variations="VR-B", split="dev", dataset="mmbench")
     assert copy.content_hash == result.content_hash
+    local.select([0]).to_parquet(str(tmp_path / "copy" / "data" / "test-00000-of-00001.parquet"))
+    with pytest.raises(InputError, match=r"several splits \(dev, test\)"):
+        load_originals(tmp_path / "copy")
+    assert len(load_originals(tmp_path / "copy", split="test").items) == 1
     with pytest.raises(InputError, match="not a file or directory"):
         load_originals("no-such-thing")
 

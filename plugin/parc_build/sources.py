@@ -353,6 +353,9 @@ def load_originals(
                 rows = _rows_of_file(file, excluded)
                 description.update(kind="variation-format", file=str(file))
             elif parquet:
+                splits = sorted({p.name.split("-", 1)[0] for p in parquet})
+                if split is None and len(splits) > 1:
+                    raise InputError(f"{path}: parquet files of several splits ({', '.join(splits)}); name one with --split")
                 rows = list[dict[str, Any] | None](_parquet_rows(parquet))
                 description.update(kind="hub-copy", files=[str(p.relative_to(path)) for p in parquet])
                 file = path / "_"

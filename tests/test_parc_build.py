@@ -695,3 +695,23 @@ def test_a_build_never_writes_over_its_source(tmp_path: Path) -> None:
     again = build(tmp_path / "out", tmp_path / "again", variations="VR-R")
     assert again.counts == first.counts
     assert (tmp_path / "src" / "img" / "c0_0.png").is_file()
+
+
+def test_ls_m_scope_comparative_covers_left_right_items_however_worded(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    (root / "img").mkdir(parents=True)
+    for name in ("a", "b"):
+        _textured(ord(name)).save(root / "img" / f"{name}.png")
+    rows = [{"id": "u1", "question": "Which umbrella is yellower?", "options": {"A": "Left", "B": "Right"},
+             "correct": "A", "image": ["img/a.png", "img/b.png"]},
+            {"id": "m1", "question": "Which fruit is shown?", "options": {"A": "apple", "B": "pear"},
+             "correct": "A", "image": "img/a.png"}]
+    (root / "originals.jsonl").write_text("".join(json.dumps({**r, "dataset": "d"}) + "\n" for r in rows))
+    rewriter = FunctionRewriter(lambda prompt: "Which umbrella is less yellow?")
+    strict = build(root / "originals.jsonl", tmp_path / "a", variations="LS-M", rewriter=rewriter)
+    assert strict.counts == {"O": 2, "LS-M": 0} and strict.manifest["ls_m_scope"] == "more_less"
+    wide = build(root / "originals.jsonl", tmp_path / "b", variations="LS-M", rewriter=rewriter, ls_m_scope="comparative")
+    assert wide.counts == {"O": 2, "LS-M": 1}
+    rec = records(tmp_path / "b")["u1/LS-M"]
+    assert rec["question"] == "Which umbrella is less yellow?" and rec["correct"] == ["B"]
+    assert wide.manifest["excluded"]["LS-M"][0]["examples"] == ["m1"]

@@ -43,6 +43,8 @@ def add_parser(sub: Any) -> None:
     rw.add_argument("--max-tokens", type=int, default=128)
     rw.add_argument("--clean-questions", action="store_true",
                     help="first rephrase each original question into one grammatical question (A7.4's prompt)")
+    rw.add_argument("--ls-m-scope", choices=("more_less", "comparative"), default="more_less",
+                    help="LS-M for questions with more/less/fewer (default), or also every two-image Left/Right item")
     rw.add_argument("--ls-n-fallback", action="store_true",
                     help="LS-N by rule where there is no rewriter or its output fails a check (flagged per record)")
     vs = b.add_argument_group("vision")
@@ -94,7 +96,7 @@ def run_build(args: argparse.Namespace) -> int:
     result = build(
         args.source, args.out, variations=variations, rewriter=_rewriter(args), exchange_map=exchange,
         exchange_replace=args.exchange_replace, ls_n_fallback=args.ls_n_fallback,
-        clean_questions=args.clean_questions, transforms=settings,
+        clean_questions=args.clean_questions, ls_m_scope=args.ls_m_scope, transforms=settings,
         dataset=args.dataset, split=args.split, config=args.config, image_root=args.image_root,
         columns={k: v for k, v in columns.items() if v}, limit=args.limit, overwrite=args.overwrite, jobs=args.jobs,
     )

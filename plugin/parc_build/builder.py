@@ -174,6 +174,7 @@ def build(
     exchange_replace: Literal["winner", "loser", "either"] = "winner",
     ls_n_fallback: bool = False,
     clean_questions: bool = False,
+    ls_m_scope: Literal["more_less", "comparative"] = "more_less",
     transforms: vision.TransformSettings | None = None,
     dataset: str | None = None,
     split: str | None = None,
@@ -203,6 +204,12 @@ def build(
         LS-N by rule ("not" after the first auxiliary verb) where there is no
         rewriter or its output fails a check; each such record is flagged
         ``ls_n_rule_fallback`` and listed in the review file.
+    ls_m_scope
+        Which questions get LS-M: those with "more", "less" or "fewer"
+        (``"more_less"``, default), or also every two-image Left/Right item
+        (``"comparative"``: a comparative question asks which image has
+        more of something, however it is worded, e.g. "Which umbrella is
+        yellower?", which the LS-M prompt's own examples turn into "less").
     clean_questions
         First rephrase every original question into a grammatical question
         with the rewriter and A7.4's prompt (MMBench cleaning, steps 2-3);
@@ -224,6 +231,8 @@ def build(
     if needs_rewriter and rewriter is None:
         raise InputError(f"{', '.join(needs_rewriter)} need a rewriter (an OpenAI-compatible endpoint or a local "
                          "Hugging Face model); vision variations need none")
+    if ls_m_scope not in ("more_less", "comparative"):
+        raise InputError(f"ls_m_scope must be 'more_less' or 'comparative', got {ls_m_scope!r}")
     if clean_questions and rewriter is None:
         raise InputError("cleaning the questions (A7.4) needs a rewriter")
     if "VS-E" in chosen and exchange_map is None:
@@ -295,7 +304,7 @@ def build(
             record = _variation(item, variation, rels, writer=writer, settings=settings, rewriter=rewriter,
                                 cache=cache, ls_n_fallback=ls_n_fallback, excluded=excluded[variation],
                                 review=review, exchanges=exchanges, exchange_left_out=exchange_left_out,
-                                by_ref=by_ref, prepared=prepared)
+                                by_ref=by_ref, prepared=prepared, ls_m_scope=ls_m_scope)
             if record is not None:
                 records.append(record)
                 counts[variation] += 1
@@ -308,6 +317,8 @@ def build(
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     manifest = _manifest(out, originals, chosen, counts, excluded, review, rewriter, settings,
                          exchange_map if "VS-E" in chosen else None, exchange_replace, ls_n_fallback)
+    if "LS-M" in chosen:
+        manifest["ls_m_scope"] = ls_m_scope
     if clean_questions:
         manifest["cleaning"] = {"prompt": {"file": "judgecp/parc_build/prompts/clean.txt",
                                            "sha256": language.prompt_digest("clean"),
@@ -361,6 +372,7 @@ def _variation(
     exchange_left_out: Mapping[str, str],
     by_ref: Mapping[tuple[str, str], str],
     prepared: Mapping[tuple[str, str], list[str] | OSError],
+    ls_m_scope: str,
 ) -> dict[str, Any] | None:
     sid = item.source_id
     if variation in vision.VISION_REFORMULATIONS:
@@ -397,7 +409,8 @@ def _variation(
         detail = {"side": vision.SIDES[ex.side], "replaced": ex.replaced, "with": ex.image, "role": ex.role}
         return _record(item, variation, item.question, flipped, new_rels, exchange=detail)
     # Language variations.
-    if variation == "LS-M" and not language.has_more_less(item.question):
+    comparative = ls_m_scope == "comparative" and item.two_images and vision.side_letters(item.options) is not None
+    if variation == "LS-M" and not (language.has_more_less(item.question) or comparative):
         excluded.add("no_more_less", sid)
         return None
     correct = language.rekey(variation, list(item.options), item.correct)

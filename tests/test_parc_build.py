@@ -715,3 +715,12 @@ def test_ls_m_scope_comparative_covers_left_right_items_however_worded(tmp_path:
     rec = records(tmp_path / "b")["u1/LS-M"]
     assert rec["question"] == "Which umbrella is less yellow?" and rec["correct"] == ["B"]
     assert wide.manifest["excluded"]["LS-M"][0]["examples"] == ["m1"]
+
+
+def test_a_failed_build_leaves_no_half_written_directory(tmp_path: Path) -> None:
+    src = write_originals(tmp_path / "src")
+    down = OpenAIRewriter("http://127.0.0.1:9/v1", "m", retries=0, timeout=2)
+    with pytest.raises(InputError, match="failed after 1 tries"):
+        build(src, tmp_path / "out", variations="VR-B,LS-N", rewriter=down)
+    assert (tmp_path / "out").is_dir() and not any((tmp_path / "out").iterdir())
+    assert build(src, tmp_path / "out", variations="VR-B").counts == {"O": 6, "VR-B": 6}  # no --overwrite needed

@@ -151,16 +151,23 @@ def _record(item: Original, variation: str, question: str, correct: Sequence[str
     return record
 
 
-def _prepare_output(out_dir: Path, overwrite: bool) -> None:
-    ours = [out_dir / FILE, out_dir / "images", out_dir / "review.jsonl", out_dir / "manifest.json"]
-    present = [p for p in ours if p.exists()]
-    if present and not overwrite:
-        raise InputError(f"{out_dir} already holds a build ({present[0].name}); pass overwrite=True (--overwrite)")
-    for p in present:
+OUTPUTS = (FILE, "images", "review.jsonl", "manifest.json")
+
+
+def _remove_outputs(out_dir: Path) -> None:
+    for name in OUTPUTS:
+        p = out_dir / name
         if p.is_dir():
             shutil.rmtree(p)
-        else:
+        elif p.exists():
             p.unlink()
+
+
+def _prepare_output(out_dir: Path, overwrite: bool) -> None:
+    present = [out_dir / name for name in OUTPUTS if (out_dir / name).exists()]
+    if present and not overwrite:
+        raise InputError(f"{out_dir} already holds a build ({present[0].name}); pass overwrite=True (--overwrite)")
+    _remove_outputs(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
@@ -254,78 +261,82 @@ def build(
     if inside is not None:
         raise InputError(f"{inside}: the source's images are inside the output directory {out}; choose another -o")
     _prepare_output(out, overwrite)
-    writer = _Writer(out)
-    excluded = {v: Exclusions() for v in chosen}
-    counts = {v: 0 for v in ("O", *chosen)}
+    try:
+        writer = _Writer(out)
+        excluded = {v: Exclusions() for v in chosen}
+        counts = {v: 0 for v in ("O", *chosen)}
 
-    # Original images first: VS-E points at other items' images.
-    written: dict[str, list[str]] = {}
-    by_ref: dict[tuple[str, str], str] = {}
-    for item in originals.items:
-        rels = writer.original(item)
-        written[item.source_id] = rels
-        for ref, rel in zip(item.image_refs, rels, strict=True):
-            by_ref[(item.dataset, vision.image_key(ref))] = rel
+        # Original images first: VS-E points at other items' images.
+        written: dict[str, list[str]] = {}
+        by_ref: dict[tuple[str, str], str] = {}
+        for item in originals.items:
+            rels = writer.original(item)
+            written[item.source_id] = rels
+            for ref, rel in zip(item.image_refs, rels, strict=True):
+                by_ref[(item.dataset, vision.image_key(ref))] = rel
 
-    exchanges: dict[str, vision.Exchange] = {}
-    exchange_left_out: dict[str, str] = {}
-    if "VS-E" in chosen and isinstance(exchange_map, vision.ExchangeMap):
-        for ds in sorted({i.dataset for i in originals.items}):
-            pairs = [(i.source_id, i.question, i.image_refs, vision.winner_side(i.options, i.correct))
-                     for i in originals.items if i.dataset == ds and i.two_images]
-            planned, left = vision.plan_exchanges([p for p in pairs if p[3] is not None],  # type: ignore[misc]
-                                                  exchange_map, replace=exchange_replace)
-            exchanges.update(planned)
-            exchange_left_out.update(left)
+        exchanges: dict[str, vision.Exchange] = {}
+        exchange_left_out: dict[str, str] = {}
+        if "VS-E" in chosen and isinstance(exchange_map, vision.ExchangeMap):
+            for ds in sorted({i.dataset for i in originals.items}):
+                pairs = [(i.source_id, i.question, i.image_refs, vision.winner_side(i.options, i.correct))
+                         for i in originals.items if i.dataset == ds and i.two_images]
+                planned, left = vision.plan_exchanges([p for p in pairs if p[3] is not None],  # type: ignore[misc]
+                                                      exchange_map, replace=exchange_replace)
+                exchanges.update(planned)
+                exchange_left_out.update(left)
 
-    prepared: dict[tuple[str, str], list[str] | OSError] = {}
-    tasks = [(item, v) for item in originals.items for v in chosen if v in vision.VISION_REFORMULATIONS]
-    if jobs > 1 and tasks:
-        from concurrent.futures import ThreadPoolExecutor
+        prepared: dict[tuple[str, str], list[str] | OSError] = {}
+        tasks = [(item, v) for item in originals.items for v in chosen if v in vision.VISION_REFORMULATIONS]
+        if jobs > 1 and tasks:
+            from concurrent.futures import ThreadPoolExecutor
 
-        def run(task: tuple[Original, str]) -> list[str] | OSError:
-            item, variation = task
-            try:
-                return writer.transformed(item, written[item.source_id], variation, settings)
-            except OSError as exc:
-                return exc
+            def run(task: tuple[Original, str]) -> list[str] | OSError:
+                item, variation = task
+                try:
+                    return writer.transformed(item, written[item.source_id], variation, settings)
+                except OSError as exc:
+                    return exc
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            for (item, variation), done in zip(tasks, pool.map(run, tasks), strict=True):
-                prepared[(item.source_id, variation)] = done
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                for (item, variation), done in zip(tasks, pool.map(run, tasks), strict=True):
+                    prepared[(item.source_id, variation)] = done
 
-    records: list[dict[str, Any]] = []
-    for item in originals.items:
-        rels = written[item.source_id]
-        records.append(_record(item, "O", item.question, item.correct, rels,
-                               question_source=item.extra.get("question_source")))
-        counts["O"] += 1
-        for variation in chosen:
-            record = _variation(item, variation, rels, writer=writer, settings=settings, rewriter=rewriter,
-                                cache=cache, ls_n_fallback=ls_n_fallback, excluded=excluded[variation],
-                                review=review, exchanges=exchanges, exchange_left_out=exchange_left_out,
-                                by_ref=by_ref, prepared=prepared, ls_m_scope=ls_m_scope)
-            if record is not None:
-                records.append(record)
-                counts[variation] += 1
+        records: list[dict[str, Any]] = []
+        for item in originals.items:
+            rels = written[item.source_id]
+            records.append(_record(item, "O", item.question, item.correct, rels,
+                                   question_source=item.extra.get("question_source")))
+            counts["O"] += 1
+            for variation in chosen:
+                record = _variation(item, variation, rels, writer=writer, settings=settings, rewriter=rewriter,
+                                    cache=cache, ls_n_fallback=ls_n_fallback, excluded=excluded[variation],
+                                    review=review, exchanges=exchanges, exchange_left_out=exchange_left_out,
+                                    by_ref=by_ref, prepared=prepared, ls_m_scope=ls_m_scope)
+                if record is not None:
+                    records.append(record)
+                    counts[variation] += 1
 
-    with (out / FILE).open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n")
-    with (out / "review.jsonl").open("w", encoding="utf-8") as handle:
-        for entry in review:
-            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
-    manifest = _manifest(out, originals, chosen, counts, excluded, review, rewriter, settings,
-                         exchange_map if "VS-E" in chosen else None, exchange_replace, ls_n_fallback)
-    if "LS-M" in chosen:
-        manifest["ls_m_scope"] = ls_m_scope
-    if clean_questions:
-        manifest["cleaning"] = {"prompt": {"file": "judgecp/parc_build/prompts/clean.txt",
-                                           "sha256": language.prompt_digest("clean"),
-                                           "text": language.prompt_template("clean")},
-                                "outcomes": cleaning.to_json()}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return BuildResult(out, counts, excluded, originals.excluded, review, manifest)
+        with (out / FILE).open("w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n")
+        with (out / "review.jsonl").open("w", encoding="utf-8") as handle:
+            for entry in review:
+                handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        manifest = _manifest(out, originals, chosen, counts, excluded, review, rewriter, settings,
+                             exchange_map if "VS-E" in chosen else None, exchange_replace, ls_n_fallback)
+        if "LS-M" in chosen:
+            manifest["ls_m_scope"] = ls_m_scope
+        if clean_questions:
+            manifest["cleaning"] = {"prompt": {"file": "judgecp/parc_build/prompts/clean.txt",
+                                               "sha256": language.prompt_digest("clean"),
+                                               "text": language.prompt_template("clean")},
+                                    "outcomes": cleaning.to_json()}
+        (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return BuildResult(out, counts, excluded, originals.excluded, review, manifest)
+    except BaseException:  # a failed build (rewriter down, interrupted) leaves no half-written directory
+        _remove_outputs(out)
+        raise
 
 
 def _clean(originals: Originals, rewriter: Rewriter, cache: dict[tuple[str, str], str],

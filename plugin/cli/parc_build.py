@@ -114,5 +114,5 @@ def run_build(args: argparse.Namespace) -> int:
         detail = ", ".join(f"{e['reason']} {e['count']}" for e in left)
         print(f"  {variation:5s} {count:6d} written" + (f"   left out: {detail}" if detail else ""))
     if result.review:
-        print(f"  {len(result.review)} rewriter outputs to review: {result.out_dir / 'review.jsonl'}", file=sys.stderr)
+        print(f"  {len(result.review)} entries to review (failed checks, rule-based LS-N): {result.out_dir / 'review.jsonl'}", file=sys.stderr)
     return 0

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 import ast
 import json
+import logging
 import subprocess
 import sys
 from importlib.resources import files

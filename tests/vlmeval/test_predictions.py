@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from judgecp import load
 from judgecp.adapters.vlmeval.evaluation import (
     evaluate_prediction_file,
     headline,
     metric_path,
 )
 from judgecp.adapters.vlmeval.predictions import read_predictions, read_table, split_stem
-from judgecp import load
 from judgecp.cli import main
 from judgecp.errors import InputError
 

@@ -57,7 +57,8 @@ def add_parser(sub: Any) -> None:
     lik.add_argument("--nan", choices=("exclude", "floor"), help="rows with NaN logprobs: exclude (default) or floor and flag")
     run = p.add_argument_group("protocol (every kind)")
     run.add_argument("--alpha", help="miscoverage (Likert, multiple choice), PARC's LAC level, or pairwise headline risk (default 0.1)")
-    run.add_argument("--alphas", help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25)")
+    run.add_argument("--alphas", help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25; "
+                     "Likert and multiple choice: the same study at each level, in the report's alpha_sweep)")
     run.add_argument("--methods", help="comma-separated conformal method specs, e.g. 'naive,lac(probabilities=recalibrated)', "
                      "or 'all' (Likert default: all; multiple choice: lac,aps,aps(randomized=False),raps,margin)")
     run.add_argument("--splits", help="random calibration/test splits (default 10; pairwise 1000)")
@@ -132,6 +133,7 @@ def example_data(kind: str) -> Any:
 def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import Fields
     from judgecp.evaluation import evaluate
+    from judgecp.evaluation.sweep import write_sweep
     from judgecp.protocol import parse_settings
     from judgecp.report import dumps, write_report
     from judgecp.scale import LikertScale
@@ -184,6 +186,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         print(f"judgecp: warning: {warning['message']}", file=sys.stderr)
     if not args.quiet:
         write_report(report, sys.stdout, detail=report_detail)
+        write_sweep(report, sys.stdout)
         if args.json:
             print(f"\nfull report: {args.json}")
     return 0

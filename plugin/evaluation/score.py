@@ -34,6 +34,7 @@ from judgecp.evaluation.metrics import (
     stratified,
     summary,
 )
+from judgecp.evaluation.sweep import SWEEP_KEY, likert_sweep
 from judgecp.features import judge_probabilities
 from judgecp.methods.mondrian import Mondrian
 from judgecp.plugins import build_method, canonical_spec, parse_method_spec
@@ -176,6 +177,9 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
             )
             for spec in specs
         }
+    sweep = likert_sweep(data, protocol, specs, splits)
+    if sweep is not None:
+        report[SWEEP_KEY] = sweep
     if protocol.skipped:
         report["skipped"] = [{"method": name, "reason": reason} for name, reason in protocol.skipped]
     return report

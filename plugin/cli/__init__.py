@@ -19,7 +19,7 @@ from judgecp.errors import InputError, MissingDependencyError
 
 def build_parser() -> argparse.ArgumentParser:
     from judgecp import __version__
-    from judgecp.cli import commands, evaluate
+    from judgecp.cli import commands, evaluate, report
     from judgecp.plugins import get_plugin_manager
 
     parser = argparse.ArgumentParser(
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_parser(sub)
     commands.add_records(sub)
     commands.add_methods(sub)
+    report.add_parser(sub)
     bench = commands.add_bench(sub)
     get_plugin_manager().hook.register_commands(commands=sub, benchmarks=bench)
     return parser

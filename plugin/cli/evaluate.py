@@ -77,6 +77,8 @@ def add_parser(sub: Any) -> None:
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="OUT", help="write the full report as strict JSON")
     out.add_argument("--quiet", action="store_true", help="do not print the table")
+    out.add_argument("--progress", action="store_true",
+                     help="a progress line on stderr (default: on when stderr is a terminal and --quiet is not given)")
     out.add_argument("--detail", metavar="METHOD",
                      help="Likert: print coverage by label and by judge error, informativeness and midpoints for METHOD (default: the first)")
     p.set_defaults(func=run_evaluate)
@@ -134,6 +136,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import Fields
     from judgecp.evaluation import evaluate
     from judgecp.evaluation.sweep import write_sweep
+    from judgecp.progress import enabled as progress_enabled
     from judgecp.protocol import parse_settings
     from judgecp.report import dumps, write_report
     from judgecp.scale import LikertScale
@@ -169,7 +172,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if kind == "likert" and values["methods"] is None:
         values["methods"] = "all"
     protocol = parse_settings(values, kind=kind, spell=flag_name)
-    report = evaluate(data, protocol)
+    with progress_enabled(args.progress or (sys.stderr.isatty() and not args.quiet)):
+        report = evaluate(data, protocol)
     report.update(info)
     if args.detail is not None and kind != "likert":
         raise InputError("--detail goes with --kind likert")

@@ -20,6 +20,7 @@ from judgecp.errors import InputError
 from judgecp.evaluation.metrics import mean_std
 from judgecp.evaluation.sweep import SWEEP_KEY, choice_sweep
 from judgecp.plugins import build_method, canonical_spec, parse_method_spec
+from judgecp.progress import progress
 from judgecp.protocol import Protocol, split_indices
 from judgecp.scale import LikertScale
 
@@ -67,6 +68,7 @@ def evaluate_choices(data: ChoiceData, protocol: Protocol) -> dict[str, Any]:
 
     def run(spec: str, alpha: float, keep: list[tuple[NDArray[np.int64], BoolArray]] | None = None) -> dict[str, Any]:
         cov, size, size_c, size_w, empty = [], [], [], [], []
+        bar = progress(len(seeds), f"multiple choice {spec} splits (alpha {alpha:g})")
         for seed in seeds:
             cal, test = split_indices(data.n, seed, protocol.cal_fraction)
             m = build_method(spec, alpha=alpha, scale=scale, random_state=seed)
@@ -82,6 +84,8 @@ def evaluate_choices(data: ChoiceData, protocol: Protocol) -> dict[str, Any]:
             empty.append((sz == 0).mean())
             if keep is not None:
                 keep.append((test, sets))
+            bar.update()
+        bar.close()
         c, cs = mean_std(cov)
         s, ss = mean_std(size)
         return {

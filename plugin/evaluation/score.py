@@ -38,6 +38,7 @@ from judgecp.evaluation.sweep import SWEEP_KEY, likert_sweep
 from judgecp.features import judge_probabilities
 from judgecp.methods.mondrian import Mondrian
 from judgecp.plugins import build_method, canonical_spec, parse_method_spec
+from judgecp.progress import progress
 from judgecp.protocol import Protocol, split_indices
 
 #: Thread-pool variables set to 1 in worker processes: one process per core,
@@ -84,8 +85,14 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
 def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> list[SplitResult]:
     """Every split, in processes when ``protocol.jobs > 1`` (same results either way)."""
     seeds = protocol.split_seeds("likert")
+    bar = progress(len(seeds), f"likert splits (alpha {protocol.level:g})")
     if protocol.jobs <= 1 or len(seeds) <= 1:
-        return [run_split(data, protocol, specs, s) for s in seeds]
+        results = []
+        for s in seeds:
+            results.append(run_split(data, protocol, specs, s))
+            bar.update()
+        bar.close()
+        return results
     # spawn, not fork: a forked child of a process that already started
     # torch's (or OpenMP's) thread pool can deadlock. Children copy the
     # environment at start, so the thread limits are set around the pool.
@@ -95,7 +102,12 @@ def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> lis
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=min(protocol.jobs, len(seeds)), mp_context=ctx) as pool:
             futures = [pool.submit(run_split, data, protocol, specs, s) for s in seeds]
-            return [f.result() for f in futures]
+            results = []
+            for f in futures:
+                results.append(f.result())
+                bar.update()
+            bar.close()
+            return results
     finally:
         for k, v in saved.items():
             if v is None:

@@ -182,7 +182,11 @@ def likert_methods(runs: Sequence[Run], focus: str) -> Result:
         ax.grid(axis="x", alpha=0.3)
     handles, labels = ax_cov.get_legend_handles_labels()
     if len(runs) == 1:  # one report: the bars need no legend entry
-        handles, labels = handles[-1:], labels[-1:]
+        keep = [i for i, lab in enumerate(labels) if lab.startswith("target")]
+        handles, labels = [handles[i] for i in keep], [labels[i] for i in keep]
+    from matplotlib.ticker import MaxNLocator
+
+    ax_cov.xaxis.set_major_locator(MaxNLocator(5))
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=11)
     return Plot(fid, title, f"Headline level α = {alpha:g}, mean over the splits.", fig)
@@ -506,7 +510,11 @@ def mcq_methods(runs: Sequence[Run], focus: str) -> Result:
         ax.grid(axis="x", alpha=0.3)
     handles, labels = ax_cov.get_legend_handles_labels()
     if len(runs) == 1:  # one report: the bars need no legend entry
-        handles, labels = handles[-1:], labels[-1:]
+        keep = [i for i, lab in enumerate(labels) if lab.startswith("target")]
+        handles, labels = [handles[i] for i in keep], [labels[i] for i in keep]
+    from matplotlib.ticker import MaxNLocator
+
+    ax_cov.xaxis.set_major_locator(MaxNLocator(5))
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=11)
     return Plot(fid, title, f"Headline level α = {alpha:g}, mean over the splits.", fig)

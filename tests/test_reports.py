@@ -286,3 +286,12 @@ def test_html_opens_in_headless_chromium(reports, tmp_path) -> None:
     console, pixels = open_in_chromium(browser, broken, tmp_path / "broken.png")
     assert any("undefinedFunction" in line for line in console)
     assert not not_blank(pixels)
+
+
+def test_without_matplotlib_an_install_hint(reports, tmp_path, monkeypatch, capsys) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["report", str(reports["plain"]), "-o", str(tmp_path / "x")]) == 2
+    assert "pip install judgecp[report]" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

@@ -188,6 +188,9 @@ def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Docum
 def write_report(paths: Sequence[str | Path], out: str | Path, *, names: Sequence[str] | None = None,
                  focus: str | None = None) -> Written:
     """Read the reports and write ``report.md``, ``report.html`` and the figures into ``out``."""
+    from judgecp.reports.figures import _matplotlib
+
+    _matplotlib()  # the install hint before any work
     runs = load_runs(paths, names)
     outdir = Path(out)
     if outdir.exists() and not outdir.is_dir():

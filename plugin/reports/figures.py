@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from judgecp.errors import MissingDependencyError
+from judgecp.errors import require
 from judgecp.reports.load import Run
 
 TARGET_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2, "zorder": 3}
@@ -31,11 +31,7 @@ WIDTH = 7.6  # inches: readable at 100% in the HTML page and on a paper column p
 
 
 def _matplotlib() -> Any:
-    try:
-        import matplotlib
-    except ImportError as exc:  # pragma: no cover - exercised without the extra
-        raise MissingDependencyError("matplotlib is not installed, run `pip install judgecp[report]`") from exc
-    return matplotlib
+    return require("matplotlib", "report", "judgecp report (figures)")
 
 
 def new_figure(width: float = WIDTH, height: float = 4.2) -> Any:

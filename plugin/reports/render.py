@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,8 +96,8 @@ CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 1100px; margin: 2em auto;
        padding: 0 1em; color: #222; line-height: 1.45; }
 table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.88em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f3f3f3; }
 figure { margin: 1em 0 2em; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
@@ -109,6 +110,14 @@ def _inline(text: str) -> str:
     """Escape, then turn Markdown `code` spans into <code>."""
     parts = html.escape(text).split("`")
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+NUMERIC = re.compile(r"^[–+-]?[\d.]+( / [\d.]+)?$|^–$")
+
+
+def _td(text: str) -> str:
+    cls = ' class="num"' if NUMERIC.match(text) else ""
+    return f"<td{cls}>{_inline(text)}</td>"
 
 
 def to_html(doc: Document, pngs: dict[str, bytes], title: str) -> str:
@@ -124,7 +133,7 @@ def to_html(doc: Document, pngs: dict[str, bytes], title: str) -> str:
         elif kind == "table":
             cap = f"<caption>{_inline(value.caption)}</caption>" if value.caption else ""
             head = "".join(f"<th>{_inline(h)}</th>" for h in value.header)
-            body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in value.rows)
+            body = "".join("<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in value.rows)
             out.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         elif kind == "figure":
             data = base64.b64encode(pngs[value.id]).decode("ascii")

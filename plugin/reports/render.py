@@ -18,9 +18,8 @@ from typing import Any
 
 from judgecp.reports.figures import Plot
 
-#: Fixed matplotlib settings for byte-stable output.
-RC = {"svg.hashsalt": "judgecp", "svg.fonttype": "path", "font.family": "DejaVu Sans", "font.size": 9,
-      "axes.titlesize": 10, "axes.labelsize": 9}
+#: Fixed matplotlib settings for byte-stable output (text is drawn in matplotlib's bundled DejaVu Sans).
+RC: dict[str, Any] = {"svg.hashsalt": "judgecp", "svg.fonttype": "path"}
 PNG_DPI = 110
 
 
@@ -45,7 +44,7 @@ def figure_bytes(plot: Plot, fmt: str) -> bytes:
     import matplotlib
 
     buf = io.BytesIO()
-    with matplotlib.rc_context(RC):
+    with matplotlib.rc_context(RC):  # type: ignore[arg-type]
         metadata: dict[str, Any] = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
         plot.figure.savefig(buf, format=fmt, dpi=PNG_DPI, metadata=metadata)
     return buf.getvalue()

@@ -295,3 +295,38 @@ def test_without_matplotlib_an_install_hint(reports, tmp_path, monkeypatch, caps
     assert main(["report", str(reports["plain"]), "-o", str(tmp_path / "x")]) == 2
     assert "pip install judgecp[report]" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_a_folder_of_vlmeval_reports(reports, tmp_path) -> None:
+    """VLMEvalKit writes the same reports as <model>_<dataset>_cp.json; lm-eval's results files are left out."""
+    folder = tmp_path / "outputs" / "Qwen-lp"
+    folder.mkdir(parents=True)
+    shutil.copy(reports["pooled"], folder / "Qwen-lp_MLLMJudge_CP_cp.json")
+    shutil.copy(reports["pairwise"], folder / "Qwen-lp_MLLMJudgePair_CP_selective.json")
+    (folder / "results_2026-01-01T00-00-00.json").write_text(json.dumps({"results": {}}))
+    (folder / "status.json").write_text(json.dumps({"ok": True}))
+    written = write_report([tmp_path / "outputs"], tmp_path / "out")
+    md = written.markdown.read_text()
+    assert "| Qwen-lp/Qwen-lp_MLLMJudge_CP_cp | likert |" in md
+    assert "| Qwen-lp/Qwen-lp_MLLMJudgePair_CP_selective | pairwise |" in md
+    assert "results_" not in md and "status" not in md
+    assert main(["report", str(tmp_path / "nothing"), "-o", str(tmp_path / "o2")]) == 2
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty"), "-o", str(tmp_path / "o2")]) == 2
+
+
+@pytest.mark.slow
+def test_an_lm_eval_output_folder_in_one_command(tmp_path) -> None:
+    """`lm_eval ... --log_samples` then `judgecp report OUTPUT_DIR`: the samples files are evaluated and drawn."""
+    from tests.lm_eval.helpers import lm_eval_cmd, offline_env, run, skip_without_lm_eval
+
+    skip_without_lm_eval()
+    out = tmp_path / "lm_out"
+    run(lm_eval_cmd("--model", "judgecp-replay", "--tasks", "judgecp_demo_easy", "--output_path", str(out),
+                    "--log_samples"), offline_env(tmp_path))
+    written = write_report([out], tmp_path / "report", alphas=(0.05, 0.2))
+    md = written.markdown.read_text()
+    assert re.search(r"^\| [^|]*judgecp_demo_easy \| likert \|", md, re.M)
+    assert (tmp_path / "report" / "figures" / "likert_sweep.png").is_file()
+    runs_ = load_runs([out], alphas=(0.05, 0.2))
+    assert runs_[0].report["alpha_sweep"]["alphas"] == [0.05, 0.1, 0.2]

@@ -186,12 +186,16 @@ def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Docum
 
 
 def write_report(paths: Sequence[str | Path], out: str | Path, *, names: Sequence[str] | None = None,
-                 focus: str | None = None) -> Written:
-    """Read the reports and write ``report.md``, ``report.html`` and the figures into ``out``."""
+                 focus: str | None = None, alphas: Sequence[float] | None = None) -> Written:
+    """Read the reports and write ``report.md``, ``report.html`` and the figures into ``out``.
+
+    ``paths``: report files, harness output files or folders (:mod:`judgecp.reports.collect`);
+    ``alphas``: the levels a harness file is evaluated at.
+    """
     from judgecp.reports.figures import _matplotlib
 
     _matplotlib()  # the install hint before any work
-    runs = load_runs(paths, names)
+    runs = load_runs(paths, names, alphas)
     outdir = Path(out)
     if outdir.exists() and not outdir.is_dir():
         raise InputError(f"-o {outdir}: exists and is not a directory")

@@ -55,33 +55,41 @@ def infer_kind(report: dict[str, Any]) -> str | None:
     return None
 
 
-def default_name(path: Path, report: dict[str, Any]) -> str:
-    return path.stem
+def read_report(path: Path) -> dict[str, Any]:
+    """A report file, checked: a JSON object that is a judgecp report (its ``kind`` filled in)."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file or folder")
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a JSON report ({exc})") from exc
+    if not isinstance(report, dict):
+        raise InputError(f"{path}: not a judgecp report (a JSON object is expected)")
+    if infer_kind(report) is None:
+        raise InputError(f"{path}: not a judgecp evaluate report (no kind, methods or controllers)")
+    return report
 
 
-def load_runs(paths: Sequence[str | Path], names: Sequence[str] | None = None) -> list[Run]:
-    """The reports, in the order given; a name per report (default: the file's stem)."""
+def load_runs(paths: Sequence[str | Path], names: Sequence[str] | None = None,
+              alphas: Sequence[float] | None = None) -> list[Run]:
+    """The reports, in the order given (folders and harness files as :mod:`judgecp.reports.collect` finds them).
+
+    A name per report: ``names``, else the file's stem (lm-eval samples: the task).
+    """
+    from judgecp.reports.collect import collect
+
     if not paths:
         raise InputError("give at least one REPORT.json")
-    if names is not None and len(names) != len(paths):
-        raise InputError(f"--names gives {len(names)} names for {len(paths)} reports")
+    found = collect(paths, alphas)
+    if names is not None and len(names) != len(found):
+        raise InputError(f"--names gives {len(names)} names for {len(found)} reports")
     runs: list[Run] = []
-    for i, p in enumerate(paths):
-        path = Path(p)
-        if not path.is_file():
-            raise InputError(f"{path}: no such file")
-        try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: not a JSON report ({exc})") from exc
-        if not isinstance(report, dict):
-            raise InputError(f"{path}: not a judgecp report (a JSON object is expected)")
+    for i, (name, path, report) in enumerate(found):
+        report = report or read_report(path)
         kind = infer_kind(report)
         if kind is None:
             raise InputError(f"{path}: not a judgecp evaluate report (no kind, methods or controllers)")
-        report = {**report, "kind": kind}
-        name = names[i] if names is not None else default_name(path, report)
-        runs.append(Run(name, str(path), report))
+        runs.append(Run(names[i] if names is not None else name, str(path), {**report, "kind": kind}))
     seen: set[str] = set()
     for r in runs:
         if r.name in seen:

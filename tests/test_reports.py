@@ -330,3 +330,49 @@ def test_an_lm_eval_output_folder_in_one_command(tmp_path) -> None:
     assert (tmp_path / "report" / "figures" / "likert_sweep.png").is_file()
     runs_ = load_runs([out], alphas=(0.05, 0.2))
     assert runs_[0].report["alpha_sweep"]["alphas"] == [0.05, 0.1, 0.2]
+
+
+def test_diagram_data_agree_with_the_reported_numbers(reports) -> None:
+    from judgecp.evaluation.diagrams import reliability_bins
+    from judgecp.signals import expected_calibration_error
+
+    rng = np.random.default_rng(0)
+    conf = rng.random(500)
+    correct = rng.random(500) < conf
+    bins = reliability_bins(conf, correct)
+    assert bins["ece"] == pytest.approx(expected_calibration_error(conf, correct.astype(int)))
+    assert sum(b["n"] for b in bins["bins"]) == 500
+    (pair,) = runs(reports, "pairwise")
+    for sig, diag in pair.report["reliability_diagram"].items():
+        assert diag["ece"] == pytest.approx(pair.report["uncertainty"][sig]["ece"])
+    (mcq,) = runs(reports, "mcq")
+    for spec, dist in mcq.report["set_size_distribution"].items():
+        assert sum(dist.values()) == pytest.approx(1.0)
+        mean = sum(int(k) * v for k, v in dist.items())
+        assert mean == pytest.approx(mcq.report["methods"][spec]["set_size"])  # equal test halves: same mean
+        assert dist["0"] == pytest.approx(mcq.report["methods"][spec]["empty"])
+    (lik,) = runs(reports, "plain")
+    diag = lik.report["reliability_diagram"]
+    assert sum(b["n"] for b in diag["bins"]) == lik.report["n"]
+
+
+def test_reliability_and_set_size_figures(reports) -> None:
+    (lik,) = runs(reports, "plain")
+    ax = F.judge_reliability([lik], "naive").figure.axes[0]
+    (line,) = data_lines(ax)
+    pts = [b for b in lik.report["reliability_diagram"]["bins"] if b["n"]]
+    np.testing.assert_allclose(line.get_ydata(), [b["accuracy"] for b in pts])
+    (target,) = target_lines(ax)
+    np.testing.assert_allclose(target.get_xdata(), target.get_ydata())
+    assert ax.get_xlabel().startswith("confidence") and "ECE" in line.get_label()
+    (pair,) = runs(reports, "pairwise")
+    ax = F.signal_reliability([pair], "scope").figure.axes[0]
+    assert len(data_lines(ax)) == len(pair.report["reliability_diagram"])
+    (mcq,) = runs(reports, "mcq")
+    ax = F.set_size_hist([mcq], "lac").figure.axes[0]
+    assert len(ax.containers) == 2 and ax.get_xlabel() == "set size (options)"
+    assert [p.get_height() for p in ax.containers[0]] == pytest.approx(list(mcq.report["set_size_distribution"]["lac"].values()))
+    old = {k: v for k, v in lik.report.items() if k != "reliability_diagram"}
+    from judgecp.reports.load import Run
+
+    assert isinstance(F.judge_reliability([Run("old", "old.json", old)], "naive"), Missing)

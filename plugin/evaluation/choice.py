@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from judgecp.conformal import ConformalMethod
 from judgecp.data.choice import ChoiceData
 from judgecp.errors import InputError
+from judgecp.evaluation.diagrams import set_size_distribution
 from judgecp.evaluation.metrics import mean_std
 from judgecp.evaluation.sweep import SWEEP_KEY, choice_sweep
 from judgecp.plugins import build_method, canonical_spec, parse_method_spec
@@ -98,6 +99,7 @@ def evaluate_choices(data: ChoiceData, protocol: Protocol) -> dict[str, Any]:
 
     for spec in specs:
         report["methods"][spec] = run(spec, protocol.level, pooled[spec])
+    report["set_size_distribution"] = {spec: set_size_distribution(pooled[spec], data.k) for spec in specs}
     for f in (protocol.group,) if protocol.group else ("task", "group"):
         if f not in data.fields:
             continue

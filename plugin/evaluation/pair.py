@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from judgecp.data.pair import PairData
 from judgecp.errors import InputError, unknown
+from judgecp.evaluation.diagrams import pair_reliability
 from judgecp.progress import progress
 from judgecp.protocol import Protocol
 from judgecp.selective import ClopperPearson, RiskController, controller_classes
@@ -144,6 +145,7 @@ def evaluate_pairs(data: PairData, protocol: Protocol) -> dict[str, Any]:
         "uncertainty": {name: uncertainty_quality(s, data.labels) for name, s in sigs.items()},
         "controllers": run_controllers(sigs[protocol.signal], data.labels, protocol),
         "risk_coverage": {name: risk_coverage_curve(s, data.labels) for name, s in sigs.items()},
+        "reliability_diagram": pair_reliability(sigs, data.labels),
     }
     for f, values in data.fields.items():
         report[f"by_{f}"] = {

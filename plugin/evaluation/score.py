@@ -26,6 +26,7 @@ from judgecp.conformal import Prediction, min_calibration_size
 from judgecp.data.score import ScoreData
 from judgecp.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
 from judgecp.errors import InputError
+from judgecp.evaluation.diagrams import likert_reliability
 from judgecp.evaluation.metrics import (
     RowMetrics,
     informativeness,
@@ -157,6 +158,7 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         },
         "point": point_metrics(data.parsed, data.labels, scale, P),
         "confusion": confusion_matrix(data.parsed, data.labels, scale),
+        "reliability_diagram": likert_reliability(P, data.labels, scale.labels.tolist()),
         "methods": {},
     }
     group_field = protocol.mondrian or protocol.group

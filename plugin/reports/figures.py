@@ -605,11 +605,87 @@ def _cell_value(cell: dict[str, Any] | None, metric: str) -> float | None:
     return None if v is None else float(v)
 
 
+# -- reliability diagrams and set-size histograms -----------------------------------------------------
+
+
+def _reliability_axes(ax: Any, series: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    for i, ((label, diag), c) in enumerate(zip(series, colors(len(series)), strict=True)):
+        pts = [b for b in diag["bins"] if b["n"]]
+        ax.plot([b["confidence"] for b in pts], [b["accuracy"] for b in pts], marker=MARKERS[i % len(MARKERS)],
+                color=c, ms=4, lw=1.2, label=f"{label} (ECE {diag['ece']:.3f})")
+    ax.plot([0, 1], [0, 1], label="target: accuracy = confidence", **TARGET_STYLE)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+
+
+def judge_reliability(runs: Sequence[Run], focus: str) -> Result:
+    fid, title = "judge_reliability", "Reliability diagram of the judge"
+    have = [r for r in runs if r.report.get("reliability_diagram")]
+    if not have:
+        return Missing(fid, title, "no `reliability_diagram` in the report (made by judgecp evaluate from this version on)")
+    fig = new_figure(WIDTH, 4.2)
+    ax = fig.subplots()
+    _reliability_axes(ax, [(r.name, r.report["reliability_diagram"]) for r in have])
+    ax.set(xlabel="confidence: largest score-token probability", ylabel="accuracy: most probable label = human label",
+           title=title)
+    fig.legend(loc="outside right upper", fontsize=8, frameon=False)
+    cap = ("Ten equal-width confidence bins (empty bins left out); points below the diagonal: the judge is "
+           "over-confident. ECE: the bins' count-weighted mean gap." + absent(runs, have, "reliability_diagram"))
+    return Plot(fid, title, cap, fig)
+
+
+def signal_reliability(runs: Sequence[Run], focus: str) -> Result:
+    fid, title = "signal_reliability", "Reliability diagram of the uncertainty signals"
+    have = [r for r in runs if r.report.get("reliability_diagram")]
+    if not have:
+        return Missing(fid, title, "no `reliability_diagram` in the report (made by judgecp evaluate from this version on)")
+    if len(runs) == 1:
+        series = list(have[0].report["reliability_diagram"].items())
+    else:
+        series = [(r.name, r.report["reliability_diagram"][sig]) for r in have
+                  if (sig := r.report.get("protocol", {}).get("signal", "bpe")) in r.report["reliability_diagram"]]
+    fig = new_figure(WIDTH, 4.2)
+    ax = fig.subplots()
+    _reliability_axes(ax, series)
+    ax.set(xlabel="confidence in the verdict", ylabel="accuracy of the verdict", title=title)
+    fig.legend(loc="outside right upper", fontsize=8, frameon=False)
+    what = "one line per signal" if len(runs) == 1 else "one line per report, on its controllers' signal"
+    cap = f"Ten equal-width confidence bins, empty bins left out ({what}); ECE in the legend."
+    return Plot(fid, title, cap + absent(runs, have, "reliability_diagram"), fig)
+
+
+def set_size_hist(runs: Sequence[Run], focus: str) -> Result:
+    fid, title = "set_size_hist", "Set-size distribution"
+    have = [r for r in runs if r.report.get("set_size_distribution")]
+    if not have:
+        return Missing(fid, title, "no `set_size_distribution` in the report (made by judgecp evaluate from this version on)")
+    if len(runs) == 1:
+        series = list(have[0].report["set_size_distribution"].items())
+    else:
+        series = [(r.name, r.report["set_size_distribution"][focus]) for r in have if focus in r.report["set_size_distribution"]]
+    sizes = sorted({int(k) for _, d in series for k in d})
+    fig = new_figure(WIDTH + (1.0 if len(series) > 4 else 0), 3.8)
+    ax = fig.subplots()
+    x = np.arange(len(sizes))
+    w = 0.8 / len(series)
+    for j, ((label, dist), c) in enumerate(zip(series, colors(len(series)), strict=True)):
+        ax.bar(x - 0.4 + w * (j + 0.5), [dist.get(str(k), 0.0) for k in sizes], width=w, color=c, label=label)
+    ax.set_xticks(x, [str(k) for k in sizes])
+    ax.set(xlabel="set size (options)", ylabel="share of test items", title=title + ("" if len(runs) == 1 else f" ({focus})"))
+    ax.grid(axis="y", alpha=0.3)
+    fig.legend(loc="outside right upper", fontsize=8, frameon=False)
+    alpha = have[0].alpha
+    cap = (f"At α = {alpha:g}, test rows of every split pooled; size 0 is an empty set (counted, never covering)."
+           + absent(runs, have, "set_size_distribution"))
+    return Plot(fid, title, cap, fig)
+
+
 #: The figures of each kind, in the report's order.
 BUILDERS: dict[str, tuple[Callable[[Sequence[Run], str], Result], ...]] = {
     "likert": (likert_methods, likert_sweep, group_coverage, coverage_by_label, coverage_by_error,
-               width_distribution, confusion, rsg),
-    "pairwise": (risk_coverage, risk_vs_alpha, accepted_share),
-    "mcq": (mcq_methods, mcq_sweep),
+               width_distribution, confusion, judge_reliability, rsg),
+    "pairwise": (risk_coverage, risk_vs_alpha, accepted_share, signal_reliability),
+    "mcq": (mcq_methods, mcq_sweep, set_size_hist),
     "parc": (parc_heatmaps,),
 }

@@ -376,3 +376,27 @@ def test_reliability_and_set_size_figures(reports) -> None:
     from judgecp.reports.load import Run
 
     assert isinstance(F.judge_reliability([Run("old", "old.json", old)], "naive"), Missing)
+
+
+@pytest.mark.shared_data
+def test_real_judge_coverage_by_label_figure(tmp_path) -> None:
+    """LLaVA-Critic-7B on MLLM-as-a-Judge, naive CP calibrated per task at alpha 0.1: the figure shows the
+    issue's finding, coverage 0.90 overall but about 0.64 on items humans rated 1 and 0.79 on those rated 2."""
+    from tests.helpers import shared_file
+
+    features = shared_file("mllm_judge", "llava_critic_7b_features.csv")
+    tasks = shared_file("mllm_judge", "task_labels.csv")
+    out = tmp_path / "llava.json"
+    assert main(["evaluate", str(features), "--join", str(tasks), "--mondrian", "orig_dataset", "--methods", "naive",
+                 "--json", str(out), "--quiet"]) == 0
+    (run,) = load_runs([out], ["LLaVA-Critic-7B"])
+    ax = F.coverage_by_label([run], "naive").figure.axes[0]
+    (line,) = data_lines(ax)
+    cov = dict(zip(line.get_xdata(), line.get_ydata(), strict=True))
+    assert run.report["methods"]["naive"]["labels"]["coverage"] == pytest.approx(0.90, abs=0.005)
+    assert cov[1.0] == pytest.approx(0.64, abs=0.01) and cov[2.0] == pytest.approx(0.79, abs=0.01)
+    assert cov[3.0] > 0.9 and cov[4.0] > 0.9
+    diag = F.judge_reliability([run], "naive").figure.axes[0]
+    # over-confident judge: every non-empty bin's accuracy lies below its confidence
+    (points,) = data_lines(diag)
+    assert np.all(np.asarray(points.get_ydata()) < np.asarray(points.get_xdata()))

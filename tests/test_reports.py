@@ -205,7 +205,11 @@ def test_documents_tables_and_embedded_figures(reports, tmp_path) -> None:
     assert len(figures) == len({p.stem for p in written.figures})
     for f in figures:
         assert (tmp_path / "out" / f).is_file() and (tmp_path / "out" / f).with_suffix(".svg").is_file()
-    assert "Not drawn (missing from the report)" in md and "Reliability diagram" in md
+    assert "Not drawn (missing from the report)" not in md  # every figure's data is in these reports
+    assert "Not shown (alpha_sweep missing): plain" in md  # ... but not in every report
+    lonely = write_report([reports["plain"]], tmp_path / "plain").markdown.read_text()
+    assert "## Likert judges" in lonely and "### Not drawn (missing from the report)" in lonely
+    assert "- Coverage and width against α: no `alpha_sweep` in the report: run `judgecp evaluate` with `--alphas" in lonely
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == len(figures)
     assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)

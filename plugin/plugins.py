@@ -186,6 +186,8 @@ class RecordBatch:
     n_read: int = 0
     #: The reader's own account (files used, repairs, ...), added to reports under its keys.
     info: dict[str, Any] = field(default_factory=dict)
+    #: The kind the reader found the file to hold, for rows that are not shaped records (``--kind`` overrides it).
+    kind: str | None = None
 
     def table(self) -> Table:
         from judgecp.tables import table_from_rows
@@ -202,7 +204,8 @@ class RecordFormat:
 
     name: str
     description: str
-    #: ``read(path, **options) -> RecordBatch``; options come from the command line (e.g. ``sidecars``).
+    #: ``read(path, *, kind=None, **options) -> RecordBatch``; ``kind`` is ``--kind`` when given, options come
+    #: from the command line (e.g. ``sidecars``).
     read: Callable[..., RecordBatch]
     sniff: Callable[[Path], bool] = lambda path: False
 
@@ -260,7 +263,7 @@ def check_method_spec(spec: str, *, kind: str = "likert", flag: str = "--methods
     name, kwargs = parse_method_spec(spec)
     classes = method_classes()
     if name not in classes:
-        raise unknown(f"{flag} method", name, classes)
+        raise InputError(f"{flag}: {unknown('method', name, classes)}")
     cls = classes[name]
     allowed = method_parameters(cls)
     for key in kwargs:

@@ -135,7 +135,7 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
 
 def _read_text(path: Path) -> str:
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_bytes().decode("utf-8")  # no newline translation: a quoted "\r" in a cell stays one
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a UTF-8 text file ({exc.reason})") from exc
     if not raw.strip():

@@ -121,7 +121,7 @@ def test_errors_exit_2_without_traceback(tmp_path: Path, capsys: pytest.CaptureF
     code, _, err = run(["evaluate", str(empty), "--example"], capsys)
     assert code == 2 and "not both" in err
     code, _, err = run(["evaluate", "--example", "--methods", "naive,nope"], capsys)
-    assert code == 2 and "unknown --methods method 'nope'" in err
+    assert code == 2 and "--methods: unknown method 'nope'" in err
     code, _, err = run(["evaluate", "--example", "--seeds", "x"], capsys)
     assert code == 2 and "--seeds" in err
 

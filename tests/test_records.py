@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pytest
 
@@ -25,8 +26,6 @@ from judgecp.records import (
     score_record,
 )
 from judgecp.simulate import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
-
-import jsonschema  # noqa: E402  (the test extra has it; a missing one must fail, not skip)
 
 
 def validator() -> Any:

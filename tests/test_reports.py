@@ -245,6 +245,9 @@ def test_cli(reports, tmp_path, capsys) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"hello": 1}))
     assert main(["report", str(bad), "-o", str(out)]) == 2
+    bad.write_text(json.dumps({"kind": "ensemble", "methods": {}}))
+    assert main(["report", str(bad), "-o", str(out)]) == 2
+    assert "a ensemble report; judgecp report draws likert, pairwise, mcq, parc reports" in capsys.readouterr().err
     assert main(["report", str(reports["pooled"]), "-o", str(out), "--method", "nope"]) == 2
     assert "not in every likert report" in capsys.readouterr().err
 

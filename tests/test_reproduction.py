@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from judgecp.data import load_likert
+from judgecp.data import Fields, load
 from judgecp.diagnostics import confusion_matrix, point_metrics
 from tests.helpers import REPO, SHARED_DATA, shared_file
 
@@ -49,10 +49,10 @@ def close3(ours: float, published: float) -> bool:
 
 @pytest.fixture(scope="module")
 def mllm() -> Any:
-    return load_likert(
+    return load(
         shared_file("mllm_judge", "llava_critic_7b_features.csv"),
-        joins=[str(shared_file("mllm_judge", "task_labels.csv"))],
-        group="orig_dataset",
+        "likert",
+        Fields(joins=(str(shared_file("mllm_judge", "task_labels.csv")),), group="orig_dataset"),
     )
 
 
@@ -86,7 +86,7 @@ def test_mllm_point_metrics_reproduce(mllm: Any) -> None:
 def test_polaris_point_metrics_reproduce() -> None:
     from judgecp.features import judge_probabilities
 
-    d = load_likert(shared_file("polaris", "llava_critic_7b_features.csv"))
+    d = load(shared_file("polaris", "llava_critic_7b_features.csv"), "likert")
     assert d.n == 8724 and dict(d.excluded.counts) == {"no_score_logprobs": 2}
     p = point_metrics(d.parsed, d.labels, d.scale, judge_probabilities(d.logprobs, d.scale))
     pub = _table("polaris_llava_point_prediction.csv")[0]

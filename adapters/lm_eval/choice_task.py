@@ -125,6 +125,29 @@ SEED_INSTRUCTION = (
 )
 
 
+def indexed_image_questions(
+    name: str, table: Any, key: str, *, options: str, category: str | None = None, context: str | None = None,
+) -> list[dict[str, Any]]:
+    """One document per row of a hub table of single-image questions whose answer is an option index.
+
+    AI2D and ScienceQA-IMG share this layout (``question``, an options
+    column, ``answer`` as an index, ``image``); the images stay in the table
+    (registered under ``key``) until a document is judged.
+    """
+    from judgecp.adapters.lm_eval import images
+
+    images.register_table(key, table, ["image"])
+    docs = []
+    for i, row in enumerate(table.select_columns([c for c in table.column_names if c != "image"])):
+        extra = {"context": (row.get(context) or "").strip() or None} if context else {}
+        docs.append(choice_document(
+            f"{name}/{i:05d}", question=row.get("question") or "", options=row.get(options) or [],
+            correct=letter_of_index(row.get("answer")), image_refs=[images.table_ref(key, i, "image")], dataset=name,
+            category=row.get(category) if category else None, **extra,
+        ))
+    return docs
+
+
 def placeholder_prompt(doc: Mapping[str, Any]) -> str | None:
     """The short prompt of a document that cannot be judged (with its blank image), or ``None`` for a real one."""
     return f"<image>\n(left out: {doc['exclude']})" if doc.get("exclude") else None

@@ -107,8 +107,8 @@ def is_samples_file(path: Path) -> bool:
     return isinstance(first, dict) and "doc_id" in first and "resps" in first
 
 
-def read_samples(path: Path, **options: Any) -> RecordBatch:
-    """The judgecp records of one lm-eval samples file (see the module docstring)."""
+def read_samples(path: Path, *, kind: str | None = None, **options: Any) -> RecordBatch:
+    """The judgecp records of one lm-eval samples file (see the module docstring; records carry their kind)."""
     if options:
         raise InputError(f"--format lm-eval takes no reader options ({', '.join(options)})")
     excluded = Exclusions()

@@ -42,10 +42,10 @@ from judgecp.adapters.vlmeval.specs import (
     POLARIS,
     SCALE_COLUMN,
 )
-from judgecp.data import read_jsonl
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 from judgecp.scale import LikertScale
+from judgecp.tables import read_jsonl
 
 #: Manifest format version (bump when its fields change meaning).
 MANIFEST_VERSION = 1

@@ -44,7 +44,7 @@ from vlmeval.smp import LMUDataRoot, load, toliststr
 
 from judgecp.adapters.vlmeval.build import read_manifest
 from judgecp.adapters.vlmeval.evaluation import (
-    ProtocolOptions,
+    dataset_protocol,
     evaluate_prediction_file,
     metric_path,
 )
@@ -106,25 +106,27 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
     def __init__(
         self,
         dataset: str = "",
-        alpha: float = 0.1,
-        methods: str | list[str] = "naive,lac",
-        seeds: int | str | list[int] = 10,
-        cal_fraction: float = 0.5,
+        alpha: float | None = None,
+        methods: str | list[str] | None = None,
+        seeds: int | str | list[int] | None = None,
+        cal_fraction: float | None = None,
         mondrian: str | None = None,
-        alphas: float | str | list[float] = "0.05,0.1,0.15,0.2,0.25",
-        n_splits: int = 1000,
-        signal: str = "bpe",
-        controllers: str | list[str] = "scope,clopper_pearson,naive,heuristic,vanilla",
-        delta: float = 0.1,
-        headline_alpha: float = 0.1,
-        reference: str = "variation",
+        alphas: float | str | list[float] | None = None,
+        n_splits: int | None = None,
+        signal: str | None = None,
+        controllers: str | list[str] | None = None,
+        delta: float | None = None,
+        headline_alpha: float | None = None,
+        reference: str | None = None,
         skip_noimg: bool = True,
     ) -> None:
-        self.options = ProtocolOptions.from_kwargs(
+        # The protocol's settings as given (None: the kind's default, judgecp.protocol), checked now.
+        self.settings: dict[str, Any] = dict(
             alpha=alpha, methods=methods, seeds=seeds, cal_fraction=cal_fraction, mondrian=mondrian,
             alphas=alphas, n_splits=n_splits, signal=signal, controllers=controllers, delta=delta,
             headline_alpha=headline_alpha, reference=reference,
         )
+        self.protocol = dataset_protocol(self.SPEC.kind, self.settings)
         self.excluded_at_load = Exclusions()
         super().__init__(dataset=dataset or self.SPEC.names[0], skip_noimg=skip_noimg)
 
@@ -184,7 +186,7 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         outcome = evaluate_prediction_file(
             eval_file,
             spec=self.SPEC,
-            options=self.options,
+            settings=self.settings,
             dataset=self.dataset_name,
             excluded_at_load=self.excluded_at_load,
             build_manifest=read_manifest(self.tsv_path()),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import logging
 import os
 import runpy
 import sys
@@ -30,6 +31,8 @@ from judgecp.adapters.vlmeval.specs import spec_for
 from judgecp.errors import InputError
 
 ENV_RUN = "JUDGECP_VLMEVAL_RUN"
+#: VLMEvalKit's root logger (``vlmeval.smp.log.ROOT_LOGGER_NAME``); run.py logs under it.
+VLMEVAL_LOGGER = "vlmeval"
 
 
 def find_run_py() -> Path:
@@ -125,14 +128,44 @@ def launch(argv: Sequence[str]) -> int:
     """Run VLMEvalKit's ``run.py`` with ``argv`` after registering judgecp."""
     run_py = find_run_py()
     prepare()
+    return run_script(run_py, argv)
+
+
+class _Errors(logging.Handler):
+    """The ERROR records VLMEvalKit's loggers emit during a run."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage().splitlines()[0] if record.getMessage() else record.levelname)
+
+
+def run_script(run_py: Path, argv: Sequence[str]) -> int:
+    """Execute ``run_py`` as ``__main__``; its exit status, or 1 when VLMEvalKit logged errors.
+
+    ``run.py`` logs a model or dataset that failed (an API model without a
+    key, an unknown dataset), skips it and exits 0; a CI job would pass with
+    nothing evaluated. Errors logged under VLMEvalKit's ``vlmeval`` logger
+    make the exit status 1, with one line naming the first.
+    """
+    errors = _Errors()
+    root = logging.getLogger(VLMEVAL_LOGGER)
+    root.addHandler(errors)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(run_py), *argv]
     sys.path.insert(0, str(run_py.parent))
+    code = 0
     try:
         runpy.run_path(str(run_py), run_name="__main__")
     except SystemExit as exc:
-        code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-    return 0
+        root.removeHandler(errors)
+    if code == 0 and errors.messages:
+        print(f"judgecp: error: VLMEvalKit logged {len(errors.messages)} error(s) and skipped that work; "
+              f"first: {errors.messages[0]}", file=sys.stderr)
+        return 1
+    return code

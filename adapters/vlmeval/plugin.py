@@ -43,7 +43,7 @@ def is_prediction_file(path: Path) -> bool:
     return path.suffix.lower() == ".xlsx" or any(path.parent.glob(f"{path.stem}_lprecords*.jsonl"))
 
 
-def read_prediction_file(path: Path, **options: Any) -> RecordBatch:
-    from judgecp.adapters.vlmeval.predictions import prediction_records
+def read_prediction_file(path: Path, *, kind: str | None = None, **options: Any) -> RecordBatch:
+    from judgecp.adapters.vlmeval.evaluation import prediction_batch
 
-    return prediction_records(path, **options)
+    return prediction_batch(path, kind=kind, **options)

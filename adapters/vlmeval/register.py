@@ -79,8 +79,9 @@ def register_datasets(info: Registration | None = None) -> Registration:
     import vlmeval.dataset as vd
 
     from judgecp.adapters.vlmeval.datasets import DATASET_CLASSES
+    from judgecp.adapters.vlmeval.ensemble import dataset_class
 
-    for cls in DATASET_CLASSES:
+    for cls in (*DATASET_CLASSES, dataset_class()):
         if cls not in vd.DATASET_CLASSES:
             vd.DATASET_CLASSES.append(cls)
         if hasattr(vd, "IMAGE_DATASET") and cls not in vd.IMAGE_DATASET:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from judgecp.cli import ensemble
 from judgecp.errors import InputError
 
 #: Protocol flags (argparse dest -> setting name).
@@ -31,9 +32,10 @@ def add_parser(sub: Any) -> None:
         description="Evaluate a judge from its answer-token logprobs and human labels (any kind, any input).",
     )
     p.add_argument("input", nargs="?", help="CSV/TSV/JSONL/Parquet of judge outputs, or a harness output file (--format)")
-    p.add_argument("--kind", choices=("likert", "pairwise", "mcq", "parc"), default=None,
+    p.add_argument("--kind", choices=("likert", "pairwise", "mcq", "parc", "ensemble"), default=None,
                    help="likert: scores on a scale; pairwise: A/B verdicts in both orders; mcq: multiple-choice "
-                   "answers; parc: multiple choice across prompt variations (default: the records' shape, else likert)")
+                   "answers; parc: multiple choice across prompt variations; ensemble: one judge's answers under "
+                   "many prompts, pooled (default: the records' shape, else likert)")
     p.add_argument("--example", action="store_true", help="run on the embedded synthetic example of --kind instead of INPUT")
     p.add_argument("--format", default="table",
                    help="table: CSV/TSV/JSONL/Parquet (default); a harness output format an adapter registers "
@@ -81,6 +83,7 @@ def add_parser(sub: Any) -> None:
                      help="a progress line on stderr (default: on when stderr is a terminal and --quiet is not given)")
     out.add_argument("--detail", metavar="METHOD",
                      help="Likert: print coverage by label and by judge error, informativeness and midpoints for METHOD (default: the first)")
+    ensemble.add_arguments(p)
     p.set_defaults(func=run_evaluate)
 
 
@@ -111,7 +114,8 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
         options = {"sidecars": args.sidecar} if args.sidecar else {}
         if not path.is_file():
             raise InputError(f"{path}: no such file")
-        table = record_format(fmt).read(path, **options).table()
+        batch = record_format(fmt).read(path, kind=kind, **options)
+        table, kind = batch.table(), kind or batch.kind
     return from_table(table, kind, fields, **likert_options), dict(table.info)
 
 
@@ -141,9 +145,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.report import dumps, write_report
     from judgecp.scale import LikertScale
 
+    if args.kind == "ensemble":
+        return ensemble.run(args)
     if args.example == bool(args.input):
         raise InputError("give an INPUT file or --example (not both)")
     check_output(args.json)
+    ensemble.check_unused(args, args.kind or "likert")
     fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
                     group=args.group or args.mondrian, joins=tuple(args.join), features=args.features,
                     flags={"group": "--mondrian" if args.mondrian and not args.group else "--group",
@@ -164,7 +171,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
         else:
             data = example_data(kind)
     else:
-        data, info = read_input(args, args.kind, fields, likert_options)
+        try:
+            data, info = read_input(args, args.kind, fields, likert_options)
+        except InputError as exc:
+            raise ensemble.with_hint(exc, args) from None
     kind = data.kind
     if kind != "likert" and likert_options:
         raise InputError(f"{', '.join('--' + k for k in likert_options)}: options of --kind likert, not of --kind {kind}")

@@ -99,7 +99,8 @@ def load(
     if format not in (None, "table"):
         from judgecp.plugins import record_format
 
-        table = record_format(format).read(Path(path)).table()
+        batch = record_format(format).read(Path(path), kind=kind)
+        table, kind = batch.table(), kind or batch.kind
     else:
         table = read_table(path)
     return from_table(table, kind, fields, **options)

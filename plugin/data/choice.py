@@ -31,12 +31,12 @@ from judgecp.data.fields import (
     CANDIDATES,
     Fields,
     LogprobColumns,
-    glob_columns,
     is_blank,
     text_array,
     to_float,
     to_list,
     to_object,
+    token_columns,
 )
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.exclusions import Exclusions
@@ -124,14 +124,7 @@ class ChoiceData:
 
 def option_columns(table: Table, fields: Fields) -> LogprobColumns | None:
     """Where the options' log-probabilities are (``None``: only ``probs`` objects)."""
-    if fields.logprobs is not None:
-        if fields.logprobs in table.columns:
-            return LogprobColumns(object_column=fields.logprobs)
-        return LogprobColumns(by_token=glob_columns(fields.logprobs, table.names, fields.flag("logprobs")))
-    if "logprobs" in table.columns:
-        return LogprobColumns(object_column="logprobs")
-    lp_columns = [c for c in table.names if c.startswith("lp_")]
-    return LogprobColumns(by_token={c[3:]: c for c in lp_columns}) if lp_columns else None
+    return token_columns(table, fields)
 
 
 def variation_name(variation: str, family: Any, flags: Exclusions, rid: str) -> str:

@@ -247,6 +247,23 @@ class LogprobColumns:
         return {t: table.columns[self.by_token[t]][row] for t in wanted if t in self.by_token}
 
 
+def token_columns(table: Table, fields: Fields, tokens: Sequence[str] | None = None) -> LogprobColumns | None:
+    """Where a row's token log-probabilities are (``None``: none; the kind may read probabilities instead).
+
+    ``--logprobs`` names an object column or a glob of per-token columns;
+    otherwise a ``logprobs`` column, else the ``lp_<token>`` columns (only
+    those of ``tokens`` when given, e.g. a pairwise verdict's ``A``, ``B``).
+    """
+    if fields.logprobs is not None:
+        if fields.logprobs in table.columns:
+            return LogprobColumns(object_column=fields.logprobs)
+        return LogprobColumns(by_token=glob_columns(fields.logprobs, table.names, fields.flag("logprobs")))
+    if "logprobs" in table.columns:
+        return LogprobColumns(object_column="logprobs")
+    found = {c[3:]: c for c in table.names if c.startswith("lp_") and (tokens is None or c[3:] in tokens)}
+    return LogprobColumns(by_token=found) if found else None
+
+
 def glob_columns(pattern: str, columns: Sequence[str], flag: str) -> dict[str, str]:
     """``{token: column}`` for the columns a glob matches; the token is what the glob's fixed prefix leaves."""
     matched = [c for c in columns if fnmatch.fnmatchcase(c, pattern)]

@@ -32,10 +32,10 @@ from judgecp.data.fields import (
     CANDIDATES,
     Fields,
     LogprobColumns,
-    glob_columns,
     is_blank,
     text_array,
     to_float,
+    token_columns,
 )
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.exclusions import Exclusions
@@ -111,15 +111,7 @@ def _norm(value: Any) -> str:
 
 def verdict_columns(table: Table, fields: Fields) -> LogprobColumns | None:
     """The object column or the per-letter columns of the verdict log-probabilities (``None``: probabilities)."""
-    if fields.logprobs is not None:
-        if fields.logprobs in table.columns:
-            return LogprobColumns(object_column=fields.logprobs)
-        return LogprobColumns(by_token=glob_columns(fields.logprobs, table.names, fields.flag("logprobs")))
-    if "logprobs" in table.columns:
-        return LogprobColumns(object_column="logprobs")
-    if "lp_A" in table.columns or "lp_B" in table.columns:
-        return LogprobColumns(by_token={t: f"lp_{t}" for t in ("A", "B") if f"lp_{t}" in table.columns})
-    return None
+    return token_columns(table, fields, ("A", "B"))
 
 
 def two_way(cells: dict[str, Any] | str | None, probs: tuple[Any, Any] | None) -> tuple[float | None, str | None]:

@@ -46,6 +46,7 @@ from judgecp.ensemble.records import EnsembleData, read_ensemble_records
 from judgecp.ensemble.selection import Procedure, select_by_fdr
 from judgecp.ensemble.simulate import simulate_prompt_judge, simulated_records
 from judgecp.errors import InputError
+from judgecp.exclusions import Exclusions
 
 FloatArray = NDArray[np.float64]
 METHODS = ("uniform", "bpe", "mixture")
@@ -194,10 +195,13 @@ def _parse_seeds(text: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="judgecp evaluate --kind ensemble",
+        prog="python -m judgecp.ensemble.evaluate",
         description="Calibrate a judge by ensembling its prompts: uniform, BPE, multimodal mixture.",
     )
-    parser.add_argument("records", nargs="?", help="judgecp.record/1 JSONL, one record per (item, prompt)")
+    parser.add_argument("records", nargs="?", help="judgecp.record/1 JSONL, one record per (item, prompt), "
+                        "or a harness output file (an lm-eval samples file of image_pref_ensemble_cp)")
+    parser.add_argument("--format", default="auto",
+                        help="auto (default: recognise it), records, or a registered harness format (lm-eval)")
     parser.add_argument("--example", action="store_true", help="run on a seeded simulated judge")
     parser.add_argument("--embeddings", help="item embeddings (.npz or .jsonl keyed by meta.item)")
     parser.add_argument("--prompt-set", help="prompt-set JSON giving each prompt's answer_key")
@@ -214,6 +218,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def read_input_records(path: str | Path, fmt: str | None = "auto") -> tuple[list[dict[str, Any]] | Path, Exclusions]:
+    """The records of ``path``: a ``judgecp.record/1`` JSONL file as it is, or a harness output file
+    read through its registered record format (``lm-eval``: a samples file of a judgecp task).
+
+    ``fmt``: ``auto`` (recognise it), ``table``/``records`` (records JSONL) or a registered format name.
+    Returns the records (or the path, for a records file) and what the format reader left out.
+    """
+    from judgecp.plugins import record_format, sniff_format
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such records file")
+    name = sniff_format(path) if fmt in (None, "auto") else fmt
+    if name in ("table", "records"):
+        return path, Exclusions()
+    batch = record_format(name).read(path)
+    return list(batch.records), batch.excluded
+
+
 def load_input(args: argparse.Namespace) -> EnsembleData:
     if args.example:
         sim = simulate_prompt_judge(2000, 20, 4, random_state=0)
@@ -223,10 +246,38 @@ def load_input(args: argparse.Namespace) -> EnsembleData:
         raise InputError("give a RECORDS file or --example")
     table = read_embeddings(args.embeddings) if args.embeddings else None
     prompt_set = read_prompt_set(args.prompt_set) if args.prompt_set else None
-    return read_ensemble_records(
-        args.records, embeddings=table, prompt_set=prompt_set, item_field=args.item_field,
+    source, read_excluded = read_input_records(args.records, getattr(args, "format", "auto"))
+    data = read_ensemble_records(
+        source, embeddings=table, prompt_set=prompt_set, item_field=args.item_field,
         require_embeddings=args.embeddings is not None,
     )
+    data.exclusions.merge(read_excluded)
+    return data
+
+
+def ensemble_report(
+    data: EnsembleData,
+    *,
+    validation: int = 50,
+    clusters: int = 4,
+    membership: Membership = "hard",
+    concentration: float = 20.0,
+    seeds: Sequence[int] = tuple(range(10)),
+    alpha: float = 0.1,
+    procedure: Procedure = "by",
+) -> dict[str, Any]:
+    """The JSON report of ``judgecp evaluate --kind ensemble``: the input's counts, then
+    :func:`evaluate_ensembles`' sections (module docstring)."""
+    report = evaluate_ensembles(
+        data, validation=validation, clusters=clusters, membership=membership, concentration=concentration,
+        seeds=seeds, alpha=alpha, procedure=procedure,
+    )
+    return {
+        "kind": "ensemble", "judge": data.judge, "shape": data.shape, "classes": data.classes,
+        "n_items": len(data.items), "n_labeled": int(data.labeled.sum()),
+        "n_prompts": len(data.prompts), "floored_answers": data.floored,
+        "excluded": data.exclusions.to_json(), **report,
+    }
 
 
 def format_summary(report: dict[str, Any]) -> str:
@@ -240,33 +291,23 @@ def format_summary(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point (to be wired as ``judgecp evaluate --kind ensemble``); returns the exit status."""
-    args = build_parser().parse_args(argv)
-    try:
-        data = load_input(args)
-        report = evaluate_ensembles(
-            data, validation=args.validation, clusters=args.clusters, membership=args.membership,
-            concentration=args.concentration, seeds=_parse_seeds(args.seeds), alpha=args.alpha,
-            procedure=args.procedure,
-        )
-        report = {
-            "kind": "ensemble", "judge": data.judge, "shape": data.shape, "classes": data.classes,
-            "n_items": len(data.items), "n_labeled": int(data.labeled.sum()),
-            "n_prompts": len(data.prompts), "floored_answers": data.floored,
-            "excluded": data.exclusions.to_json(), **report,
-        }
-        if args.predictions:
-            rows = predictions(data, report, args.alpha, args.procedure)
-            with Path(args.predictions).open("w", encoding="utf-8") as handle:
-                for row in rows:
-                    handle.write(json.dumps(row) + "\n")
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(format_summary(report))
-    if data.exclusions:
-        print(f"excluded: {data.exclusions.total} ({', '.join(data.exclusions.counts)})")
+def run(args: argparse.Namespace) -> int:
+    """Run on parsed arguments (this module's parser, or ``judgecp evaluate --kind ensemble``'s)."""
+    data = load_input(args)
+    report = ensemble_report(
+        data, validation=args.validation, clusters=args.clusters, membership=args.membership,
+        concentration=args.concentration, seeds=_parse_seeds(args.seeds), alpha=args.alpha,
+        procedure=args.procedure,
+    )
+    if args.predictions:
+        rows = predictions(data, report, args.alpha, args.procedure)
+        with Path(args.predictions).open("w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row) + "\n")
+    if not getattr(args, "quiet", False):
+        print(format_summary(report))
+        if data.exclusions:
+            print(f"excluded: {data.exclusions.total} ({', '.join(data.exclusions.counts)})")
     if args.json:
         text = json.dumps(report, indent=1)
         if args.json == "-":
@@ -274,6 +315,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             Path(args.json).write_text(text + "\n", "utf-8")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m judgecp.ensemble.evaluate``, the same as ``judgecp evaluate --kind ensemble``; the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -19,9 +19,10 @@ Each JSONL line is a record (see docs/ensembles.md):
 Re-keyed log-probabilities are renormalised over the answers. An answer
 missing from a record's logprobs (or at -inf) is floored at ``floor`` and
 counted; records
-with non-finite logprobs, items lacking some prompts, items without an
-embedding (when embeddings are used) and malformed lines are counted
-exclusions. Conflicting labels, duplicate (item, prompt) pairs, several judges
+with non-finite logprobs, records with ``exclude`` set (the harness's reason,
+e.g. ``image_load_failed``: the item is left out), items lacking some
+prompts, items without an embedding (when embeddings are used) and malformed
+lines are counted exclusions. Conflicting labels, duplicate (item, prompt) pairs, several judges
 or shapes are errors naming the line.
 """
 
@@ -163,6 +164,7 @@ def read_ensemble_records(
     shape: str | None = None
     judges: set[str] = set()
     cells: dict[tuple[str, str], dict[str, float]] = {}
+    left_out: set[tuple[str, str]] = set()
     labels: dict[str, str | None] = {}
     record_vectors: dict[str, Any] = {}
     prompt_order: dict[str, None] = {}
@@ -189,8 +191,16 @@ def read_ensemble_records(
         if prompt is None:
             raise InputError(f"{where}: no prompt id")
         item, prompt = str(item), str(prompt)
-        if (item, prompt) in cells:
+        if (item, prompt) in cells or (item, prompt) in left_out:
             raise InputError(f"{where}: item {item!r} has prompt {prompt!r} twice")
+        if record.get("exclude"):
+            # Set before the core saw it (an image that failed to load, ...): the item is left out.
+            exclusions.add(f"{record['exclude']} (item left out)", where)
+            bad_items.add(item)
+            left_out.add((item, prompt))
+            prompt_order.setdefault(prompt, None)
+            item_order.setdefault(item, None)
+            continue
         logprobs = record.get("logprobs")
         if not isinstance(logprobs, Mapping) or not logprobs:
             raise InputError(f"{where}: logprobs must be a non-empty {{glyph: log-probability}} object")

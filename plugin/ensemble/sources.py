@@ -176,7 +176,8 @@ def read_hpdv2(
     return items
 
 
-def _mjbench_row(row: dict[str, Any], index: int, split: str, base: Path | None) -> PreferenceItem:
+def mjbench_item(row: dict[str, Any], index: int, split: str, base: Path | None = None) -> PreferenceItem:
+    """One MJ-Bench row as an item; ``base``: the local directory image paths are relative to (None: kept as given)."""
     label = int(row["label"])
     if label not in (0, 1):
         raise ValueError(f"label {label} is neither 0 nor 1")
@@ -242,7 +243,7 @@ def read_mjbench(
         if row is None:
             continue
         try:
-            items.append(_mjbench_row(dict(row), index, split, base))
+            items.append(mjbench_item(dict(row), index, split, base))
         except FileNotFoundError as exc:
             exclusions.add("image file missing", str(exc))
         except (KeyError, TypeError, ValueError) as exc:

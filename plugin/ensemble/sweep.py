@@ -184,7 +184,10 @@ def _ints(text: str) -> tuple[int, ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m judgecp.ensemble.sweep (--example | RECORDS --embeddings FILE) [factors]``."""
     parser = argparse.ArgumentParser(prog="python -m judgecp.ensemble.sweep", description=__doc__.split("\n")[0])
-    parser.add_argument("records", nargs="?", help="judgecp.record/1 JSONL (one record per item and prompt)")
+    parser.add_argument("records", nargs="?", help="judgecp.record/1 JSONL (one record per item and prompt), "
+                        "or a harness output file (an lm-eval samples file of image_pref_ensemble_cp)")
+    parser.add_argument("--format", default="auto",
+                        help="auto (default: recognise it), records, or a registered harness format (lm-eval)")
     parser.add_argument("--example", action="store_true", help="sweep the seeded simulated judge")
     parser.add_argument("--embeddings", help="item embeddings (.npz or .jsonl)")
     parser.add_argument("--prompt-set", help="prompt-set JSON with answer keys")
@@ -209,12 +212,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             if not args.records or not args.embeddings:
                 raise InputError("give RECORDS and --embeddings FILE, or --example")
+            from judgecp.ensemble.evaluate import read_input_records
+
+            source, read_excluded = read_input_records(args.records, args.format)
             data = read_ensemble_records(
-                args.records, embeddings=read_embeddings(args.embeddings),
+                source, embeddings=read_embeddings(args.embeddings),
                 prompt_set=read_prompt_set(args.prompt_set) if args.prompt_set else None,
                 require_embeddings=True,
             )
             assert data.embeddings is not None
+            data.exclusions.merge(read_excluded)
+            if data.exclusions:
+                print(f"excluded: {data.exclusions.total} ({', '.join(data.exclusions.counts)})", file=sys.stderr)
             log_probs, labels, embeddings = data.log_probs, data.labels, data.embeddings
         rows = run_sweep(
             log_probs, labels, embeddings, factors, membership=args.membership, solver=args.solver

@@ -44,6 +44,8 @@ def infer_kind(report: dict[str, Any]) -> str | None:
     kind = report.get("kind")
     if kind in KINDS:
         return str(kind)
+    if isinstance(kind, str):  # a kind with no figures yet (e.g. ensemble)
+        return None
     if "controllers" in report:
         return "pairwise"
     if "cells" in report.get("reliability", {}) or "reliability" in report:
@@ -66,6 +68,8 @@ def read_report(path: Path) -> dict[str, Any]:
     if not isinstance(report, dict):
         raise InputError(f"{path}: not a judgecp report (a JSON object is expected)")
     if infer_kind(report) is None:
+        if isinstance(report.get("kind"), str):
+            raise InputError(f"{path}: a {report['kind']} report; judgecp report draws {', '.join(KINDS)} reports")
         raise InputError(f"{path}: not a judgecp evaluate report (no kind, methods or controllers)")
     return report
 

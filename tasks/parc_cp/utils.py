@@ -23,8 +23,8 @@ from judgecp.adapters.lm_eval.choice_task import (
     left_out_document,
     placeholder_prompt,
 )
-from judgecp.tables import read_jsonl
 from judgecp.errors import InputError
+from judgecp.tables import read_jsonl
 
 __all__ = ["PARCVariationTask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "load_docs"]
 

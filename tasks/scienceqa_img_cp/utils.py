@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources, images
+from judgecp.adapters.lm_eval import data_sources
 from judgecp.adapters.lm_eval.choice_task import (
     MultipleChoiceTask,
-    choice_document,
     doc_to_choice,
     doc_to_image,
     doc_to_target,
     documents_dataset,
-    letter_of_index,
+    indexed_image_questions,
     seed_prompt,
 )
 
@@ -38,15 +37,8 @@ def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: one document per image question; images stay in the table until judged."""
     root = data_sources.local_dir(data_dir, ENV_VAR)
     table = data_sources.load_table(root, hub_id=HUB_DATASET, config=CONFIG, split=SPLIT)
-    key = f"scienceqa_img:{root or HUB_DATASET}"
-    images.register_table(key, table, ["image"])
-    docs = []
-    for i, row in enumerate(table.select_columns([c for c in table.column_names if c != "image"])):
-        docs.append(choice_document(
-            f"scienceqa_img/{i:05d}", question=row.get("question") or "", options=row.get("choices") or [],
-            correct=letter_of_index(row.get("answer")), image_refs=[images.table_ref(key, i, "image")],
-            dataset="scienceqa_img", category=row.get("subject"), context=(row.get("hint") or "").strip() or None,
-        ))
+    docs = indexed_image_questions("scienceqa_img", table, f"scienceqa_img:{root or HUB_DATASET}", options="choices",
+                                   category="subject", context="hint")
     where = str(root) if root else f"{HUB_DATASET} ({CONFIG}, {SPLIT})"
     return documents_dataset(docs, what=f"ScienceQA-IMG in {where}")
 

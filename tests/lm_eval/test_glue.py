@@ -56,7 +56,7 @@ def test_settings_defaults_and_metadata() -> None:
 
 @pytest.mark.parametrize(
     ("metadata", "message"),
-    [({"alpha": 1.5}, "metadata alpha"), ({"methods": "nope"}, "unknown metadata methods method 'nope'"),
+    [({"alpha": 1.5}, "metadata alpha"), ({"methods": "nope"}, "metadata methods: unknown method 'nope'"),
      ({"methods": "naiv,lac"}, "did you mean 'naive'"), ({"seeds": 0}, "metadata splits"),
      ({"cal_fraction": 1}, "metadata cal_fraction"), ({"methods": "naive,naive"}, "twice"),
      ({"methods": "lac(probabilties=judge)"}, "no parameter 'probabilties'; did you mean 'probabilities'")],

@@ -163,7 +163,7 @@ def test_image_judge_on_the_shipped_tasks(tiny_llava: Path, mllm_dir: Path, pola
     assert "judgecp: 38 documents scored in 38 forward passes (0 needed one pass per choice)" in proc.stderr
     # Two documents per category are too few for a calibration/test split: NaN, said in the log.
     assert math.isnan(metric(results, "mllm_judge_cp_wit", "coverage_naive")) and metric(results, "mllm_judge_cp_wit", "n") == 2
-    assert "mllm_judge_cp_wit: conformal metrics undefined: need at least 4 valid rows" in proc.stderr
+    assert "mllm_judge_cp_wit: metrics undefined: need at least 4 valid rows" in proc.stderr
     assert metric(results, "mllm_judge_cp_all", "n") == 26 and metric(results, "mllm_judge_cp_all", "excluded") == 2
     assert not math.isnan(metric(results, "mllm_judge_cp_all", "coverage_naive"))
     # coco holds the unreadable image and the 0 score: nothing left to calibrate, counted, not fatal.

@@ -263,7 +263,7 @@ def test_post_hoc_evaluate_on_a_launcher_run(ws: Workspace) -> None:
     ok(proc)
     report = json.loads(out.read_text())
     assert report["n_read"] == 24 and report["protocol"]["mondrian"] == "category"
-    assert report["input"]["columns"]["vlmeval"]["record_sources"]["embedded"] == 24
+    assert report["vlmeval"]["record_sources"]["embedded"] == 24
 
 
 def test_reuse_of_a_complete_run_takes_the_records_from_the_sidecar(ws: Workspace) -> None:

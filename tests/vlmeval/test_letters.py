@@ -13,11 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from judgecp.adapters.vlmeval.evaluation import (
-    ProtocolOptions,
-    evaluate_prediction_file,
-    load_vlmeval,
-)
+from judgecp import load
+from judgecp.adapters.vlmeval.evaluation import evaluate_prediction_file, prediction_batch
 from judgecp.adapters.vlmeval.predictions import option_records, read_predictions, read_table
 from judgecp.cli import main
 from judgecp.errors import InputError
@@ -26,7 +23,7 @@ from tests.vlmeval.test_predictions import write_tsv
 FIXTURES = Path(__file__).parent / "fixtures"
 LP = "tiny-letters-lp"
 PAIR = "MLLMJudgePair_CP"
-FAST = ProtocolOptions.from_kwargs(seeds=3, n_splits=40)
+FAST = {"seeds": 3, "n_splits": 40}
 
 
 def copy(tmp_path: Path, name: str) -> Path:
@@ -72,7 +69,7 @@ def test_pairwise_rows_hold_both_orders_and_their_letter_records(tmp_path: Path)
 def test_pairwise_metric_file_headline_and_status(tmp_path: Path) -> None:
     root = copy(tmp_path, "pairwise")
     pred = prediction(root, PAIR)
-    outcome = evaluate_prediction_file(pred, options=FAST)
+    outcome = evaluate_prediction_file(pred, settings=FAST)
     assert outcome.metric_file == pred.with_name(f"{LP}_{PAIR}_selective.json")
     report = json.loads(outcome.metric_file.read_text())
     assert report["kind"] == "pairwise" and report["n"] == 12 and report["n_read"] == 24
@@ -95,7 +92,7 @@ def test_pairwise_partial_resume_is_repaired(tmp_path: Path) -> None:
     first, second = runs(root)
     columns, rows = read_table(second / f"{LP}_{PAIR}.xlsx")
     assert "extra_records" not in columns and sum(str(r["prediction"]).startswith("{'prediction'") for r in rows) == 16
-    outcome = evaluate_prediction_file(second / f"{LP}_{PAIR}.xlsx", options=FAST)
+    outcome = evaluate_prediction_file(second / f"{LP}_{PAIR}.xlsx", settings=FAST)
     vl = outcome.report["vlmeval"]
     assert vl["record_sources"] == {"embedded": 0, "repaired": 16, "sidecar": 8}
     assert str(first / f"{LP}_{PAIR}_lprecords.jsonl") in vl["sidecars"]
@@ -114,7 +111,7 @@ def test_pairwise_bad_rows_are_counted_and_a_lone_order_is_flagged(tmp_path: Pat
     side.write_text("\n".join(x for x in side.read_text().splitlines() if json.loads(x)["index"] != "2") + "\n")
     path = second / f"{LP}_{PAIR}.tsv"
     write_tsv(path, columns, rows)
-    outcome = evaluate_prediction_file(path, options=FAST)
+    outcome = evaluate_prediction_file(path, settings=FAST)
     excluded = {e["reason"]: e["count"] for e in outcome.report["excluded"]}
     assert excluded["corrupted_prediction"] == 1 and excluded["no_logprob_record"] == 1
     assert outcome.report["n_read"] == 24 and outcome.headline["single_order"] == 2  # pairs 8/9 and 2/3
@@ -129,7 +126,7 @@ def test_parc_metric_file_headline_and_status(tmp_path: Path) -> None:
     pred = prediction(root, "PARC_toy")
     table = read_predictions(pred)
     assert table.dataset == "PARC_toy" and table.record_sources["embedded"] == 82
-    outcome = evaluate_prediction_file(pred, options=FAST)
+    outcome = evaluate_prediction_file(pred, settings=FAST)
     assert outcome.metric_file == pred.with_name(f"{LP}_PARC_toy_reliability.json")
     report = outcome.report
     assert report["kind"] == "parc" and report["n_read"] == 82  # 20 items x 4 variations + 2
@@ -163,10 +160,10 @@ def test_mcq_prediction_is_plain_and_the_records_come_from_the_sidecar(tmp_path:
     pred = prediction(root, "TinyMCQ")
     columns, rows = read_table(pred)
     assert "extra_records" not in columns and all(len(str(r["prediction"]).strip()) == 1 for r in rows)
-    kind, data = load_vlmeval(pred)
-    assert kind == "mcq" and data.n == 23  # row 5's answer key names an option it does not have
+    data = load(pred, format="vlmeval")
+    assert data.kind == "mcq" and data.n == 23  # row 5's answer key names an option it does not have
     assert {e["reason"]: e["count"] for e in data.excluded.to_json()} == {"answer_not_an_option": 1}
-    assert data.vlmeval["record_sources"] == {"embedded": 0, "repaired": 0, "sidecar": 24}
+    assert prediction_batch(pred).info["vlmeval"]["record_sources"] == {"embedded": 0, "repaired": 0, "sidecar": 24}
     # VLMEvalKit's own evaluation of the run is untouched
     entry = json.loads((runs(root)[-1] / "status.json").read_text())["datasets"]["TinyMCQ"]
     assert entry["primary_metric"] == "Overall Acc" and entry["metrics"]["split=none|Overall"] > 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import subprocess
 import sys
 from importlib.resources import files
@@ -117,3 +118,23 @@ def test_shipped_vlmeval_configs_name_registered_classes_and_datasets() -> None:
     assert seen == set(classes)  # every judge dataset has a ready config
     assert set(dataset_names()) == {"MLLMJudge_CP", "MLLMJudge_CP_Lite", "Polaris_CP", "MLLMJudgePair_CP",
                                     "MLLMJudgePair_CP_Lite", "PARC_CP"}
+
+
+def test_a_run_that_logs_errors_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """run.py logs a failed model (GPT4o-lp without a key), skips it and exits 0: the launcher says 1."""
+    from judgecp.adapters.vlmeval.launcher import run_script
+
+    run_py = tmp_path / "run.py"
+    run_py.write_text(
+        "import logging, sys\n"
+        "log = logging.getLogger('vlmeval.__main__')\n"
+        "if '--fail' in sys.argv:\n"
+        "    log.error('Model GPT4o-lp x Dataset MLLMJudge_CP combination failed: no API key, skipping')\n"
+        "if '--exit3' in sys.argv:\n"
+        "    sys.exit(3)\n"
+    )
+    assert run_script(run_py, ["--data", "MLLMJudge_CP"]) == 0
+    assert run_script(run_py, ["--fail"]) == 1
+    assert "VLMEvalKit logged 1 error(s) and skipped that work; first: Model GPT4o-lp" in capsys.readouterr().err
+    assert run_script(run_py, ["--exit3"]) == 3  # run.py's own status wins
+    assert not logging.getLogger("vlmeval").handlers  # the counter is removed after the run

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from judgecp import load
 from judgecp.adapters.vlmeval.evaluation import (
-    ProtocolOptions,
     evaluate_prediction_file,
     headline,
-    load_vlmeval_likert,
     metric_path,
 )
 from judgecp.adapters.vlmeval.predictions import read_predictions, read_table, split_stem
@@ -28,7 +27,7 @@ from judgecp.errors import InputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LP = "tiny-docling-lp"
-FAST = ProtocolOptions.from_kwargs(methods="naive,lac", seeds=3)
+FAST = {"methods": "naive,lac", "seeds": 3}
 
 
 def copy(tmp_path: Path, name: str) -> Path:
@@ -71,7 +70,7 @@ def test_clean_run_records_are_embedded(tmp_path: Path) -> None:
 def test_clean_run_metric_file_and_headline(tmp_path: Path) -> None:
     root = copy(tmp_path, "clean")
     pred = prediction(root)
-    outcome = evaluate_prediction_file(pred, options=FAST)
+    outcome = evaluate_prediction_file(pred, settings=FAST)
     assert outcome.metric_file == metric_path(pred) == pred.with_name(f"{LP}_MLLMJudge_CP_cp.json")
     report = json.loads(outcome.metric_file.read_text())
     assert report["n_read"] == 24 and set(report["methods"]) == {"naive", "lac"}
@@ -142,7 +141,7 @@ def test_partial_resume_rows_are_repaired(tmp_path: Path) -> None:
     assert sidecar(first).resolve() in table.sidecars  # the earlier run's sidecar
     repaired = [r for r in table.rows if "resume_repaired" in r.flags]
     assert all(not r.prediction.startswith("{") for r in repaired)
-    data = load_vlmeval_likert(pred)
+    data = load(pred, format="vlmeval")
     assert data.n_read == 24 and data.flags.counts["resume_repaired"] == 14
     # without the first run's sidecar the reused rows have no record: counted, the rest still evaluated
     sidecar(first).unlink()
@@ -170,7 +169,7 @@ def test_unparseable_resume_row_and_failed_rows_are_excluded(tmp_path: Path) -> 
 def test_prediction_file_without_records_is_reported_not_fatal(tmp_path: Path) -> None:
     root = copy(tmp_path, "plain")
     pred = prediction(root, model="tiny-docling")
-    outcome = evaluate_prediction_file(pred, options=FAST)
+    outcome = evaluate_prediction_file(pred, settings=FAST)
     assert outcome.errors and "no usable rows (no_logprob_record: 24)" in outcome.errors[0]
     assert outcome.headline["n"] == 0 and outcome.headline["n_read"] == 24 and outcome.headline["excluded"] == 24
     report = json.loads(outcome.metric_file.read_text())
@@ -190,7 +189,7 @@ def test_json_and_tsv_prediction_formats(tmp_path: Path) -> None:
 
 def test_polaris_run(tmp_path: Path) -> None:
     root = copy(tmp_path, "polaris")
-    outcome = evaluate_prediction_file(prediction(root, "Polaris_CP"), options=FAST)
+    outcome = evaluate_prediction_file(prediction(root, "Polaris_CP"), settings=FAST)
     assert outcome.report["n_read"] == 16 and "groups" not in outcome.report
     assert outcome.report["vlmeval"]["judge_dataset"] == "polaris"
 
@@ -202,17 +201,17 @@ def test_not_a_judge_dataset_or_not_a_prediction_file(tmp_path: Path) -> None:
     # another dataset's name, no kind column: the embedded records still say what the rows are
     other = tmp_path / "tiny_MMBench_DEV_EN.tsv"
     write_tsv(other, columns, rows)
-    assert evaluate_prediction_file(other, options=FAST).report["n"] == 24
+    assert evaluate_prediction_file(other, settings=FAST).report["n"] == 24
     # ... and without records nothing tells: a clear error that names --kind mcq
     plain_columns, plain_rows = read_table(prediction(copy(tmp_path, "plain"), model="tiny-docling"))
     unknown = tmp_path / "tiny_MMBench_DEV_EN_plain.tsv"
     write_tsv(unknown, [c for c in plain_columns if c not in ("judgecp_kind", "judgecp_scale")], plain_rows)
     with pytest.raises(InputError, match="cannot tell what this prediction file holds.*--kind mcq"):
-        evaluate_prediction_file(unknown, options=FAST)
+        evaluate_prediction_file(unknown, settings=FAST)
     # renamed, but the kind column still says what it is
     write_tsv(tmp_path / "renamed.tsv", [*columns, "judgecp_kind", "judgecp_scale"],
               [{**r, "judgecp_kind": "likert", "judgecp_scale": "1:5"} for r in rows])
-    assert evaluate_prediction_file(tmp_path / "renamed.tsv", options=FAST).report["n_read"] == 24
+    assert evaluate_prediction_file(tmp_path / "renamed.tsv", settings=FAST).report["n_read"] == 24
     (tmp_path / "x.tsv").write_text("a\tb\n1\t2\n")
     with pytest.raises(InputError, match="not a VLMEvalKit prediction file"):
         read_predictions(tmp_path / "x.tsv")
@@ -232,7 +231,7 @@ def test_cli_post_hoc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert report["n_read"] == 24 and set(report["groups"]) == {"coco", "ChartQA", "WIT", "mathvista"}
     flags = {f["flag"]: f["count"] for f in report["flags"]}
     assert flags["resume_repaired"] == 14 and flags["record_from_sidecar"] == 10
-    assert report["input"]["columns"]["vlmeval"]["record_sources"]["repaired"] == 14
+    assert report["vlmeval"]["record_sources"]["repaired"] == 14
     plain = copy(tmp_path, "plain")
     assert main(["evaluate", "--format", "vlmeval", str(prediction(plain, model="tiny-docling"))]) == 2
     assert "no usable rows (no_logprob_record: 24)" in capsys.readouterr().err
@@ -251,9 +250,9 @@ def test_a_file_read_as_the_wrong_kind_is_reported_not_fatal(tmp_path: Path) -> 
     from judgecp.adapters.vlmeval.specs import MLLM_JUDGE
 
     root = copy(tmp_path, "clean")
-    outcome = evaluate_prediction_file(prediction(root), spec=replace(MLLM_JUDGE, kind="pairwise"), options=FAST)
+    outcome = evaluate_prediction_file(prediction(root), spec=replace(MLLM_JUDGE, kind="pairwise"), settings=FAST)
     assert outcome.metric_file is not None and outcome.metric_file.name.endswith("_selective.json")
-    assert "no usable pairs" in outcome.report["error"] and outcome.headline["n"] == 0
+    assert "no usable records (pair_id_missing: 24)" in outcome.report["error"] and outcome.headline["n"] == 0
     assert outcome.headline["excluded"] == 24
 
 

@@ -1,0 +1,409 @@
+"""Pairwise image preference under every prompt of a prompt set, as a VLMEvalKit dataset (prompt ensembles).
+
+The VLMEvalKit twin of the lm-eval family ``image_pref_ensemble_cp``
+(:mod:`judgecp.adapters.lm_eval.ensemble_task`): one TSV row per (item,
+prompt) of an HPSv2 (HPD v2) or MJ-Bench source, the two candidate images in
+the prompt's displayed order, the prompt text with the caption filled in.
+Nothing here imports VLMEvalKit except :func:`dataset_class`.
+
+* **Build** (offline): ``python -m judgecp.adapters.vlmeval.ensemble --source
+  hpdv2 --root DIR --out $LMUData`` writes ``ImagePrefEnsemble_HPDv2.tsv``
+  (``--name`` to choose; any ``ImagePrefEnsemble_<name>`` is registered).
+  Columns: ``index``, ``image`` (the first row of an item in each display
+  order holds both images as base64; the others name that row's index, as
+  VLMEvalKit saves space), ``image_path`` (one file per candidate image),
+  ``question``, ``answer`` (the glyph of the preferred image as displayed),
+  ``item``, ``prompt_id``, ``glyphs``, ``answer_key``, ``preference`` (in
+  the original order), ``order``, ``category`` (the source), ``judgecp_kind``.
+  A ``<name>_build.json`` beside it counts every source row left out.
+* **Capture**: the dataset registers each built prompt with the glyphs as
+  its letters and marks itself a multiple-choice dataset, so a ``-lp`` model
+  writes a letter record per row into its logprob sidecar (no change to the
+  capture). VLMEvalKit's capture reads single capital letters, so prompts
+  must use single-letter glyphs (``A``/``B``, not ``I``/``II``): the builder
+  refuses the others.
+* **Evaluate**: ``evaluate()`` reads the prediction file and its sidecar
+  (:func:`judgecp.adapters.vlmeval.predictions.read_predictions`), turns each
+  row into the ``pair`` record the ensemble reads (``prompt``,
+  ``meta.item``, ``meta.answer_key``), runs
+  :func:`judgecp.ensemble.evaluate.ensemble_report` and writes
+  ``<model>_<dataset>_ensemble.json`` beside the prediction file; the
+  headline ``<method>|<score>`` floats land in ``status.json``.
+  ``judgecp evaluate --kind ensemble RECORDS`` takes the records written by
+  ``--records`` of this module's ``evaluate`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import csv
+import io
+import json
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from judgecp.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
+from judgecp.ensemble.sources import PreferenceItem, balance_order, read_hpdv2, read_mjbench
+from judgecp.errors import InputError
+from judgecp.exclusions import Exclusions
+from judgecp.records import pair_record
+
+DATASET_PREFIX = "ImagePrefEnsemble_"
+KIND = "ensemble"
+METRIC_SUFFIX = "_ensemble"
+IMAGE_TOKEN = "<image>"
+COLUMNS = ("index", "image", "image_path", "question", "answer", "item", "prompt_id", "glyphs", "answer_key",
+           "preference", "order", "category", "judgecp_kind")
+HEADLINE_SCORES = ("ece", "mce", "auprc", "nll", "accuracy")
+DEFAULT_SETTINGS: dict[str, Any] = {"validation": 50, "clusters": 4, "seeds": 10, "alpha": 0.1, "procedure": "by",
+                                    "embeddings": None}
+
+
+# -- building the TSV ----------------------------------------------------------------------------
+
+
+def check_glyphs(prompts: Sequence[JudgePrompt]) -> None:
+    """Every prompt answers with single capital letters (what VLMEvalKit's capture reads)."""
+    for prompt in prompts:
+        bad = [g for g in prompt.glyphs if not re.fullmatch(r"[A-Z]", g)]
+        if bad:
+            raise InputError(
+                f"prompt {prompt.id!r} answers with {bad[0]!r}: VLMEvalKit's logprob capture reads single capital "
+                "letters; choose prompts with glyphs A/B (e.g. build the set with the A/B glyph set only)"
+            )
+
+
+def vlmeval_prompts(prompt_set: str | None = None, prompts: Sequence[str] | None = None) -> list[JudgePrompt]:
+    """The prompts of a build: ids from the set (default: every single-letter prompt of the shipped parts)."""
+    pool = read_prompt_set(prompt_set) if prompt_set else build_prompt_set()
+    if prompts:
+        by_id = {p.id: p for p in pool}
+        unknown = [i for i in prompts if i not in by_id]
+        if unknown:
+            raise InputError(f"unknown prompt {unknown[0]!r}")
+        chosen = [by_id[i] for i in prompts]
+    else:
+        chosen = [p for p in pool if all(re.fullmatch(r"[A-Z]", g) for g in p.glyphs)]
+    check_glyphs(chosen)
+    return chosen
+
+
+def encode_image(image: Any) -> str:
+    """An image (a path or a PIL image) as base64 PNG."""
+    from PIL import Image
+
+    img = Image.open(image) if isinstance(image, (str, Path)) else image
+    buffer = io.BytesIO()
+    img.convert("RGB").save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
+def tsv_rows(
+    items: Sequence[PreferenceItem],
+    prompts: Sequence[JudgePrompt],
+    *,
+    category: str,
+    encode: Callable[[Any], str] = encode_image,
+    exclusions: Exclusions | None = None,
+) -> list[dict[str, Any]]:
+    """One row per (item, prompt) (module docstring); an item whose images do not encode is left out and counted."""
+    check_glyphs(prompts)
+    exclusions = exclusions if exclusions is not None else Exclusions()
+    rows: list[dict[str, Any]] = []
+    for item in items:
+        try:
+            encoded = [encode(image) for image in item.images]
+        except Exception as exc:  # a file PIL cannot read: counted, never fatal
+            exclusions.add(f"image unreadable ({type(exc).__name__})", item.id)
+            continue
+        full_row: dict[tuple[str, ...], str] = {}
+        for prompt in prompts:
+            shown = [CANDIDATES.index(c) for c in prompt.order]
+            index = str(len(rows))
+            key = tuple(prompt.order)
+            image = full_row.get(key)
+            if image is None:
+                image = str([encoded[k] for k in shown])
+                full_row[key] = index
+            by_candidate = {candidate: glyph for glyph, candidate in prompt.answer_key.items()}
+            rows.append({
+                "index": index,
+                "image": image,
+                "image_path": str([f"{_safe(item.id)}_{CANDIDATES[k]}.png" for k in shown]),
+                "question": prompt.render(item.caption, (IMAGE_TOKEN, IMAGE_TOKEN)),
+                "answer": by_candidate[item.preferred],
+                "item": item.id,
+                "prompt_id": prompt.id,
+                "glyphs": ",".join(prompt.glyphs),
+                "answer_key": json.dumps(prompt.answer_key),
+                "preference": item.preferred,
+                "order": "fwd" if key == CANDIDATES else "rev",
+                "category": category,
+                "judgecp_kind": KIND,
+            })
+    return rows
+
+
+def write_tsv(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    path = Path(path)
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS), delimiter="\t")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def source_items(source: str, root: str | None, split: str, exclusions: Exclusions,
+                 max_items: int | None, data_seed: int) -> list[PreferenceItem]:
+    import random
+
+    if source == "hpdv2":
+        items = read_hpdv2(root, exclusions=exclusions)
+    elif source == "mjbench":
+        items = balance_order(read_mjbench(root, split=split, exclusions=exclusions), random_state=data_seed)
+    else:
+        raise InputError(f"--source must be hpdv2 or mjbench, got {source!r}")
+    if max_items and max_items < len(items):
+        keep = sorted(random.Random(data_seed).sample(range(len(items)), max_items))
+        items = [items[i] for i in keep]
+    return items
+
+
+def build(
+    source: str, out: str | Path, *, root: str | None = None, split: str = "quality", name: str | None = None,
+    prompt_set: str | None = None, prompts: Sequence[str] | None = None, max_items: int | None = 1000,
+    data_seed: int = 0,
+) -> Path:
+    """Write ``<out>/<name>.tsv`` and ``<name>_build.json``; returns the TSV's path."""
+    exclusions = Exclusions()
+    chosen = vlmeval_prompts(prompt_set, prompts)
+    items = source_items(source, root, split, exclusions, max_items, data_seed)
+    default = "HPDv2" if source == "hpdv2" else f"MJBench_{split}"
+    dataset = name or f"{DATASET_PREFIX}{default}"
+    if not dataset.startswith(DATASET_PREFIX):
+        raise InputError(f"--name must start with {DATASET_PREFIX!r}, got {dataset!r}")
+    category = "hpdv2" if source == "hpdv2" else f"mjbench_{split}"
+    rows = tsv_rows(items, chosen, category=category, exclusions=exclusions)
+    if not rows:
+        raise InputError(f"no items to write ({', '.join(exclusions.counts) or 'the source is empty'})")
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = write_tsv(rows, out_dir / f"{dataset}.tsv")
+    manifest = {"kind": KIND, "source": source, "split": split if source == "mjbench" else "test",
+                "items": len({r["item"] for r in rows}),
+                "rows": len(rows), "prompts": [p.id for p in chosen], "left_out": exclusions.to_json()}
+    (out_dir / f"{dataset}_build.json").write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
+    return path
+
+
+# -- prompts and records of a run --------------------------------------------------------------------
+
+
+def messages(question: str, image_paths: Sequence[str]) -> list[dict[str, str]]:
+    """VLMEvalKit's message list: the text with each ``<image>`` replaced by the next image, in order."""
+    parts = question.split(IMAGE_TOKEN)
+    if len(parts) - 1 != len(image_paths):
+        raise InputError(f"the prompt has {len(parts) - 1} image slots for {len(image_paths)} images")
+    out: list[dict[str, str]] = []
+    for k, text in enumerate(parts):
+        if text.strip():
+            out.append({"type": "text", "value": text.strip()})
+        if k < len(image_paths):
+            out.append({"type": "image", "value": str(image_paths[k])})
+    return out
+
+
+def row_letters(row: Mapping[str, Any]) -> list[str]:
+    return [g for g in str(row.get("glyphs") or "").split(",") if g]
+
+
+def ensemble_records(table: Any) -> list[dict[str, Any]]:
+    """One ``pair`` record per prediction row with a logprob record (the input of the ensemble reader)."""
+    records = []
+    for row in table.rows:
+        if row.record is None:
+            continue
+        columns = row.columns
+        letters = row_letters(columns)
+        captured = row.record.get("logprobs") or {}
+        logprobs = {g: captured.get(g) for g in letters}
+        finite = {g: float(v) for g, v in logprobs.items() if v is not None}
+        try:
+            answer_key = json.loads(str(columns.get("answer_key")))
+        except json.JSONDecodeError:
+            answer_key = None
+        item, prompt = columns.get("item"), columns.get("prompt_id")
+        records.append(pair_record(
+            f"{item}/{prompt}", pair_id=item, order=str(columns.get("order") or "fwd"),
+            label=columns.get("preference"), logprobs=logprobs,
+            prediction=max(finite, key=finite.__getitem__) if finite else None,
+            judge=row.record.get("model"), prompt=prompt, task=columns.get("category"),
+            flags=[*row.flags, *(row.record.get("flags") or [])],
+            meta={"item": item, "answer_key": answer_key, "vlmeval_index": row.index},
+        ))
+    return records
+
+
+def settings_from(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Dataset keyword arguments (VLMEvalKit's ``--config``) as ensemble settings; a bad one is an error naming it."""
+    out = dict(DEFAULT_SETTINGS)
+    unknown = sorted(set(kwargs) - set(out))
+    if unknown:
+        raise InputError(f"{unknown[0]!r} is not a setting of the ensemble datasets ({', '.join(out)})")
+    out.update({k: v for k, v in kwargs.items() if v is not None})
+    try:
+        out["validation"], out["clusters"], out["alpha"] = int(out["validation"]), int(out["clusters"]), float(out["alpha"])
+        seeds = out["seeds"]
+        out["seeds"] = [int(s) for s in seeds] if isinstance(seeds, (list, tuple)) else (
+            [int(s) for s in str(seeds).split(",")] if "," in str(seeds) else list(range(int(seeds))))
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"ensemble dataset settings: {exc}") from None
+    if out["procedure"] not in ("by", "bh"):
+        raise InputError(f"procedure must be 'by' or 'bh', got {out['procedure']!r}")
+    if not 0.0 < out["alpha"] < 1.0:
+        raise InputError(f"alpha must be in (0, 1), got {out['alpha']}")
+    return out
+
+
+def metric_path(prediction_file: str | Path) -> Path:
+    p = Path(prediction_file)
+    return p.with_name(f"{p.stem}{METRIC_SUFFIX}.json")
+
+
+def evaluate_file(
+    prediction_file: str | Path, *, dataset: str | None = None, settings: Mapping[str, Any] | None = None,
+    sidecars: Sequence[str | Path] | None = None, records_out: str | Path | None = None,
+) -> dict[str, float]:
+    """The ensemble study of a prediction file (module docstring); returns the headline."""
+    from judgecp.adapters.vlmeval.predictions import read_predictions
+    from judgecp.ensemble.embeddings import read_embeddings
+    from judgecp.ensemble.evaluate import ensemble_report
+    from judgecp.ensemble.records import read_ensemble_records
+
+    s = settings_from(settings or {})
+    table = read_predictions(prediction_file, dataset=dataset, sidecars=sidecars)
+    records = ensemble_records(table)
+    if records_out is not None:
+        Path(records_out).write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    embeddings = read_embeddings(s["embeddings"]) if s["embeddings"] else None
+    data = read_ensemble_records(records, embeddings=embeddings, require_embeddings=embeddings is not None)
+    data.exclusions.merge(table.excluded)
+    report = ensemble_report(data, validation=s["validation"], clusters=s["clusters"] if embeddings else 1,
+                             seeds=s["seeds"], alpha=s["alpha"], procedure=s["procedure"])
+    report["vlmeval"] = table.summary()
+    metric_path(prediction_file).write_text(json.dumps(report, indent=1) + "\n", "utf-8")
+    methods = ("uniform", "bpe", "mixture") if embeddings else ("uniform", "bpe")
+    headline = {f"{m}|{k}": float(report["methods"][m][k]) for m in methods for k in HEADLINE_SCORES}
+    headline.update({"n_items": float(report["n_items"]), "n_prompts": float(report["n_prompts"])})
+    return headline
+
+
+# -- the VLMEvalKit class ------------------------------------------------------------------------------
+
+_CLASS: list[type] = []
+
+
+def dataset_class() -> type:
+    """The VLMEvalKit dataset class (built on first use; imports VLMEvalKit)."""
+    if _CLASS:
+        return _CLASS[0]
+    from vlmeval.dataset.image_base import ImageBaseDataset
+    from vlmeval.smp import LMUDataRoot, load, toliststr
+
+    from judgecp.adapters.vlmeval.runtime import PROMPTS, mark_mcq
+    from judgecp.adapters.vlmeval.specs import DATASET_TYPE
+
+    class ImagePrefEnsembleCP(ImageBaseDataset):  # type: ignore[misc]
+        """Every item under every prompt of a prompt set; the prompt-ensemble study in ``evaluate()``."""
+
+        TYPE = DATASET_TYPE
+        MODALITY = "IMAGE"
+        DATASET_URL: ClassVar[dict[str, str]] = {}
+        DATASET_MD5: ClassVar[dict[str, str]] = {}
+        force_use_dataset_prompt = True
+
+        def __init__(self, dataset: str = f"{DATASET_PREFIX}HPDv2", skip_noimg: bool = True, **settings: Any) -> None:
+            self.settings = settings_from(settings)
+            super().__init__(dataset=dataset, skip_noimg=skip_noimg)
+            mark_mcq(dataset)  # the -lp models then capture the row's letters into the sidecar
+
+        @classmethod
+        def supported_datasets(cls) -> list[str]:
+            return sorted(p.stem for p in Path(LMUDataRoot()).glob(f"{DATASET_PREFIX}*.tsv"))
+
+        def load_data(self, dataset: str) -> Any:
+            path = Path(LMUDataRoot()) / f"{dataset}.tsv"
+            if not path.exists():
+                raise FileNotFoundError(
+                    f"{path} does not exist: build it with `python -m judgecp.adapters.vlmeval.ensemble "
+                    f"--source hpdv2|mjbench --out {LMUDataRoot()}` (docs/ensembles.md)"
+                )
+            return load(str(path))
+
+        def build_prompt(self, line: Any) -> list[dict[str, str]]:
+            if isinstance(line, int):
+                line = self.data.iloc[line]
+            paths = toliststr(line["image_path"]) if self.meta_only else self.dump_image(line)
+            msgs = messages(str(line["question"]), paths)
+            PROMPTS.register(self.dataset_name, msgs, line["index"], {"letters": row_letters(line)})
+            return msgs
+
+        def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, float]:
+            return evaluate_file(eval_file, dataset=self.dataset_name, settings=self.settings)
+
+    _CLASS.append(ImagePrefEnsembleCP)
+    return ImagePrefEnsembleCP
+
+
+# -- command line -----------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m judgecp.adapters.vlmeval.ensemble`` (build a TSV), or ``... evaluate PREDICTIONS`` (post hoc)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["evaluate"]:
+            p = argparse.ArgumentParser(prog="python -m judgecp.adapters.vlmeval.ensemble evaluate")
+            p.add_argument("predictions", help="a VLMEvalKit prediction file of an ImagePrefEnsemble_* dataset")
+            p.add_argument("--sidecar", action="append", default=[], help="a logprob sidecar JSONL (repeatable)")
+            p.add_argument("--records", help="also write the ensemble records here (for judgecp evaluate --kind ensemble)")
+            for key in ("validation", "clusters", "seeds", "alpha", "procedure", "embeddings"):
+                p.add_argument(f"--{key}")
+            args = p.parse_args(argv[1:])
+            settings = {k: getattr(args, k) for k in DEFAULT_SETTINGS if getattr(args, k) is not None}
+            headline = evaluate_file(args.predictions, settings=settings, sidecars=args.sidecar, records_out=args.records)
+            print(json.dumps(headline, indent=1))
+            print(f"full report: {metric_path(args.predictions)}")
+            return 0
+        p = argparse.ArgumentParser(prog="python -m judgecp.adapters.vlmeval.ensemble",
+                                    description="Build an ImagePrefEnsemble_* TSV for VLMEvalKit (one row per item and prompt).")
+        p.add_argument("--source", required=True, choices=("hpdv2", "mjbench"))
+        p.add_argument("--root", help="local copy (default: the hub dataset)")
+        p.add_argument("--split", default="quality", help="MJ-Bench split (default quality)")
+        p.add_argument("--out", required=True, help="the folder ($LMUData) to write the TSV into")
+        p.add_argument("--name", help=f"dataset name (default {DATASET_PREFIX}HPDv2 / {DATASET_PREFIX}MJBench_<split>)")
+        p.add_argument("--prompt-set", help="prompt-set JSON (default: the shipped parts)")
+        p.add_argument("--prompt", action="append", help="a prompt id (repeatable; default every A/B prompt)")
+        p.add_argument("--max-items", type=int, default=1000, help="seeded sample of items (default 1000; 0: all)")
+        p.add_argument("--data-seed", type=int, default=0)
+        args = p.parse_args(argv)
+        path = build(args.source, args.out, root=args.root, split=args.split, name=args.name,
+                     prompt_set=args.prompt_set, prompts=args.prompt, max_items=args.max_items or None,
+                     data_seed=args.data_seed)
+        print(f"wrote {path}")
+        return 0
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""``judgecp evaluate --kind ensemble``: prompt ensembles from one record per (item, prompt).
+
+The ensemble study (:mod:`judgecp.ensemble.evaluate`: uniform averaging, the
+Bayesian prompt ensemble and the multimodal mixture, with ECE, MCE, AUPRC,
+NLL and BY selection, as in Table 6 of the prompt-ensemble supplement) runs
+under the ``evaluate`` command: :func:`add_arguments` adds its own flags as
+one argument group, :func:`run` runs it. The shared flags mean what they mean
+for every kind (``--alpha``: the selection's FDR level; ``--seeds``: the
+repetitions; ``--json``, ``--quiet``, ``--format``, ``--example``); a flag of
+another kind is an error with ``--kind ensemble``, and an ensemble flag is an
+error with any other kind (it would be ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from judgecp.errors import InputError
+
+#: argparse dest -> flag, of the flags only ``--kind ensemble`` takes.
+ENSEMBLE_FLAGS = {
+    "embeddings": "--embeddings", "prompt_set": "--prompt-set", "item_field": "--item-field",
+    "validation": "--validation", "clusters": "--clusters", "membership": "--membership",
+    "concentration": "--concentration", "procedure": "--procedure", "predictions": "--predictions",
+}
+#: Flags of ``evaluate`` that ``--kind ensemble`` shares (dest names).
+SHARED = {"input", "kind", "example", "format", "alpha", "seeds", "json", "quiet", "func", "command"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``ensemble (--kind ensemble)`` argument group of ``judgecp evaluate``."""
+    g = parser.add_argument_group("prompt ensembles (--kind ensemble; docs/ensembles.md)")
+    g.add_argument("--embeddings", metavar="FILE", help="item embeddings, .npz or .jsonl keyed by meta.item (default: the records' meta.embedding)")
+    g.add_argument("--prompt-set", dest="prompt_set", metavar="FILE", help="prompt-set JSON giving each prompt's answer_key")
+    g.add_argument("--item-field", dest="item_field", metavar="PATH", help="dotted field tying an item's records together (default meta.item)")
+    g.add_argument("--validation", type=int, help="labeled items the BPE and mixture weights are fitted on (default 50)")
+    g.add_argument("--clusters", type=int, help="clusters K of the mixture (default 4)")
+    g.add_argument("--membership", choices=("hard", "soft"), help="p(z|x): k-means assignment (default) or soft")
+    g.add_argument("--concentration", type=float, help="sharpness of soft membership (default 20)")
+    g.add_argument("--procedure", choices=("by", "bh"), help="selective prediction: Benjamini-Yekutieli (default) or -Hochberg")
+    g.add_argument("--predictions", metavar="FILE", help="write the unlabeled items' mixture answers and selection (JSONL)")
+
+
+def check_unused(args: argparse.Namespace, kind: str) -> None:
+    """An ensemble flag given with another kind is an error (it would be ignored)."""
+    given = [flag for dest, flag in ENSEMBLE_FLAGS.items() if getattr(args, dest, None) is not None]
+    if given:
+        raise InputError(f"{', '.join(given)}: options of --kind ensemble, not of --kind {kind}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``judgecp evaluate --kind ensemble ...``; returns the exit status."""
+    from judgecp.cli.evaluate import check_output
+    from judgecp.ensemble.evaluate import build_parser
+    from judgecp.ensemble.evaluate import run as run_ensemble
+
+    defaults = build_parser().parse_args([])
+    other = sorted(
+        "--" + dest.replace("_", "-") for dest, value in vars(args).items()
+        if dest not in SHARED and dest not in ENSEMBLE_FLAGS and value not in (None, False, [])
+    )
+    if other:
+        raise InputError(f"{', '.join(other)}: not options of --kind ensemble")
+    if args.example == bool(args.input):
+        raise InputError("give an INPUT file or --example (not both)")
+    check_output(args.json)
+    check_output(args.predictions, "--predictions")
+    values: dict[str, Any] = {dest: getattr(args, dest) for dest in ENSEMBLE_FLAGS if getattr(args, dest) is not None}
+    try:
+        alpha = defaults.alpha if args.alpha is None else float(args.alpha)
+    except ValueError:
+        raise InputError(f"--alpha must be a number, got {args.alpha!r}") from None
+    if not 0.0 < alpha < 1.0:
+        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+    fmt = "auto" if args.format in (None, "table") else args.format
+    merged = {**vars(defaults), **values, "records": args.input, "example": args.example, "format": fmt,
+              "alpha": alpha, "seeds": args.seeds or defaults.seeds, "json": args.json, "quiet": args.quiet}
+    return run_ensemble(argparse.Namespace(**merged))
+
+
+def looks_like_ensemble(path: str, fmt: str | None) -> bool:
+    """Whether a file holds prompt-ensemble records (``meta.item`` with several prompts); never raises."""
+    from judgecp.ensemble.evaluate import read_input_records
+
+    try:
+        source, _ = read_input_records(path, "auto" if fmt in (None, "table") else fmt)
+        if isinstance(source, list):
+            records = source[:2000]
+        else:
+            import json
+
+            records = []
+            with open(source, encoding="utf-8") as handle:
+                for line in handle:
+                    if len(records) >= 2000:
+                        break
+                    records.append(json.loads(line))
+        prompts = {r.get("prompt") for r in records if isinstance(r, dict) and (r.get("meta") or {}).get("item")}
+        return len(prompts - {None}) > 1
+    except Exception:  # only a hint: any failure means no
+        return False
+
+
+def with_hint(exc: InputError, args: argparse.Namespace) -> InputError:
+    """``exc``, told to use ``--kind ensemble`` when no kind was given and the input is prompt-ensemble records."""
+    if args.kind is None and args.input and looks_like_ensemble(args.input, args.format):
+        return InputError(f"{exc}; these records answer several prompts per item (meta.item): "
+                          "a prompt ensemble, read with --kind ensemble")
+    return exc

@@ -52,3 +52,12 @@ def test_cli_progress_flag(capsys) -> None:
     assert "judgecp: multiple choice" not in capsys.readouterr().err  # stderr is not a terminal here
     assert main(["evaluate", "--example", "--kind", "pairwise", "--splits", "40", "--quiet", "--progress"]) == 0
     assert "judgecp: pairwise splits 40/40" in capsys.readouterr().err
+
+
+def test_progress_with_worker_processes(capsys, tmp_path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["evaluate", "--example", "--methods", "naive", "--splits", "3", "--jobs", "2", "--quiet", "--progress",
+                 "--json", str(a)]) == 0
+    assert "judgecp: likert splits (alpha 0.1) 3/3 (100%)" in capsys.readouterr().err
+    assert main(["evaluate", "--example", "--methods", "naive", "--splits", "3", "--quiet", "--json", str(b)]) == 0
+    assert a.read_bytes() == b.read_bytes()  # progress changes nothing in the report

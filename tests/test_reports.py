@@ -407,3 +407,15 @@ def test_real_judge_coverage_by_label_figure(tmp_path) -> None:
     # over-confident judge: every non-empty bin's accuracy lies below its confidence
     (points,) = data_lines(diag)
     assert np.all(np.asarray(points.get_ydata()) < np.asarray(points.get_xdata()))
+
+
+def test_mcq_groups_figure(reports) -> None:
+    (mcq,) = runs(reports, "mcq")
+    plot = F.mcq_groups([mcq], "lac")
+    ax_d, ax_c = plot.figure.axes
+    assert ax_d.get_xlabel() == "dataset" and ax_c.get_xlabel() == "category"
+    assert len(ax_d.containers) == len(mcq.report["methods"]) and len(target_lines(ax_d)) == 1
+    groups = [t.get_text() for t in ax_d.get_xticklabels()]
+    assert [p.get_height() for p in ax_d.containers[0]] == pytest.approx(
+        [mcq.report["by_dataset"][g]["methods"]["lac"]["coverage"] for g in groups])
+    assert isinstance(F.mcq_groups(runs(reports, "plain"), "naive"), Missing)

@@ -516,6 +516,43 @@ def mcq_methods(runs: Sequence[Run], focus: str) -> Result:
     return Plot(fid, title, f"Headline level α = {alpha:g}, mean over the splits.", fig)
 
 
+def mcq_groups(runs: Sequence[Run], focus: str) -> Result:
+    fid, title = "mcq_groups", "Coverage per data set and category"
+    sections = [k for k in ("by_dataset", "by_category") if any(r.report.get(k) for r in runs)]
+    if not sections:
+        return Missing(fid, title, "no `by_dataset` or `by_category` in the report (records without task or group fields)")
+    fig = new_figure(WIDTH + 1.2, 3.8)
+    axes = np.atleast_1d(fig.subplots(1, len(sections), squeeze=False)[0])
+    alpha = runs[0].alpha
+    for ax, sec in zip(axes, sections, strict=True):
+        have = [r for r in runs if r.report.get(sec)]
+        if len(runs) == 1:
+            table = have[0].report[sec]
+            series = [(m, {g: e["methods"].get(m, {}).get("coverage") for g, e in table.items()})
+                      for m in have[0].report["methods"]]
+        else:
+            series = [(r.name, {g: e["methods"].get(focus, {}).get("coverage") for g, e in r.report[sec].items()})
+                      for r in have]
+        groups = sorted({g for _, d in series for g in d})
+        x = np.arange(len(groups))
+        w = 0.8 / len(series)
+        for j, ((label, cov), c) in enumerate(zip(series, colors(len(series)), strict=True)):
+            vals = [np.nan if cov.get(g) is None else cov[g] for g in groups]
+            ax.bar(x - 0.4 + w * (j + 0.5), vals, width=w, color=c, label=label)
+        ax.axhline(1 - alpha, label=f"target 1 − α = {1 - alpha:g}", **TARGET_STYLE)
+        ax.set_xticks(x, groups, rotation=30 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
+        lo = np.nanmin([v for _, d in series for v in d.values() if v is not None] + [1 - alpha])
+        ax.set_ylim(max(0.0, lo - 0.05), 1.0)
+        ax.set(xlabel=sec.removeprefix("by_").replace("_", " "), ylabel="coverage of the option sets")
+        ax.grid(axis="y", alpha=0.3)
+    _fig_legend(fig, list(axes))
+    fig.suptitle(title, fontsize=11)
+    what = "one bar per method" if len(runs) == 1 else f"one bar per report, method {focus}"
+    cap = (f"α = {alpha:g}, test rows of every split pooled per group ({what}); the guarantee is marginal, "
+           "groups can fall below the target.")
+    return Plot(fid, title, cap, fig)
+
+
 # -- PARC -------------------------------------------------------------------------------------------
 
 #: PARC's variation families in the seed's order (others follow, by name).
@@ -686,6 +723,6 @@ BUILDERS: dict[str, tuple[Callable[[Sequence[Run], str], Result], ...]] = {
     "likert": (likert_methods, likert_sweep, group_coverage, coverage_by_label, coverage_by_error,
                width_distribution, confusion, judge_reliability, rsg),
     "pairwise": (risk_coverage, risk_vs_alpha, accepted_share, signal_reliability),
-    "mcq": (mcq_methods, mcq_sweep, set_size_hist),
+    "mcq": (mcq_methods, mcq_sweep, mcq_groups, set_size_hist),
     "parc": (parc_heatmaps,),
 }

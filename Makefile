@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-core test install bench bench-capture bench-scale reproduce lint dist
+.PHONY: demo demo-core test install bench bench-capture bench-scale reproduce lint dist report
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,20 @@ demo: install
 # The core alone: conformal intervals and diagnostics on the embedded synthetic judge.
 demo-core: install
 	$(BIN)/judgecp evaluate --example --json example-report.json
+
+# Figures, Markdown and HTML from the embedded synthetic examples of every kind (docs/reports.md):
+# out/report/report.html (every kind) and out/report-mondrian/ (pooled against Mondrian calibration).
+REPORT_METHODS := naive,lvd,ordinal_aps,lac,aps,ordinal_set
+report: install
+	$(BIN)/pip install -q -e ".[report]"
+	mkdir -p out/report out/report-mondrian
+	$(BIN)/judgecp evaluate --example --methods $(REPORT_METHODS) --alphas 0.05,0.1,0.2 --json out/report/likert.json --quiet
+	$(BIN)/judgecp evaluate --example --kind pairwise --json out/report/pairwise.json --quiet
+	$(BIN)/judgecp evaluate --example --kind mcq --alphas 0.05,0.1,0.2,0.3 --json out/report/mcq.json --quiet
+	$(BIN)/judgecp evaluate --example --kind parc --json out/report/parc.json --quiet
+	$(BIN)/judgecp report out/report/likert.json out/report/pairwise.json out/report/mcq.json out/report/parc.json -o out/report
+	$(BIN)/judgecp evaluate --example --methods naive,lac --mondrian group --alphas 0.05,0.2 --json out/report-mondrian/mondrian.json --quiet
+	$(BIN)/judgecp report out/report/likert.json out/report-mondrian/mondrian.json --names pooled,Mondrian -o out/report-mondrian
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -19,7 +19,7 @@ from judgecp.errors import InputError, MissingDependencyError
 
 def build_parser() -> argparse.ArgumentParser:
     from judgecp import __version__
-    from judgecp.cli import commands, evaluate
+    from judgecp.cli import commands, evaluate, report
     from judgecp.plugins import get_plugin_manager
 
     parser = argparse.ArgumentParser(
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     __import__("judgecp.cli.calibrators", fromlist=["add_parser"]).add_parser(sub)
     commands.add_records(sub)
     commands.add_methods(sub)
+    report.add_parser(sub)
     bench = commands.add_bench(sub)
     __import__("judgecp.cli.parc_build", fromlist=["add_parser"]).add_parser(sub)  # judgecp parc build
     get_plugin_manager().hook.register_commands(commands=sub, benchmarks=bench)

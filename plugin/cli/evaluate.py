@@ -59,7 +59,8 @@ def add_parser(sub: Any) -> None:
     lik.add_argument("--nan", choices=("exclude", "floor"), help="rows with NaN logprobs: exclude (default) or floor and flag")
     run = p.add_argument_group("protocol (every kind)")
     run.add_argument("--alpha", help="miscoverage (Likert, multiple choice), PARC's LAC level, or pairwise headline risk (default 0.1)")
-    run.add_argument("--alphas", help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25)")
+    run.add_argument("--alphas", help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25; "
+                     "Likert and multiple choice: the same study at each level, in the report's alpha_sweep)")
     run.add_argument("--methods", help="comma-separated conformal method specs, e.g. 'naive,lac(probabilities=recalibrated)', "
                      "or 'all' (Likert default: all; multiple choice: lac,aps,aps(randomized=False),raps,margin)")
     run.add_argument("--splits", help="random calibration/test splits (default 10; pairwise 1000)")
@@ -78,6 +79,8 @@ def add_parser(sub: Any) -> None:
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="OUT", help="write the full report as strict JSON")
     out.add_argument("--quiet", action="store_true", help="do not print the table")
+    out.add_argument("--progress", action="store_true",
+                     help="a progress line on stderr (default: on when stderr is a terminal and --quiet is not given)")
     out.add_argument("--detail", metavar="METHOD",
                      help="Likert: print coverage by label and by judge error, informativeness and midpoints for METHOD (default: the first)")
     ensemble.add_arguments(p)
@@ -136,6 +139,8 @@ def example_data(kind: str) -> Any:
 def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import Fields
     from judgecp.evaluation import evaluate
+    from judgecp.evaluation.sweep import write_sweep
+    from judgecp.progress import enabled as progress_enabled
     from judgecp.protocol import parse_settings
     from judgecp.report import dumps, write_report
     from judgecp.scale import LikertScale
@@ -177,7 +182,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if kind == "likert" and values["methods"] is None:
         values["methods"] = "all"
     protocol = parse_settings(values, kind=kind, spell=flag_name)
-    report = evaluate(data, protocol)
+    with progress_enabled(args.progress or (sys.stderr.isatty() and not args.quiet)):
+        report = evaluate(data, protocol)
     report.update(info)
     if args.detail is not None and kind != "likert":
         raise InputError("--detail goes with --kind likert")
@@ -194,6 +200,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         print(f"judgecp: warning: {warning['message']}", file=sys.stderr)
     if not args.quiet:
         write_report(report, sys.stdout, detail=report_detail)
+        write_sweep(report, sys.stdout)
         if args.json:
             print(f"\nfull report: {args.json}")
     return 0

@@ -17,8 +17,11 @@ from numpy.typing import NDArray
 from judgecp.conformal import ConformalMethod
 from judgecp.data.choice import ChoiceData
 from judgecp.errors import InputError
+from judgecp.evaluation.diagrams import set_size_distribution
 from judgecp.evaluation.metrics import mean_std
+from judgecp.evaluation.sweep import SWEEP_KEY, choice_sweep
 from judgecp.plugins import build_method, canonical_spec, parse_method_spec
+from judgecp.progress import progress
 from judgecp.protocol import Protocol, split_indices
 from judgecp.scale import LikertScale
 
@@ -63,11 +66,13 @@ def evaluate_choices(data: ChoiceData, protocol: Protocol) -> dict[str, Any]:
         "methods": {},
     }
     pooled: dict[str, list[tuple[NDArray[np.int64], BoolArray]]] = {s: [] for s in specs}
-    for spec in specs:
+
+    def run(spec: str, alpha: float, keep: list[tuple[NDArray[np.int64], BoolArray]] | None = None) -> dict[str, Any]:
         cov, size, size_c, size_w, empty = [], [], [], [], []
+        bar = progress(len(seeds), f"multiple choice {spec} splits (alpha {alpha:g})")
         for seed in seeds:
             cal, test = split_indices(data.n, seed, protocol.cal_fraction)
-            m = build_method(spec, alpha=protocol.level, scale=scale, random_state=seed)
+            m = build_method(spec, alpha=alpha, scale=scale, random_state=seed)
             m.calibrate(X[cal], y[cal])
             sets = option_sets(m, X[test], valid[test])
             hit = sets[np.arange(test.size), truth[test]]
@@ -78,16 +83,23 @@ def evaluate_choices(data: ChoiceData, protocol: Protocol) -> dict[str, Any]:
             size_c.append(sz[ok].mean() if ok.any() else np.nan)
             size_w.append(sz[~ok].mean() if (~ok).any() else np.nan)
             empty.append((sz == 0).mean())
-            pooled[spec].append((test, sets))
+            if keep is not None:
+                keep.append((test, sets))
+            bar.update()
+        bar.close()
         c, cs = mean_std(cov)
         s, ss = mean_std(size)
-        report["methods"][spec] = {
+        return {
             "coverage": c, "coverage_std": cs, "set_size": s, "set_size_std": ss,
             "set_size_correct": float(np.nanmean(size_c)) if not np.isnan(size_c).all() else None,
             "set_size_incorrect": float(np.nanmean(size_w)) if not np.isnan(size_w).all() else None,
             "empty": float(np.mean(empty)),
             "accuracy": report["accuracy"],
         }
+
+    for spec in specs:
+        report["methods"][spec] = run(spec, protocol.level, pooled[spec])
+    report["set_size_distribution"] = {spec: set_size_distribution(pooled[spec], data.k) for spec in specs}
     for f in (protocol.group,) if protocol.group else ("task", "group"):
         if f not in data.fields:
             continue
@@ -110,4 +122,7 @@ def evaluate_choices(data: ChoiceData, protocol: Protocol) -> dict[str, Any]:
                     }
             table[g] = entry
         report[f"by_{REPORT_NAMES.get(f, f)}"] = table
+    sweep = choice_sweep(protocol, specs, report["methods"], run)
+    if sweep is not None:
+        report[SWEEP_KEY] = sweep
     return report

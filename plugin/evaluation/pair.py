@@ -18,6 +18,8 @@ from numpy.typing import NDArray
 
 from judgecp.data.pair import PairData
 from judgecp.errors import InputError, unknown
+from judgecp.evaluation.diagrams import pair_reliability
+from judgecp.progress import progress
 from judgecp.protocol import Protocol
 from judgecp.selective import ClopperPearson, RiskController, controller_classes
 from judgecp.signals import Signal, risk_coverage_curve, signals, uncertainty_quality
@@ -94,10 +96,13 @@ def run_controllers(sig: Signal, labels: NDArray[np.int64], protocol: Protocol) 
     ctrls = {name: make_controller(name, protocol.delta) for name in protocol.controller_names()}
     levels = protocol.levels("pairwise")
     parts: dict[tuple[str, float], list[tuple[Any, ...]]] = {(c, a): [] for c in ctrls for a in levels}
+    bar = progress(protocol.n_splits("pairwise"), "pairwise splits")
     for sp in Splits.blocks(sig, labels, protocol.n_splits("pairwise"), protocol.cal_fraction, protocol.random_state):
         for name, ctrl in ctrls.items():
             for alpha in levels:
                 parts[(name, alpha)].append(sp.test_risk(ctrl.thresholds(sp.u_sorted, sp.e_sorted, alpha, sig)))
+        bar.update(sp.u_sorted.shape[0])
+    bar.close()
     out: dict[str, dict[str, dict[str, float]]] = {}
     for name in ctrls:
         out[name] = {}
@@ -140,6 +145,7 @@ def evaluate_pairs(data: PairData, protocol: Protocol) -> dict[str, Any]:
         "uncertainty": {name: uncertainty_quality(s, data.labels) for name, s in sigs.items()},
         "controllers": run_controllers(sigs[protocol.signal], data.labels, protocol),
         "risk_coverage": {name: risk_coverage_curve(s, data.labels) for name, s in sigs.items()},
+        "reliability_diagram": pair_reliability(sigs, data.labels),
     }
     for f, values in data.fields.items():
         report[f"by_{f}"] = {

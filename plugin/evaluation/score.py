@@ -26,6 +26,7 @@ from judgecp.conformal import Prediction, min_calibration_size
 from judgecp.data.score import ScoreData
 from judgecp.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
 from judgecp.errors import InputError
+from judgecp.evaluation.diagrams import likert_reliability
 from judgecp.evaluation.metrics import (
     RowMetrics,
     informativeness,
@@ -34,9 +35,11 @@ from judgecp.evaluation.metrics import (
     stratified,
     summary,
 )
+from judgecp.evaluation.sweep import SWEEP_KEY, likert_sweep
 from judgecp.features import judge_probabilities
 from judgecp.methods.mondrian import Mondrian
 from judgecp.plugins import build_method, canonical_spec, parse_method_spec
+from judgecp.progress import progress
 from judgecp.protocol import Protocol, split_indices
 
 #: Thread-pool variables set to 1 in worker processes: one process per core,
@@ -83,8 +86,14 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
 def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> list[SplitResult]:
     """Every split, in processes when ``protocol.jobs > 1`` (same results either way)."""
     seeds = protocol.split_seeds("likert")
+    bar = progress(len(seeds), f"likert splits (alpha {protocol.level:g})")
     if protocol.jobs <= 1 or len(seeds) <= 1:
-        return [run_split(data, protocol, specs, s) for s in seeds]
+        results = []
+        for s in seeds:
+            results.append(run_split(data, protocol, specs, s))
+            bar.update()
+        bar.close()
+        return results
     # spawn, not fork: a forked child of a process that already started
     # torch's (or OpenMP's) thread pool can deadlock. Children copy the
     # environment at start, so the thread limits are set around the pool.
@@ -94,7 +103,12 @@ def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> lis
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=min(protocol.jobs, len(seeds)), mp_context=ctx) as pool:
             futures = [pool.submit(run_split, data, protocol, specs, s) for s in seeds]
-            return [f.result() for f in futures]
+            results = []
+            for f in futures:
+                results.append(f.result())
+                bar.update()
+            bar.close()
+            return results
     finally:
         for k, v in saved.items():
             if v is None:
@@ -144,6 +158,7 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         },
         "point": point_metrics(data.parsed, data.labels, scale, P),
         "confusion": confusion_matrix(data.parsed, data.labels, scale),
+        "reliability_diagram": likert_reliability(P, data.labels, scale.labels.tolist()),
         "methods": {},
     }
     group_field = protocol.mondrian or protocol.group
@@ -176,6 +191,9 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
             )
             for spec in specs
         }
+    sweep = likert_sweep(data, protocol, specs, splits)
+    if sweep is not None:
+        report[SWEEP_KEY] = sweep
     if protocol.skipped:
         report["skipped"] = [{"method": name, "reason": reason} for name, reason in protocol.skipped]
     return report

@@ -1,0 +1,102 @@
+"""Reading ``judgecp evaluate --json`` reports for the figures: one :class:`Run` per file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judgecp.errors import InputError
+
+KINDS = ("likert", "pairwise", "mcq", "parc")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One report: its display name (a judge, a data set, a setting), the file and its contents."""
+
+    name: str
+    path: str
+    report: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.report["kind"])
+
+    @property
+    def calibration(self) -> str:
+        """Likert group tables: ``Mondrian`` (calibrated per group) or ``pooled`` (one calibration)."""
+        protocol = self.report.get("protocol") or {}
+        return "Mondrian" if protocol.get("mondrian") else "pooled"
+
+    @property
+    def alpha(self) -> float:
+        """The headline level (pairwise: ``alpha`` when present, else 0.1 if swept, else the first level)."""
+        if "alpha" in self.report:
+            return float(self.report["alpha"])
+        alphas = [float(a) for a in self.report.get("alphas", [])]
+        return 0.1 if 0.1 in alphas or not alphas else alphas[0]
+
+
+def infer_kind(report: dict[str, Any]) -> str | None:
+    kind = report.get("kind")
+    if kind in KINDS:
+        return str(kind)
+    if isinstance(kind, str):  # a kind with no figures yet (e.g. ensemble)
+        return None
+    if "controllers" in report:
+        return "pairwise"
+    if "cells" in report.get("reliability", {}) or "reliability" in report:
+        return "parc"
+    if "confusion" in report:
+        return "likert"
+    if "methods" in report:
+        return "mcq"
+    return None
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """A report file, checked: a JSON object that is a judgecp report (its ``kind`` filled in)."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file or folder")
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a JSON report ({exc})") from exc
+    if not isinstance(report, dict):
+        raise InputError(f"{path}: not a judgecp report (a JSON object is expected)")
+    if infer_kind(report) is None:
+        if isinstance(report.get("kind"), str):
+            raise InputError(f"{path}: a {report['kind']} report; judgecp report draws {', '.join(KINDS)} reports")
+        raise InputError(f"{path}: not a judgecp evaluate report (no kind, methods or controllers)")
+    return report
+
+
+def load_runs(paths: Sequence[str | Path], names: Sequence[str] | None = None,
+              alphas: Sequence[float] | None = None) -> list[Run]:
+    """The reports, in the order given (folders and harness files as :mod:`judgecp.reports.collect` finds them).
+
+    A name per report: ``names``, else the file's stem (lm-eval samples: the task).
+    """
+    from judgecp.reports.collect import collect
+
+    if not paths:
+        raise InputError("give at least one REPORT.json")
+    found = collect(paths, alphas)
+    if names is not None and len(names) != len(found):
+        raise InputError(f"--names gives {len(names)} names for {len(found)} reports")
+    runs: list[Run] = []
+    for i, (name, path, report) in enumerate(found):
+        report = report or read_report(path)
+        kind = infer_kind(report)
+        if kind is None:
+            raise InputError(f"{path}: not a judgecp evaluate report (no kind, methods or controllers)")
+        runs.append(Run(names[i] if names is not None else name, str(path), {**report, "kind": kind}))
+    seen: set[str] = set()
+    for r in runs:
+        if r.name in seen:
+            raise InputError(f"two reports are named {r.name!r}; give --names")
+        seen.add(r.name)
+    return runs

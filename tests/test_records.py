@@ -180,3 +180,14 @@ def test_records_command_maps_any_table_onto_records(tmp_path: Path, capsys: pyt
     a = evaluate(load(csv, fields=Fields(id="key", label="score", logprobs="lp_*")), Protocol(methods=("naive", "lac"), splits=3))
     b = evaluate(load(out), Protocol(methods=("naive", "lac"), splits=3))
     assert a["methods"] == b["methods"] and a["point"] == b["point"]
+
+
+def test_an_excluded_record_is_counted_under_its_own_reason() -> None:
+    """A placeholder record (an adapter's malformed line) with no options: its reason, not options_missing."""
+    from judgecp.data import from_records
+
+    good = [choice_record(f"q{i}", options=["A", "B"], label=["A"], logprobs={"A": -0.1, "B": -2.0}) for i in range(6)]
+    placeholder = choice_record("bad", options=[], label=[], exclude="malformed_json_line")
+    data = from_records([*good, placeholder], "mcq")
+    assert dict(data.excluded.counts) == {"malformed_json_line": 1}
+    assert problem({**placeholder, "exclude": None}) == "options_missing"

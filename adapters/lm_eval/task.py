@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from lm_eval.api.task import ConfigurableTask
 
-from judgecp.adapters.lm_eval import calibrated, images
+from judgecp.adapters.lm_eval import calibrated, images, model_name
 from judgecp.adapters.lm_eval.metrics import (
     Metric,
     aggregations,
@@ -95,8 +95,15 @@ class JudgeReportTask(ConfigurableTask):
         return {m.name: m.higher_is_better for m in self._judgecp_metrics}
 
     def process_results(self, doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
-        """The document's record under every metric name (each aggregation needs the records)."""
+        """The document's record under every metric name (each aggregation needs the records).
+
+        Records name the judge (the model a judgecp model class loaded), so a
+        calibrator fitted on them refuses another judge's run.
+        """
         record = self.record(doc, results)
+        judge = model_name()
+        if record.get("judge") is None and judge != "model":
+            record = {**record, "judge": judge}
         return {m.name: record for m in self._judgecp_metrics}
 
     # -- shared by the subclasses ------------------------------------------------------

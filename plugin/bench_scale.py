@@ -35,7 +35,7 @@ COMPLEXITY = {
     "cqr": ("two gradient-boosted quantile fits on at most max_fit_rows rows, O(n) prediction", "O(n)"),
     "cqr_asym": ("as cqr", "O(n)"),
     "chr": ("a multinomial fit on the fit part, O(n K^2) ranges", "O(n K^2)"),
-    "lvd": ("see the method's docstring", "see the method's docstring"),
+    "lvd": ("O(m^2) fit on m <= 4,000 kernel anchors, O(n m) prediction", "O(m^2 + 2,048 m)"),
     "boosted_cqr": ("see the method's docstring", "O(n)"),
     "boosted_lcp": ("see the method's docstring", "O(n)"),
     "r2ccp": ("epochs x fit rows (an MLP), O(n G) prediction over G grid points", "O(n G)"),

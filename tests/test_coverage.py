@@ -202,3 +202,22 @@ def test_pooled_calibration_misses_the_hard_group() -> None:
         hit = pred.sets[np.arange(test.size), SCALE.index(y[test])]
         covs.append(float(hit[g[test] == 1].mean()))
     assert np.mean(covs) < 1 - alpha - 0.02
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["lvd(max_anchors=50)", "cqr(max_fit_rows=60)"])
+def test_bounded_fits_keep_the_guarantee(spec: str) -> None:
+    """LVD's kernel anchors and CQR's fit rows are capped at scale (never an n x n kernel); the cap
+    subsamples what the model learns from, not what calibrates, so coverage holds as before."""
+    alpha, reps = 0.1, 25
+    rng = np.random.default_rng([17, len(spec)])
+    covs = []
+    for r in range(reps):
+        method = build_method(spec, alpha=alpha, scale=SCALE, random_state=r)
+        Xc, yc = judge_draw(600, rng)
+        Xt, yt = judge_draw(1000, rng)
+        method.calibrate(Xc, yc)
+        covs.append(covered(method, Xt, yt))
+    fitted = method.Z_.shape[0] if spec.startswith("lvd") else method.lower_model_.n_features_in_
+    assert fitted == 50 if spec.startswith("lvd") else fitted > 0
+    check_band(spec, covs, alpha, 300, two_sided=False)

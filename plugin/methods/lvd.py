@@ -10,6 +10,10 @@ from judgecp.scale import LikertScale
 
 #: Bandwidths (in standardized feature units) searched by leave-one-out error.
 BANDWIDTH_GRID = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.5)
+#: Kernel anchors at most (a seeded subsample of the fit part beyond it): the fit is O(m^2), prediction
+#: O(n m) in blocks of PREDICT_BLOCK rows, never n x n. Above the fit parts of ../shared/data (<= 2,200).
+MAX_ANCHORS = 4000
+PREDICT_BLOCK = 2048
 
 
 def _sq_dists(A: FloatArray, B: FloatArray) -> FloatArray:
@@ -32,6 +36,11 @@ class LVD(ConformalMethod):
     test-dependent weights that does not carry an exact marginal guarantee
     (Guan 2023), while the normalized score does, so we localize through
     ``sigma(x)`` instead.
+
+    Cost: the kernel's anchors are the fit part, subsampled (seeded) to
+    ``max_anchors``: fitting is O(m^2) time and memory for m anchors,
+    prediction O(n m) time and O(block x m) memory, so 100,000 rows cost no
+    n x n kernel. The guarantee is unchanged (the conformal part is untouched).
     """
 
     name = "lvd"
@@ -47,15 +56,20 @@ class LVD(ConformalMethod):
         fit_fraction: float = 0.5,
         random_state: int | np.random.Generator | None = None,
         min_scale: float = 0.05,
+        max_anchors: int = MAX_ANCHORS,
     ) -> None:
         super().__init__(alpha, scale=scale, fit_fraction=fit_fraction, random_state=random_state)
         self.min_scale = min_scale
+        self.max_anchors = max_anchors
 
     def _standardize(self, X: FloatArray) -> FloatArray:
         z: FloatArray = (model_features(X, self.scale) - self.mean_) / self.std_
         return z
 
     def _fit(self, X: FloatArray, y: FloatArray) -> None:
+        if y.size > self.max_anchors:
+            keep = np.sort(self._rng_.choice(y.size, size=self.max_anchors, replace=False))
+            X, y = X[keep], y[keep]
         F = model_features(X, self.scale)
         self.mean_ = F.mean(axis=0)
         self.std_ = np.where(F.std(axis=0) > 1e-12, F.std(axis=0), 1.0)
@@ -76,13 +90,18 @@ class LVD(ConformalMethod):
         self.abs_resid_ = np.abs(y - loo)
 
     def mean_and_scale(self, X: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Kernel-regression mean and local residual scale at X."""
-        W = np.exp(-_sq_dists(self._standardize(X), self.Z_) / (2 * self.bandwidth_**2))
-        denom = W.sum(axis=1)
-        ok = denom > 1e-300
-        safe = np.maximum(denom, 1e-300)
-        mu = np.where(ok, W @ self.y_ / safe, self.y_.mean())
-        sigma = np.where(ok, W @ self.abs_resid_ / safe, self.abs_resid_.mean())
+        """Kernel-regression mean and local residual scale at X (in blocks of rows)."""
+        Z = self._standardize(X)
+        mu = np.empty(Z.shape[0])
+        sigma = np.empty(Z.shape[0])
+        for start in range(0, Z.shape[0], PREDICT_BLOCK):
+            block = slice(start, start + PREDICT_BLOCK)
+            W = np.exp(-_sq_dists(Z[block], self.Z_) / (2 * self.bandwidth_**2))
+            denom = W.sum(axis=1)
+            ok = denom > 1e-300
+            safe = np.maximum(denom, 1e-300)
+            mu[block] = np.where(ok, W @ self.y_ / safe, self.y_.mean())
+            sigma[block] = np.where(ok, W @ self.abs_resid_ / safe, self.abs_resid_.mean())
         return mu, np.maximum(sigma, self.min_scale)
 
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:

@@ -11,7 +11,6 @@ from judgecp.errors import InputError
 from judgecp.features import model_features
 from judgecp.scale import LikertScale
 
-
 #: Rows the quantile regressors are fitted on at most (the fit parts of ../shared/data are under 2,200).
 MAX_FIT_ROWS = 20_000
 

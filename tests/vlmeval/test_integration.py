@@ -423,3 +423,28 @@ def test_vlmeval_multiple_choice_with_an_lp_model_gets_conformal_sets_post_hoc(w
                   str(ws.root / "out_mcq_plain" / LETTERS / f"{LETTERS}_{MCQ}.xlsx"))
     assert proc.returncode == 2 and "no usable rows (no_logprob_record: 24)" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_calibrator_setting_in_a_real_run(ws: Workspace, tiny_model: Path) -> None:
+    """Calibrate on one run's prediction file, then a second run with the `calibrator` dataset setting."""
+    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu)))
+    config = json.loads((REPO / "configs" / "vlmeval_mllm_judge_cp.json").read_text())
+    config["model"] = {"tiny-cal-lp": {"class": "JudgeCPLogprobs", "base_class": "DOCLING",
+                                       "model_path": str(tiny_model), "max_new_tokens": 12}}
+    config["data"]["MLLMJudge_CP"]["seeds"] = 3
+    first = ws.root / "cal_config.json"
+    first.write_text(json.dumps(config))
+    ok(ws.vlmeval("--config", str(first), work_dir=ws.root / "out_cal_1"))
+    (run,) = run_dir(ws.root / "out_cal_1", "tiny-cal-lp")
+    cal = ws.root / "judge.cal.json"
+    ok(ws.run("calibrate", str(run / "tiny-cal-lp_MLLMJudge_CP.xlsx"), "--format", "vlmeval", "--method", "lac",
+              "-o", str(cal)))
+    config["data"]["MLLMJudge_CP"]["calibrator"] = str(cal)
+    second = ws.root / "cal_config_2.json"
+    second.write_text(json.dumps(config))
+    ok(ws.vlmeval("--config", str(second), work_dir=ws.root / "out_cal_2"))
+    (run2,) = run_dir(ws.root / "out_cal_2", "tiny-cal-lp")
+    summary = json.loads((run2 / "tiny-cal-lp_MLLMJudge_CP_calibrated.json").read_text())
+    status = json.loads((run2 / "status.json").read_text())["datasets"]["MLLMJudge_CP"]
+    assert status["status"] == "done" and status["metrics"]["n"] == summary["n"] > 0
+    assert 1.0 <= status["metrics"]["set_size"] <= 5.0

@@ -448,3 +448,36 @@ def test_calibrator_setting_in_a_real_run(ws: Workspace, tiny_model: Path) -> No
     status = json.loads((run2 / "status.json").read_text())["datasets"]["MLLMJudge_CP"]
     assert status["status"] == "done" and status["metrics"]["n"] == summary["n"] > 0
     assert 1.0 <= status["metrics"]["set_size"] <= 5.0
+
+
+def test_prompt_ensemble_dataset_in_a_real_run(ws: Workspace) -> None:
+    """Every prompt over every item inside VLMEvalKit: the TSV builder, the -lp capture, the ensemble study."""
+    import subprocess
+    import sys
+
+    from PIL import Image
+
+    root = ws.root / "hpdv2"
+    entries = []
+    for g in range(30):  # 90 pairs: the study's 50 validation items and more held out
+        (root / "test" / str(g)).mkdir(parents=True, exist_ok=True)
+        for k in range(3):
+            Image.new("RGB", (8, 8), (40 * k, 8 * g, 0)).save(root / "test" / str(g) / f"{k}.png")
+        entries.append({"prompt": f"scene {g}", "image_path": [f"{g}/{k}.png" for k in range(3)], "rank": [2, 1, 3]})
+    (root / "test.json").write_text(json.dumps(entries))
+    build = subprocess.run(
+        [sys.executable, "-m", "judgecp.adapters.vlmeval.ensemble", "--source", "hpdv2", "--root", str(root),
+         "--out", str(ws.lmu), "--prompt", "supplement-sample",
+         "--prompt", "photographer.supplement-sample.quality-artifacts.flip.AB"],
+        env=ws.env, text=True, capture_output=True, check=False,
+    )
+    ok(build)
+    work = ws.root / "out_ensemble"
+    ok(ws.vlmeval("--data", "ImagePrefEnsemble_HPDv2", "--model", LLP, work_dir=work))
+    (run,) = run_dir(work, LLP)
+    side = sidecar_lines(run / f"{LLP}_ImagePrefEnsemble_HPDv2_lprecords.jsonl")
+    assert len(side) == 180 and all(set(r["logprobs"]) == {"A", "B"} for r in side)  # 90 pairs x 2 prompts
+    report = json.loads((run / f"{LLP}_ImagePrefEnsemble_HPDv2_ensemble.json").read_text())
+    assert {"uniform", "bpe"} <= set(report["methods"])
+    entry = json.loads((run / "status.json").read_text())["datasets"]["ImagePrefEnsemble_HPDv2"]
+    assert entry["status"] == "done"

@@ -481,3 +481,21 @@ def test_prompt_ensemble_dataset_in_a_real_run(ws: Workspace) -> None:
     assert {"uniform", "bpe"} <= set(report["methods"])
     entry = json.loads((run / "status.json").read_text())["datasets"]["ImagePrefEnsemble_HPDv2"]
     assert entry["status"] == "done"
+
+
+def test_built_parc_variations_run_in_vlmeval(ws: Workspace) -> None:
+    """judgecp parc build (vision variations, no rewriter) -> build-tsv parc -> a real run -> PARC's scores."""
+    from tests.test_parc_build import write_originals
+
+    originals = write_originals(ws.root / "parc_originals", comparative=8, single=0)
+    built = ws.root / "parc_built"
+    ok(ws.run("parc", "build", str(originals), "-o", str(built), "--variations", "VR-B,VR-R,VS-S"))
+    ok(ws.run("vlmeval", "build-tsv", "parc", "--source", str(built), "--out", str(ws.lmu), "--name", "PARC_built"))
+    work = ws.root / "out_parc_built"
+    ok(ws.vlmeval("--data", "PARC_built", "--model", LLP, work_dir=work))
+    (run,) = run_dir(work, LLP)
+    metrics = json.loads((run / f"{LLP}_PARC_built_reliability.json").read_text())
+    assert metrics["kind"] == "parc" and metrics["n_read"] == 8 * 4  # the original and three variations
+    assert set(metrics["reliability"]["variation"]) == {"O", "VR-B", "VR-R", "VS-S"}
+    entry = json.loads((run / "status.json").read_text())["datasets"]["PARC_built"]
+    assert entry["status"] == "done"

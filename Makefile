@@ -42,8 +42,9 @@ report: install
 	$(BIN)/judgecp evaluate --example --methods naive,lac --mondrian group --alphas 0.05,0.2 --json out/report-mondrian/mondrian.json --quiet
 	$(BIN)/judgecp report out/report/likert.json out/report-mondrian/mondrian.json --names pooled,Mondrian -o out/report-mondrian
 
+# Two workers, a test file's tests on one worker (its tiny models and lm_eval runs are built once).
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: install
 	$(BIN)/judgecp bench protocol

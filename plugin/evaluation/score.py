@@ -26,6 +26,7 @@ from judgecp.conformal import Prediction, min_calibration_size
 from judgecp.data.score import ScoreData
 from judgecp.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
 from judgecp.errors import InputError
+from judgecp.evaluation.conditional import conditional_coverage, judge_error
 from judgecp.evaluation.metrics import (
     RowMetrics,
     informativeness,
@@ -149,6 +150,7 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
     group_field = protocol.mondrian or protocol.group
     groups = data.field(group_field) if group_field else None
     y_all = data.labels
+    report["conditional_coverage"] = {}
     for spec in specs:
         per_seed = [RowMetrics.of(s.predictions[spec], y_all[s.test]) for s in splits]
         test_idx = np.concatenate([s.test for s in splits])
@@ -161,6 +163,10 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         entry["informativeness"] = informativeness(pooled(per_seed, "labels_width"))
         entry["midpoint"] = midpoint_table(per_seed, y_pool, data.parsed[test_idx].astype(np.float64), scale)
         report["methods"][spec] = entry
+        report["conditional_coverage"][spec] = conditional_coverage(
+            per_seed, y_pool, judge_error(data.logprobs[test_idx], y_pool, scale),
+            None if groups is None else groups[test_idx],
+        )
 
     if groups is not None:
         report["groups"] = group_report(data, specs, splits, groups)

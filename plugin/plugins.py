@@ -113,6 +113,8 @@ def parse_method_spec(spec: str) -> tuple[str, dict[str, Any]]:
             node = kw.value
             if isinstance(node, ast.Name):
                 kwargs[str(kw.arg)] = node.id
+            elif all(isinstance(n, (ast.Name, ast.BinOp, ast.Add, ast.Load)) for n in ast.walk(node)):
+                kwargs[str(kw.arg)] = ast.unparse(node).replace(" ", "")  # words joined by +: features=entropy+margin
             else:
                 try:
                     kwargs[str(kw.arg)] = ast.literal_eval(node)

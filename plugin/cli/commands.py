@@ -84,6 +84,8 @@ def run_methods(args: argparse.Namespace) -> int:
         params = method_parameters(cls)
         if params:
             print(f"  {'':14s} parameters: {', '.join(params)}")
+    print("  every method also takes conditional=label (per-label thresholds); a method that fits a model also\n"
+          "  cv=K (CV+: K out-of-fold models) and features=entropy+margin+mode (docs/beyond.md)")
     print("risk controllers (--controllers, pairwise):")
     for name, ctrl in controller_classes().items():
         print(f"  {name:16s} {'guaranteed' if ctrl.guaranteed else 'no guarantee':13s} {ctrl.reference}")

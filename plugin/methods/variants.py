@@ -38,7 +38,7 @@ lists them); :func:`make_variant` wraps the method in a :class:`Variant`:
     reads extra columns of ``X``: :func:`judgecp.features.model_features`),
     so the guarantee is the method's own. Row fields such as the task or the
     parsed score reach the models as extra columns of the data
-    (:func:`judgecp.beyond.with_row_features`, or ``--features`` on a table).
+    (:func:`judgecp.row_features.with_row_features`, or ``--features`` on a table).
 
 The conditional and CV+ variants predict label sets only (no continuous
 interval: a label-conditional or CV+ set need not be an interval); they work

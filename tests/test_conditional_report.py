@@ -23,7 +23,7 @@ def report_and_data() -> tuple[dict, object]:
 
 
 def test_cells_partition_the_pooled_test_rows(report_and_data: tuple[dict, object]) -> None:
-    report, data = report_and_data
+    report, _ = report_and_data
     pooled_n = report["protocol"]["n_test"] * len(report["protocol"]["seeds"])
     for spec, c in report["conditional_coverage"].items():
         assert set(c) == {"by_label", "by_group", "by_judge_error", "min_cell", "worst"}

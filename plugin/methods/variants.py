@@ -200,7 +200,7 @@ class Variant(ConformalMethod):
         self.cv = cv
         self.features = features
         probe = make_base(None)
-        self.name = probe.name  # type: ignore[misc]
+        self.name = probe.name
         self.fits_model = probe.fits_model
         if conditional is not None and conditional not in CONDITIONAL:
             raise InputError(f"{probe.name}: conditional must be one of {CONDITIONAL}, got {conditional!r}")
@@ -213,7 +213,7 @@ class Variant(ConformalMethod):
         if self.feature_names_ and not probe.fits_model:
             raise InputError(f"{probe.name}: features= needs a method that fits a model; this one fits none")
         self.scores_only = conditional is not None or cv is not None
-        self.output = "set" if self.scores_only else probe.output  # type: ignore[misc]
+        self.output = "set" if self.scores_only else probe.output
 
     # -- inputs ------------------------------------------------------------------
     def _augment(self, X: FloatArray) -> FloatArray:

@@ -75,7 +75,8 @@ def run_methods(args: argparse.Namespace) -> int:
     from judgecp.plugins import method_classes, method_parameters, missing_dependency
     from judgecp.selective import controller_classes
 
-    print("conformal methods (--methods NAME or NAME(param=value, ...)):")
+    print("conformal methods (--methods NAME or NAME(param=value, ...); any method also takes conditional=label, "
+          "one that fits a model cv=K and features=entropy+margin+mode, docs/beyond.md):")
     for name, cls in method_classes().items():
         missing = missing_dependency(cls)
         status = "" if missing is None else f"  [unavailable: {missing}]"
@@ -84,8 +85,6 @@ def run_methods(args: argparse.Namespace) -> int:
         params = method_parameters(cls)
         if params:
             print(f"  {'':14s} parameters: {', '.join(params)}")
-    print("  every method also takes conditional=label (per-label thresholds); a method that fits a model also\n"
-          "  cv=K (CV+: K out-of-fold models) and features=entropy+margin+mode (docs/beyond.md)")
     print("risk controllers (--controllers, pairwise):")
     for name, ctrl in controller_classes().items():
         print(f"  {name:16s} {'guaranteed' if ctrl.guaranteed else 'no guarantee':13s} {ctrl.reference}")

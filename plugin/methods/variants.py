@@ -121,12 +121,17 @@ def label_scores(method: ConformalMethod, X: FloatArray, u: FloatArray) -> Label
         s = method.grid_scores(X)
         return [(s[:, method._nearest(k[0])], 1.0)]
     if isinstance(method, CHR):
+        # The ranges grow with the level (nested): a range's start never rises and its end never
+        # falls, so the first level whose range holds label j is the count of levels before
+        # the start reaches j or the end reaches j, whichever comes later.
         a, b = contiguous_ranges(method.scale.k)
         chain = method._chain(X)
+        start, end = a[chain].astype(np.int8), b[chain].astype(np.int8)
         out = np.empty((X.shape[0], method.scale.k))
+        last = method.levels.size - 1
         for j in range(method.scale.k):
-            inside = (a[chain] <= j) & (b[chain] >= j)
-            out[:, j] = method.levels[np.argmax(inside, axis=1)]
+            first = np.maximum((start > j).sum(axis=1), (end < j).sum(axis=1))
+            out[:, j] = method.levels[np.minimum(first, last)]
         return [(out, 1.0)]
     if isinstance(method, _SetMethod):
         return [(method._label_scores(method._proba(X), u if method.randomized else None), 1.0)]

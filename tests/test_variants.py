@@ -277,7 +277,7 @@ def test_features_option_feeds_the_model_and_keeps_coverage() -> None:
     ("spec", "message"),
     [
         ("lac(cv=5)", "fits none"),
-        ("lac(conditional=group)", "conditional must be"),
+        ("lac(conditional=task)", "conditional must be"),
         ("cqr(cv=1)", "cv must be an integer"),
         ("cqr(features=colour)", "features: unknown"),
         ("naive(features=entropy)", "fits none"),
@@ -319,3 +319,32 @@ def test_label_conditional_on_llava_critic() -> None:
     assert low["lac(conditional=label)"] >= 0.85 and 3.2 < width["lac(conditional=label)"] < 3.45  # the issue's 3.34
     spec = "ordinal_set(conditional=label, probabilities=recalibrated)"
     assert low[spec] >= 0.85 and width[spec] < 2.9
+
+
+@pytest.mark.slow
+def test_group_conditional_with_one_pooled_fit() -> None:
+    """conditional=group: one model fitted on every group, one threshold per group; each group covered."""
+    alpha, reps = 0.1, 30
+    rng = np.random.default_rng(21)
+    per_group: dict[int, list[float]] = {0: [], 1: []}
+    for r in range(reps):
+        X0, y0 = judge_draw(500, rng)
+        X1, y1 = judge_draw(500, rng)
+        X1 = X1[rng.permutation(y1.size)]  # group 1: logprobs unrelated to the labels
+        X, y = np.vstack([X0, X1]), np.concatenate([y0, y1])
+        g = np.r_[np.zeros(500, int), np.ones(500, int)]
+        perm = rng.permutation(1000)
+        cal, test = perm[:500], perm[500:]
+        m = build_method("lac(conditional=group, probabilities=recalibrated)", alpha=alpha, scale=SCALE, random_state=r)
+        hit = m.calibrate(X[cal], y[cal], groups=g[cal]).predict(X[test], groups=g[test]).covers(y[test])
+        for k in (0, 1):
+            per_group[k].append(float(hit[g[test] == k].mean()))
+    for k, covs in per_group.items():
+        c = np.asarray(covs)
+        assert c.mean() >= 1 - alpha - Z * c.std(ddof=1) / np.sqrt(reps), (k, c.mean())
+
+
+def test_group_conditional_needs_groups() -> None:
+    m = build_method("lac(conditional=group)", alpha=0.1, scale=SCALE)
+    with pytest.raises(InputError, match="needs the rows' groups"):
+        m.calibrate(*judge_draw(100, np.random.default_rng(0)))

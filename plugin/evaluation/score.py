@@ -37,6 +37,7 @@ from judgecp.evaluation.metrics import (
 )
 from judgecp.features import judge_probabilities
 from judgecp.methods.mondrian import Mondrian
+from judgecp.methods.variants import is_group_conditional
 from judgecp.plugins import build_method, canonical_spec, parse_method_spec
 from judgecp.protocol import Protocol, split_indices
 
@@ -64,7 +65,12 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
     insufficient: dict[str, list[str]] = {}
     for spec in specs:
         t0 = time.perf_counter()
-        if protocol.mondrian:
+        if is_group_conditional(spec):  # one pooled fit, a threshold per group (judgecp.methods.variants)
+            groups = data.field(protocol.mondrian or protocol.group or "", "mondrian field")
+            method = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
+            preds[spec] = method.calibrate(X[cal], y[cal], groups=groups[cal]).predict(X[test], groups=groups[test])
+            insufficient[spec] = list(method.pooled_groups_)
+        elif protocol.mondrian:
             groups = data.field(protocol.mondrian, "mondrian field")
 
             def make(i: int, spec: str = spec) -> Any:
@@ -121,6 +127,8 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         raise InputError(f"need at least 4 valid rows for a calibration/test split, got {data.n}")
     for spec in specs:  # a bad spec fails before any work
         build_method(spec, alpha=protocol.level, scale=data.scale)
+        if is_group_conditional(spec) and not (protocol.mondrian or protocol.group):
+            raise InputError(f"method {spec!r}: conditional=group needs --mondrian FIELD or --group FIELD")
     splits = run_splits(data, protocol, specs)
 
     scale = data.scale

@@ -67,7 +67,7 @@ from judgecp.scale import LikertScale
 
 #: The options a method spec may carry beyond the method's own parameters.
 VARIANT_OPTIONS = ("conditional", "cv", "features")
-CONDITIONAL = ("label",)
+CONDITIONAL = ("label", "group")
 DERIVED_FEATURES = ("entropy", "margin", "mode")
 #: Absolute slack when a test score is compared with a calibration score (as
 #: :data:`judgecp.methods.sets.SCORE_TOLERANCE`): a label whose score equals
@@ -255,12 +255,34 @@ class Variant(ConformalMethod):
         u = self._rng_.uniform(size=X.shape[0])
         scores = label_scores(self.models_[0], Xa, u)
         index = self.scale.index(np.round(y))
-        self._store(scores, index, np.zeros(X.shape[0], np.int64))
+        self._store(scores, index, np.zeros(X.shape[0], np.int64), getattr(self, "_groups_conformalize", None))
 
-    # -- cv mode -------------------------------------------------------------------
-    def calibrate(self, X: Any, y: Any) -> ConformalMethod:
+    # -- calibrate: split or cv, with groups for conditional=group ----------------------
+    def calibrate(self, X: Any, y: Any, groups: Any = None) -> ConformalMethod:
+        """Fit and conformalize; ``groups`` (one value per row) is needed with ``conditional=group``."""
+        if self.conditional == "group":
+            if groups is None:
+                raise InputError(f"{self.name}: conditional=group needs the rows' groups "
+                                 "(judgecp evaluate --mondrian FIELD or --group FIELD)")
+            g = np.asarray(groups).astype(str)
+            if g.shape[0] != np.shape(y)[0]:
+                raise InputError(f"{self.name}: {g.shape[0]} groups for {np.shape(y)[0]} rows")
+        else:
+            g = None
         if self.cv is None:
-            return super().calibrate(X, y)
+            if g is None:
+                return super().calibrate(X, y)
+            Xa, ya = self._check_xy(X, y)
+            if not self.fits_model:
+                self._groups_conformalize = g
+                return self.conformalize(Xa, ya)
+            # ConformalMethod.calibrate's split, keeping each row's group.
+            perm = np.random.default_rng(self.random_state).permutation(Xa.shape[0])
+            n_fit = min(max(round(self.fit_fraction * Xa.shape[0]), 1), Xa.shape[0] - 1)
+            self.fit(Xa[perm[:n_fit]], ya[perm[:n_fit]])
+            self._groups_conformalize = g[perm[n_fit:]]
+            return self.conformalize(Xa[perm[n_fit:]], ya[perm[n_fit:]])
+        self._groups_conformalize = g
         Xa, ya = self._check_xy(X, y)
         self.alpha = float(self.alpha)
         n = Xa.shape[0]
@@ -288,7 +310,7 @@ class Variant(ConformalMethod):
             for f in range(folds):
                 S[fold == f] = parts[f][c][0]
             scores.append((S, share))
-        self._store(scores, index, fold)
+        self._store(scores, index, fold, g)
         self.fitted_ = True
         self.n_conformalize_ = n
         self.insufficient_ = conformal_rank(n, self._rank_alpha()) > n
@@ -297,15 +319,18 @@ class Variant(ConformalMethod):
         return self
 
     # -- shared: cells, counts -------------------------------------------------------
-    def _store(self, scores: LabelScores, index: NDArray[np.int64], fold: NDArray[np.int64]) -> None:
+    def _store(
+        self, scores: LabelScores, index: NDArray[np.int64], fold: NDArray[np.int64], groups: Any = None
+    ) -> None:
         """Keep the true-label scores per (component, cell, fold), sorted, and the cells."""
         self.shares_ = [share for _, share in scores]
         K = self.scale.k
+        min_alpha = float(self.alpha) * min(self.shares_)
         counts = np.bincount(index, minlength=K)
         cell = np.zeros(K, np.int64)
         self.pooled_labels_: list[int] = []
+        self.pooled_groups_: list[str] = []
         if self.conditional == "label":
-            min_alpha = float(self.alpha) * min(self.shares_)
             small = [j for j in range(K) if conformal_rank(int(counts[j]), min_alpha) > counts[j]]
             cell = np.arange(K)
             for j in small:
@@ -313,7 +338,17 @@ class Variant(ConformalMethod):
             self.pooled_labels_ = [int(self.scale.labels[j]) for j in small]
         self.cell_ = cell
         row_cell = cell[index]
-        self.n_cell_ = {int(c): int((row_cell == c).sum()) for c in np.unique(cell)}
+        if self.conditional == "group":
+            values, row_group = np.unique(np.asarray(groups).astype(str), return_inverse=True)
+            sizes = np.bincount(row_group, minlength=values.size)
+            self.group_cell_ = {}
+            for i, v in enumerate(values.tolist()):
+                small = conformal_rank(int(sizes[i]), min_alpha) > sizes[i]
+                self.group_cell_[v] = values.size if small else i  # small groups share the pool
+                if small:
+                    self.pooled_groups_.append(v)
+            row_cell = np.asarray([self.group_cell_[v] for v in values.tolist()], np.int64)[row_group]
+        self.n_cell_ = {int(c): int((row_cell == c).sum()) for c in np.unique(row_cell if groups is not None else cell)}
         n_folds = int(fold.max()) + 1 if fold.size else 1
         self.sorted_: list[dict[tuple[int, int], FloatArray]] = []
         for S, _ in scores:
@@ -327,6 +362,14 @@ class Variant(ConformalMethod):
             self.sorted_.append(table)
         self.n_folds_ = n_folds
 
+    def predict(self, X: Any, groups: Any = None) -> Prediction:
+        """Label sets for new rows (``groups``: their groups, with ``conditional=group``)."""
+        if self.conditional == "group":
+            if groups is None:
+                raise InputError(f"{self.name}: conditional=group needs the rows' groups to predict")
+            self._groups_predict = np.asarray(groups).astype(str)
+        return super().predict(X)
+
     def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
         Xa = self._augment(X)
         if not self.scores_only:
@@ -334,21 +377,37 @@ class Variant(ConformalMethod):
         n, K = X.shape[0], self.scale.k
         u = rng.uniform(size=n)
         per_model = [label_scores(m, Xa, u) for m in self.models_]
+        if self.conditional == "group":  # a row's cell is its group's; unseen groups get every label
+            row = np.asarray([self.group_cell_.get(v, -1) for v in self._groups_predict.tolist()], np.int64)
+            test_cell = np.repeat(row[:, None], K, axis=1)
+        else:
+            test_cell = np.repeat(self.cell_[None, :], n, axis=0)
         sets = np.ones((n, K), bool)
         for c, share in enumerate(self.shares_):
             level = float(self.alpha) * share
             for j in range(K):
-                cell = int(self.cell_[j])
-                n_cell = self.n_cell_.get(cell, 0)
-                rank = conformal_rank(n_cell, level)
-                if rank > n_cell:
-                    continue  # too few points even pooled: label k joins every set
-                count = np.zeros(n, np.int64)
-                for f, scores in enumerate(per_model):
-                    R = self.sorted_[c][(cell, f)]
-                    count += np.searchsorted(R, scores[c][0][:, j] - TOLERANCE, side="left")
-                sets[:, j] &= count <= rank - 1
-        return Prediction.from_sets(sets, self.scale)
+                for cell in np.unique(test_cell[:, j]).tolist():
+                    n_cell = self.n_cell_.get(cell, 0)
+                    rank = conformal_rank(n_cell, level)
+                    if cell < 0 or rank > n_cell:
+                        continue  # too few points even pooled (or an unseen group): label j joins every set
+                    rows = test_cell[:, j] == cell
+                    count = np.zeros(int(rows.sum()), np.int64)
+                    for f, scores in enumerate(per_model):
+                        R = self.sorted_[c][(cell, f)]
+                        count += np.searchsorted(R, scores[c][0][rows, j] - TOLERANCE, side="left")
+                    sets[rows, j] &= count <= rank - 1
+        full = None
+        if self.conditional == "group":
+            full = test_cell[:, 0] < 0
+        return Prediction.from_sets(sets, self.scale, full)
+
+
+def is_group_conditional(spec: str) -> bool:
+    """Whether a method spec asks for ``conditional=group`` (calibrated with the rows' groups)."""
+    from judgecp.plugins import parse_method_spec
+
+    return parse_method_spec(spec)[1].get("conditional") == "group"
 
 
 def make_variant(

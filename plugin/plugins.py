@@ -113,6 +113,8 @@ def parse_method_spec(spec: str) -> tuple[str, dict[str, Any]]:
             node = kw.value
             if isinstance(node, ast.Name):
                 kwargs[str(kw.arg)] = node.id
+            elif all(isinstance(n, (ast.Name, ast.BinOp, ast.Add, ast.Load)) for n in ast.walk(node)):
+                kwargs[str(kw.arg)] = ast.unparse(node).replace(" ", "")  # words joined by +: features=entropy+margin
             else:
                 try:
                     kwargs[str(kw.arg)] = ast.literal_eval(node)
@@ -166,6 +168,11 @@ def build_method(
     missing = missing_dependency(cls)
     if missing is not None:
         raise missing
+    from judgecp.methods.variants import VARIANT_OPTIONS, make_variant
+
+    options = {k: kwargs.pop(k) for k in VARIANT_OPTIONS if k in kwargs}
+    if options:
+        return make_variant(cls, kwargs, options, alpha=alpha, scale=scale, random_state=random_state)
     try:
         return cls(alpha, scale=scale, random_state=random_state, **kwargs)
     except TypeError as exc:
@@ -265,7 +272,9 @@ def check_method_spec(spec: str, *, kind: str = "likert", flag: str = "--methods
     if name not in classes:
         raise InputError(f"{flag}: {unknown('method', name, classes)}")
     cls = classes[name]
-    allowed = method_parameters(cls)
+    from judgecp.methods.variants import VARIANT_OPTIONS
+
+    allowed = [*method_parameters(cls), *VARIANT_OPTIONS]
     for key in kwargs:
         if key not in allowed:
             raise InputError(
@@ -275,6 +284,8 @@ def check_method_spec(spec: str, *, kind: str = "likert", flag: str = "--methods
     if kind in ("mcq", "parc"):
         if cls.output != "set" or cls.ordinal:
             raise InputError(f"{flag}: method {name!r} relies on ordered labels; multiple-choice options have no order")
+        if any(k in kwargs for k in VARIANT_OPTIONS):
+            raise InputError(f"{flag}: {spec}: conditional=, cv= and features= are for Likert labels")
         if kwargs.get("probabilities") == "recalibrated":
             raise InputError(f"{flag}: {spec}: option letters are not classes shared across items; "
                              "use the model's own probabilities")

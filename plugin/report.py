@@ -116,6 +116,16 @@ def write_table(report: dict[str, Any], out: TextIO, *, max_group_methods: int =
         )
     for s in report.get("skipped", []):
         w(f"  {s['method']:34s} skipped: {s['reason']}\n")
+    conditional = report.get("conditional_coverage", {})
+    if conditional:
+        w("\nWorst conditional cell per method (label-set coverage; by human label, group, |round(E score) - label|)\n")
+        for name, c in conditional.items():
+            cell = c.get("worst")
+            if cell:
+                w(
+                    f"  {name:34s} {cell['by']}={cell['cell']}: coverage {cell['coverage']:.3f}"
+                    f"±{cell['coverage_se']:.3f} (n {cell['n']}), width {cell['width']:.2f}\n"
+                )
     if "groups" in report:
         names = list(report["methods"])[:max_group_methods]
         w(f"\nBy {report['protocol']['mondrian'] or report['protocol']['group']} (label-set coverage / width; RSG)\n")

@@ -75,7 +75,8 @@ def run_methods(args: argparse.Namespace) -> int:
     from judgecp.plugins import method_classes, method_parameters, missing_dependency
     from judgecp.selective import controller_classes
 
-    print("conformal methods (--methods NAME or NAME(param=value, ...)):")
+    print("conformal methods (--methods NAME or NAME(param=value, ...); any method also takes conditional=label, "
+          "one that fits a model cv=K and features=entropy+margin+mode, docs/beyond.md):")
     for name, cls in method_classes().items():
         missing = missing_dependency(cls)
         status = "" if missing is None else f"  [unavailable: {missing}]"

@@ -26,6 +26,7 @@ from judgecp.conformal import Prediction, min_calibration_size
 from judgecp.data.score import ScoreData
 from judgecp.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
 from judgecp.errors import InputError
+from judgecp.evaluation.conditional import conditional_coverage, judge_error
 from judgecp.evaluation.diagrams import likert_reliability
 from judgecp.evaluation.metrics import (
     RowMetrics,
@@ -38,6 +39,7 @@ from judgecp.evaluation.metrics import (
 from judgecp.evaluation.sweep import SWEEP_KEY, likert_sweep
 from judgecp.features import judge_probabilities
 from judgecp.methods.mondrian import Mondrian
+from judgecp.methods.variants import is_group_conditional
 from judgecp.plugins import build_method, canonical_spec, parse_method_spec
 from judgecp.progress import progress
 from judgecp.protocol import Protocol, split_indices
@@ -66,7 +68,12 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
     insufficient: dict[str, list[str]] = {}
     for spec in specs:
         t0 = time.perf_counter()
-        if protocol.mondrian:
+        if is_group_conditional(spec):  # one pooled fit, a threshold per group (judgecp.methods.variants)
+            groups = data.field(protocol.mondrian or protocol.group or "", "mondrian field")
+            method = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
+            preds[spec] = method.calibrate(X[cal], y[cal], groups=groups[cal]).predict(X[test], groups=groups[test])
+            insufficient[spec] = list(method.pooled_groups_)
+        elif protocol.mondrian:
             groups = data.field(protocol.mondrian, "mondrian field")
 
             def make(i: int, spec: str = spec) -> Any:
@@ -134,6 +141,8 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         raise InputError(f"need at least 4 valid rows for a calibration/test split, got {data.n}")
     for spec in specs:  # a bad spec fails before any work
         build_method(spec, alpha=protocol.level, scale=data.scale)
+        if is_group_conditional(spec) and not (protocol.mondrian or protocol.group):
+            raise InputError(f"method {spec!r}: conditional=group needs --mondrian FIELD or --group FIELD")
     splits = run_splits(data, protocol, specs)
 
     scale = data.scale
@@ -164,6 +173,7 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
     group_field = protocol.mondrian or protocol.group
     groups = data.field(group_field) if group_field else None
     y_all = data.labels
+    report["conditional_coverage"] = {}
     for spec in specs:
         per_seed = [RowMetrics.of(s.predictions[spec], y_all[s.test]) for s in splits]
         test_idx = np.concatenate([s.test for s in splits])
@@ -176,6 +186,10 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         entry["informativeness"] = informativeness(pooled(per_seed, "labels_width"))
         entry["midpoint"] = midpoint_table(per_seed, y_pool, data.parsed[test_idx].astype(np.float64), scale)
         report["methods"][spec] = entry
+        report["conditional_coverage"][spec] = conditional_coverage(
+            per_seed, y_pool, judge_error(data.logprobs[test_idx], y_pool, scale),
+            None if groups is None else groups[test_idx],
+        )
 
     if groups is not None:
         report["groups"] = group_report(data, specs, splits, groups)

@@ -252,6 +252,7 @@ class Calibrator:
             raise InputError(f"{source}: unknown calibrator kind {kind!r}")
         confidence = 1.0 - alpha
         scale = tuple(obj["scale"]) if obj.get("scale") else None
+        est: Any
         if kind == "pairwise":
             est = SelectiveJudge(state["controller"], risk_level=alpha, signal=state["signal"], delta=state["delta"])
             est.threshold_ = float(_decode(state["threshold"]))

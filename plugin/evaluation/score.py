@@ -70,9 +70,9 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
         t0 = time.perf_counter()
         if is_group_conditional(spec):  # one pooled fit, a threshold per group (judgecp.methods.variants)
             groups = data.field(protocol.mondrian or protocol.group or "", "mondrian field")
-            method = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
-            preds[spec] = method.calibrate(X[cal], y[cal], groups=groups[cal]).predict(X[test], groups=groups[test])
-            insufficient[spec] = list(method.pooled_groups_)
+            grouped: Any = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
+            preds[spec] = grouped.calibrate(X[cal], y[cal], groups=groups[cal]).predict(X[test], groups=groups[test])
+            insufficient[spec] = list(grouped.pooled_groups_)
         elif protocol.mondrian:
             groups = data.field(protocol.mondrian, "mondrian field")
 

@@ -205,7 +205,7 @@ class Variant(ConformalMethod):
         self.cv = cv
         self.features = features
         probe = make_base(None)
-        self.name = probe.name
+        self.name = probe.name  # type: ignore[misc]
         self.fits_model = probe.fits_model
         if conditional is not None and conditional not in CONDITIONAL:
             raise InputError(f"{probe.name}: conditional must be one of {CONDITIONAL}, got {conditional!r}")
@@ -218,7 +218,7 @@ class Variant(ConformalMethod):
         if self.feature_names_ and not probe.fits_model:
             raise InputError(f"{probe.name}: features= needs a method that fits a model; this one fits none")
         self.scores_only = conditional is not None or cv is not None
-        self.output = "set" if self.scores_only else probe.output
+        self.output = "set" if self.scores_only else probe.output  # type: ignore[misc,assignment]
 
     # -- inputs ------------------------------------------------------------------
     def _augment(self, X: FloatArray) -> FloatArray:
@@ -252,7 +252,7 @@ class Variant(ConformalMethod):
         if not self.scores_only:
             self.models_[0].conformalize(Xa, y)
             return
-        u = self._rng_.uniform(size=X.shape[0])
+        u = np.asarray(self._rng_.uniform(size=X.shape[0]), dtype=np.float64)
         scores = label_scores(self.models_[0], Xa, u)
         index = self.scale.index(np.round(y))
         self._store(scores, index, np.zeros(X.shape[0], np.int64), getattr(self, "_groups_conformalize", None))
@@ -282,7 +282,7 @@ class Variant(ConformalMethod):
             self.fit(Xa[perm[:n_fit]], ya[perm[:n_fit]])
             self._groups_conformalize = g[perm[n_fit:]]
             return self.conformalize(Xa[perm[n_fit:]], ya[perm[n_fit:]])
-        self._groups_conformalize = g
+        self._groups_conformalize = g  # type: ignore[assignment]
         Xa, ya = self._check_xy(X, y)
         self.alpha = float(self.alpha)
         n = Xa.shape[0]
@@ -293,7 +293,7 @@ class Variant(ConformalMethod):
         fold = np.empty(n, np.int64)
         fold[self._rng_.permutation(n)] = np.arange(n) % folds
         Xf = self._augment(Xa)
-        u = self._rng_.uniform(size=n)
+        u = np.asarray(self._rng_.uniform(size=n), dtype=np.float64)
         index = self.scale.index(np.round(ya))
         self.models_ = []
         parts: list[LabelScores] = []
@@ -375,7 +375,7 @@ class Variant(ConformalMethod):
         if not self.scores_only:
             return self.models_[0].predict(Xa)
         n, K = X.shape[0], self.scale.k
-        u = rng.uniform(size=n)
+        u = np.asarray(rng.uniform(size=n), dtype=np.float64)
         per_model = [label_scores(m, Xa, u) for m in self.models_]
         if self.conditional == "group":  # a row's cell is its group's; unseen groups get every label
             row = np.asarray([self.group_cell_.get(v, -1) for v in self._groups_predict.tolist()], np.int64)

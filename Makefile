@@ -44,7 +44,7 @@ report: install
 
 # Two workers, a test file's tests on one worker (its tiny models and lm_eval runs are built once).
 test: install
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: install
 	$(BIN)/judgecp bench protocol

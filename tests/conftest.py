@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# One thread per test process, before anything loads OpenMP or BLAS: `make test` runs two
+# pytest workers on two cores, and scikit-learn's boosting with a thread per core in each worker
+# spins (the suite took 5x longer). Subprocesses (lm_eval runs) inherit it.
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    if not os.environ.get(_name):
+        os.environ[_name] = "1"
 
 
 @pytest.fixture(autouse=True)

@@ -30,10 +30,14 @@ import numpy as np
 
 from judgecp.errors import InputError, require, unknown
 from judgecp.exclusions import Exclusions
+from judgecp.progress import progress
 from judgecp.records.schema import SCHEMA, flatten, problem
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 CSV_SUFFIXES = {".csv": ",", ".tsv": "\t"}
+#: Files this large get a progress line while read (when the command line enables it); every N rows.
+PROGRESS_BYTES = 8 << 20
+PROGRESS_ROWS = 50_000
 
 
 @dataclass
@@ -151,7 +155,15 @@ def _read_json(path: Path, excluded: Exclusions) -> Table:
         except ValueError as exc:
             raise InputError(f"{path}: not valid JSON ({exc})") from exc
         return table_from_rows(data, source=str(path), excluded=excluded)
-    lines = list(jsonl_objects(raw.splitlines()))
+    texts = raw.splitlines()
+    bar = progress(len(texts), f"reading {path.name} (lines)") if len(raw) >= PROGRESS_BYTES else None
+    lines = []
+    for i, item in enumerate(jsonl_objects(texts)):
+        lines.append(item)
+        if bar is not None and i % PROGRESS_ROWS == PROGRESS_ROWS - 1:
+            bar.update(PROGRESS_ROWS)
+    if bar is not None:
+        bar.close()
     return table_from_rows((obj if obj is not None else lineno for lineno, obj in lines), source=str(path),
                            excluded=excluded)
 
@@ -181,15 +193,21 @@ def _read_csv(path: Path, delimiter: str, excluded: Exclusions) -> Table:
     names = next(reader)
     columns: dict[str, list[Any]] = {n: [] for n in names}
     n_read = 0
+    # Lines, not rows (a quoted cell may hold newlines): the line only shows that work goes on.
+    bar = progress(raw.count("\n"), f"reading {path.name} (lines)") if len(raw) >= PROGRESS_BYTES else None
     for cells in reader:
         if not cells:
             continue
         n_read += 1
+        if bar is not None and n_read % PROGRESS_ROWS == 0:
+            bar.update(PROGRESS_ROWS)
         if len(cells) != len(names):
             excluded.add("malformed_csv_row", f"line {reader.line_num}")
             continue
         for name, cell in zip(names, cells, strict=True):
             columns[name].append(cell)
+    if bar is not None:
+        bar.close()
     return Table(columns, len(columns[names[0]]), str(path), excluded, n_read)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from judgecp.cli import main
 from judgecp.progress import enabled, progress
@@ -61,3 +62,22 @@ def test_progress_with_worker_processes(capsys, tmp_path) -> None:
     assert "judgecp: likert splits (alpha 0.1) 3/3 (100%)" in capsys.readouterr().err
     assert main(["evaluate", "--example", "--methods", "naive", "--splits", "3", "--quiet", "--json", str(b)]) == 0
     assert a.read_bytes() == b.read_bytes()  # progress changes nothing in the report
+
+
+def test_reading_a_large_file_reports_progress(tmp_path: Path) -> None:
+    """The standard-library reader of a file past PROGRESS_BYTES writes a progress line; a small one none."""
+    import io
+
+    from judgecp import tables
+    from judgecp.progress import enabled
+
+    big = tmp_path / "big.jsonl"
+    line = '{"id": "x", "label": 3, "logprobs": {"1": -2.0, "2": -1.5, "3": -0.2, "4": -3.0, "5": -4.0}}\n'
+    big.write_text(line * (tables.PROGRESS_BYTES // len(line) + 10))
+    small = tmp_path / "small.jsonl"
+    small.write_text(line * 10)
+    for path, expected in ((big, True), (small, False)):
+        out = io.StringIO()
+        with enabled(True, out):
+            tables.read_table(path, engine="python")
+        assert ("reading " + path.name in out.getvalue()) is expected, out.getvalue()

@@ -172,7 +172,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
             data = example_data(kind)
     else:
         try:
-            data, info = read_input(args, args.kind, fields, likert_options)
+            with progress_enabled(args.progress or (sys.stderr.isatty() and not args.quiet)):
+                data, info = read_input(args, args.kind, fields, likert_options)
         except InputError as exc:
             raise ensemble.with_hint(exc, args) from None
     kind = data.kind

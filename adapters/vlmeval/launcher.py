@@ -131,28 +131,26 @@ def launch(argv: Sequence[str]) -> int:
     return run_script(run_py, argv)
 
 
-class _Errors(logging.Handler):
-    """The ERROR records VLMEvalKit's loggers emit during a run."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage().splitlines()[0] if record.getMessage() else record.levelname)
-
-
 def run_script(run_py: Path, argv: Sequence[str]) -> int:
     """Execute ``run_py`` as ``__main__``; its exit status, or 1 when VLMEvalKit logged errors.
 
     ``run.py`` logs a model or dataset that failed (an API model without a
     key, an unknown dataset), skips it and exits 0; a CI job would pass with
-    nothing evaluated. Errors logged under VLMEvalKit's ``vlmeval`` logger
+    nothing evaluated. Errors logged under VLMEvalKit's ``vlmeval`` loggers
     make the exit status 1, with one line naming the first.
     """
-    errors = _Errors()
-    root = logging.getLogger(VLMEVAL_LOGGER)
-    root.addHandler(errors)
+    # Counted where each record starts (Logger.handle), for the run only: VLMEvalKit's loggers do not
+    # propagate, and a handler on its "vlmeval" logger would make its setup_logger() skip the console.
+    errors: list[str] = []
+    original = logging.Logger.handle
+
+    def handle(logger: logging.Logger, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR and (record.name == VLMEVAL_LOGGER
+                                                or record.name.startswith(VLMEVAL_LOGGER + ".")):
+            errors.append((record.getMessage().splitlines() or [record.levelname])[0])
+        original(logger, record)
+
+    logging.Logger.handle = handle  # type: ignore[method-assign]
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(run_py), *argv]
     sys.path.insert(0, str(run_py.parent))
@@ -163,9 +161,9 @@ def run_script(run_py: Path, argv: Sequence[str]) -> int:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        root.removeHandler(errors)
-    if code == 0 and errors.messages:
-        print(f"judgecp: error: VLMEvalKit logged {len(errors.messages)} error(s) and skipped that work; "
-              f"first: {errors.messages[0]}", file=sys.stderr)
+        logging.Logger.handle = original  # type: ignore[method-assign]
+    if code == 0 and errors:
+        print(f"judgecp: error: VLMEvalKit logged {len(errors)} error(s) and skipped that work; "
+              f"first: {errors[0]}", file=sys.stderr)
         return 1
     return code

@@ -124,10 +124,13 @@ def test_a_run_that_logs_errors_exits_non_zero(tmp_path: Path, capsys: pytest.Ca
     """run.py logs a failed model (GPT4o-lp without a key), skips it and exits 0: the launcher says 1."""
     from judgecp.adapters.vlmeval.launcher import run_script
 
+    original = logging.Logger.handle
+
     run_py = tmp_path / "run.py"
     run_py.write_text(
         "import logging, sys\n"
         "log = logging.getLogger('vlmeval.__main__')\n"
+        "log.propagate = False  # as VLMEvalKit's setup_logger leaves it\n"
         "if '--fail' in sys.argv:\n"
         "    log.error('Model GPT4o-lp x Dataset MLLMJudge_CP combination failed: no API key, skipping')\n"
         "if '--exit3' in sys.argv:\n"
@@ -137,4 +140,5 @@ def test_a_run_that_logs_errors_exits_non_zero(tmp_path: Path, capsys: pytest.Ca
     assert run_script(run_py, ["--fail"]) == 1
     assert "VLMEvalKit logged 1 error(s) and skipped that work; first: Model GPT4o-lp" in capsys.readouterr().err
     assert run_script(run_py, ["--exit3"]) == 3  # run.py's own status wins
-    assert not logging.getLogger("vlmeval").handlers  # the counter is removed after the run
+    assert not logging.getLogger("vlmeval").handlers  # VLMEvalKit's own logger is left alone
+    assert logging.Logger.handle is original  # the counting is undone after the run

@@ -28,7 +28,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.data.fields import (
-    CANDIDATES,
     Fields,
     LogprobColumns,
     is_blank,
@@ -185,10 +184,7 @@ def choice_data(
     excluded, flags = table.excluded, Exclusions()
     col = table.columns
     id_col = fields.pick(table, "id", "mcq")
-    label_col = fields.pick(table, "label", "mcq")
-    if label_col is None and require_label:
-        raise InputError(f"{table.source}: no label column (looked for {', '.join(CANDIDATES['mcq']['label'])}); "
-                         f"pass {fields.flag('label')} COLUMN")
+    label_col = fields.label_column(table, "mcq", required=require_label)
     pred_col = fields.pick(table, "prediction", "mcq")
     lp_cols = option_columns(table, fields)
     field_cols = {name: next((c for c in names if c in col), None) for name, names in FIELD_COLUMNS.items()}

@@ -71,6 +71,14 @@ class Fields:
         candidates = ID_CANDIDATES if name == "id" else CANDIDATES[kind].get(name, (name,))
         return next((c for c in candidates if c in table.columns), None)
 
+    def label_column(self, table: Table, kind: str, *, required: bool) -> str | None:
+        """The label column; none found is an error naming the flag when labels are ``required``."""
+        column = self.pick(table, "label", kind)
+        if column is None and required:
+            raise InputError(f"{table.source}: no label column (looked for {', '.join(CANDIDATES[kind]['label'])}); "
+                             f"pass {self.flag('label')} COLUMN")
+        return column
+
 
 # -- cells ---------------------------------------------------------------------------------
 

@@ -29,7 +29,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.data.fields import (
-    CANDIDATES,
     Fields,
     LogprobColumns,
     is_blank,
@@ -147,10 +146,7 @@ def pair_data(table: Table, fields: Fields | None = None, *, require_label: bool
     excluded, flags = table.excluded, Exclusions()
     col = table.columns
     id_col = fields.pick(table, "id", "pairwise")
-    label_col = fields.pick(table, "label", "pairwise")
-    if label_col is None and require_label:
-        raise InputError(f"{table.source}: no label column (looked for {', '.join(CANDIDATES['pairwise']['label'])}); "
-                         f"pass {fields.flag('label')} COLUMN")
+    label_col = fields.label_column(table, "pairwise", required=require_label)
     verdicts = verdict_columns(table, fields)
     empty: list[Any] = [None] * table.n_rows
     p_a, p_b = col.get("p_A", empty), col.get("p_B", empty)

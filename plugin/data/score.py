@@ -28,7 +28,6 @@ from numpy.typing import NDArray
 
 from judgecp.data.fields import (
     BLANK,
-    CANDIDATES,
     NOT_A_NUMBER,
     NUMBER,
     FieldColumns,
@@ -308,10 +307,8 @@ def score_data(
     id_col = fields.pick(table, "id", "likert")
     ids = _ids(table, id_col)
     join_info = join_tables(table, fields.joins, id_col, ids)
-    label_col = fields.pick(table, "label", "likert")
-    if label_col is None:
-        raise InputError(f"{table.source}: no label column (looked for {', '.join(CANDIDATES['likert']['label'])}); "
-                         f"pass {fields.flag('label')} COLUMN")
+    label_col = fields.label_column(table, "likert", required=True)
+    assert label_col is not None
     lp = logprob_columns(table, fields, scale)
     parsed_col = fields.pick(table, "prediction", "likert")
     if fields.group is not None:

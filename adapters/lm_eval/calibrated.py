@@ -24,14 +24,11 @@ the run's results and samples are kept. Nothing here imports lm-eval.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgecp.adapters.lm_eval.metrics import Metric
+from judgecp.adapters.lm_eval.metrics import Metric, cached_report
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.scale import LikertScale
 
@@ -87,25 +84,11 @@ def calibrated_metrics(kind: str) -> list[Metric]:
     return metrics
 
 
-_CACHE: OrderedDict[str, dict[str, Any]] = OrderedDict()
-_CACHE_SIZE = 8
-
-
 def calibrated_report(records: Sequence[Mapping[str, Any]], cal: Any, kind: str, *, task: str = "",
                       scale: LikertScale | None = None) -> dict[str, Any]:
-    """:func:`judgecp.calibrators.apply`'s summary of the task's records (sorted by id), cached per content."""
-    ordered = sorted(records, key=lambda r: str(r.get("id")))
-    digest = hashlib.sha256(json.dumps([kind, id(cal), cal.source, cal.method, cal.alpha, bool(cal.extra.get("force")),
-                                        str(scale)]).encode())
-    for r in ordered:
-        digest.update(json.dumps(r, sort_keys=True, default=str).encode())
-    key = digest.hexdigest()
-    if key not in _CACHE:
-        _CACHE[key] = _compute(ordered, cal, kind, task, scale)
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    _CACHE.move_to_end(key)
-    return _CACHE[key]
+    """:func:`judgecp.calibrators.apply`'s summary of the task's records, cached per content."""
+    settings = ["calibrated", kind, id(cal), cal.source, cal.method, cal.alpha, bool(cal.extra.get("force")), str(scale)]
+    return cached_report(records, settings, lambda ordered: _compute(ordered, cal, kind, task, scale))
 
 
 def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,

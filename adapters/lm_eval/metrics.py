@@ -202,21 +202,34 @@ _CACHE: OrderedDict[str, dict[str, Any]] = OrderedDict()
 _CACHE_SIZE = 8
 
 
-def task_report(
-    records: Sequence[Record], kind: str, protocol: Protocol, *, task: str = "", scale: LikertScale | None = None
+def cached_report(
+    records: Sequence[Mapping[str, Any]], settings: Sequence[Any],
+    compute: Callable[[list[Mapping[str, Any]]], dict[str, Any]],
 ) -> dict[str, Any]:
-    """The core's report of a task's records (sorted by id, so the ranks' order does not matter), cached."""
+    """``compute(records sorted by id)``, once per content: every metric of a task reads the same report.
+
+    ``settings`` (JSON-able) is what else the report depends on. Sorted by id,
+    so the order of lm-eval's ranks does not matter.
+    """
     ordered = sorted(records, key=lambda r: str(r.get("id")))
-    digest = hashlib.sha256(json.dumps([kind, repr(protocol), str(scale)]).encode())
+    digest = hashlib.sha256(json.dumps(list(settings), default=str).encode())
     for r in ordered:
         digest.update(json.dumps(r, sort_keys=True, default=str).encode())
     key = digest.hexdigest()
     if key not in _CACHE:
-        _CACHE[key] = _compute(ordered, kind, protocol, task, scale)
+        _CACHE[key] = compute(ordered)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     _CACHE.move_to_end(key)
     return _CACHE[key]
+
+
+def task_report(
+    records: Sequence[Record], kind: str, protocol: Protocol, *, task: str = "", scale: LikertScale | None = None
+) -> dict[str, Any]:
+    """The core's report of a task's records, cached (:func:`cached_report`)."""
+    return cached_report(records, [kind, repr(protocol), str(scale)],
+                         lambda ordered: _compute(ordered, kind, protocol, task, scale))
 
 
 def _compute(records: list[Record], kind: str, protocol: Protocol, task: str, scale: LikertScale | None) -> dict[str, Any]:

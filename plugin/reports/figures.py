@@ -17,7 +17,7 @@ on the Agg canvas (no pyplot, no display, no global state).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,43 +149,58 @@ def likert_sweep(runs: Sequence[Run], focus: str) -> Result:
     return Plot(fid, title, cap, fig)
 
 
-def likert_methods(runs: Sequence[Run], focus: str) -> Result:
-    fid, title = "likert_methods", "Coverage and width by method"
+def _method_bars(
+    runs: Sequence[Run], fid: str, title: str, entry: Callable[[Any], Mapping[str, Any]], *,
+    size: tuple[str, str], labels: tuple[str, str, str], height: tuple[float, float],
+) -> Result:
+    """Coverage and a size per method, one bar series per report, with the 1 - alpha target.
+
+    ``entry(method_report)`` gives ``coverage`` and the ``size`` keys (value, std);
+    ``labels``: the coverage axis, the size axis, the size panel's title;
+    ``height``: the figure's minimum height and its height per method.
+    """
     methods = list(runs[0].report["methods"]) if len(runs) == 1 else common_methods(runs)
     if not methods:
         return Missing(fid, title, "the reports have no method in common")
-    height = max(3.0, 0.28 * len(methods) * max(1, len(runs)) ** 0.5 + 1.4)
-    fig = new_figure(WIDTH + (1.2 if len(runs) > 1 else 0), height)
-    ax_cov, ax_w = fig.subplots(1, 2, sharey=True)
+    fig = new_figure(WIDTH + (1.2 if len(runs) > 1 else 0),
+                     max(height[0], height[1] * len(methods) * max(1, len(runs)) ** 0.5 + 1.4))
+    ax_cov, ax_s = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(methods))
     bar_h = 0.8 / len(runs)
     for j, (run, c) in enumerate(zip(runs, colors(len(runs)), strict=True)):
-        cov = [likert_entry(run.report["methods"][m])["coverage"] for m in methods]
-        wid = [likert_entry(run.report["methods"][m])["width"] for m in methods]
-        err = [likert_entry(run.report["methods"][m])["width_std"] for m in methods]
+        rows = [entry(run.report["methods"][m]) for m in methods]
         off = y - 0.4 + bar_h * (j + 0.5)
-        ax_cov.barh(off, cov, height=bar_h, color=c, label=run.name)
-        ax_w.barh(off, wid, height=bar_h, color=c, xerr=err, error_kw={"lw": 0.8}, label=run.name)
+        ax_cov.barh(off, [r["coverage"] for r in rows], height=bar_h, color=c, label=run.name)
+        ax_s.barh(off, [r[size[0]] for r in rows], height=bar_h, color=c, label=run.name,
+                  xerr=[r[size[1]] for r in rows], error_kw={"lw": 0.8})
     alpha = runs[0].alpha
     ax_cov.axvline(1 - alpha, label=f"target 1 − α = {1 - alpha:g}", **TARGET_STYLE)
-    lo = min(likert_entry(r.report["methods"][m])["coverage"] for r in runs for m in methods)
+    lo = min(entry(r.report["methods"][m])["coverage"] for r in runs for m in methods)
     ax_cov.set_xlim(max(0.0, min(lo, 1 - alpha) - 0.05), 1.0)
     ax_cov.set_yticks(y, methods, fontsize=8)
     ax_cov.invert_yaxis()
-    ax_cov.set(xlabel="coverage of the label sets", title=f"coverage at α = {alpha:g}")
-    ax_w.set(xlabel="mean label-set width (scale points)", title="width (± std over splits)")
-    for ax in (ax_cov, ax_w):
+    ax_cov.set(xlabel=labels[0], title=f"coverage at α = {alpha:g}")
+    ax_s.set(xlabel=labels[1], title=labels[2])
+    for ax in (ax_cov, ax_s):
         ax.grid(axis="x", alpha=0.3)
-    handles, labels = ax_cov.get_legend_handles_labels()
+    handles, names = ax_cov.get_legend_handles_labels()
     if len(runs) == 1:  # one report: the bars need no legend entry
-        keep = [i for i, lab in enumerate(labels) if lab.startswith("target")]
-        handles, labels = [handles[i] for i in keep], [labels[i] for i in keep]
+        keep = [i for i, lab in enumerate(names) if lab.startswith("target")]
+        handles, names = [handles[i] for i in keep], [names[i] for i in keep]
     from matplotlib.ticker import MaxNLocator
 
     ax_cov.xaxis.set_major_locator(MaxNLocator(5))
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=8, frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncols=min(len(names), 4), fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=11)
     return Plot(fid, title, f"Headline level α = {alpha:g}, mean over the splits.", fig)
+
+
+def likert_methods(runs: Sequence[Run], focus: str) -> Result:
+    return _method_bars(runs, "likert_methods", "Coverage and width by method", likert_entry,
+                        size=("width", "width_std"),
+                        labels=("coverage of the label sets", "mean label-set width (scale points)",
+                                "width (± std over splits)"),
+                        height=(3.0, 0.28))
 
 
 def group_coverage(runs: Sequence[Run], focus: str) -> Result:
@@ -481,39 +496,10 @@ def mcq_sweep(runs: Sequence[Run], focus: str) -> Result:
 
 
 def mcq_methods(runs: Sequence[Run], focus: str) -> Result:
-    fid, title = "mcq_methods", "Coverage and set size by method"
-    methods = list(runs[0].report["methods"]) if len(runs) == 1 else common_methods(runs)
-    if not methods:
-        return Missing(fid, title, "the reports have no method in common")
-    fig = new_figure(WIDTH + (1.2 if len(runs) > 1 else 0), max(2.8, 0.35 * len(methods) * len(runs) ** 0.5 + 1.4))
-    ax_cov, ax_s = fig.subplots(1, 2, sharey=True)
-    y = np.arange(len(methods))
-    h = 0.8 / len(runs)
-    for j, (run, c) in enumerate(zip(runs, colors(len(runs)), strict=True)):
-        off = y - 0.4 + h * (j + 0.5)
-        ax_cov.barh(off, [run.report["methods"][m]["coverage"] for m in methods], height=h, color=c, label=run.name)
-        ax_s.barh(off, [run.report["methods"][m]["set_size"] for m in methods], height=h, color=c, label=run.name,
-                  xerr=[run.report["methods"][m]["set_size_std"] for m in methods], error_kw={"lw": 0.8})
-    alpha = runs[0].alpha
-    ax_cov.axvline(1 - alpha, label=f"target 1 − α = {1 - alpha:g}", **TARGET_STYLE)
-    lo = min(r.report["methods"][m]["coverage"] for r in runs for m in methods)
-    ax_cov.set_xlim(max(0.0, min(lo, 1 - alpha) - 0.05), 1.0)
-    ax_cov.set_yticks(y, methods, fontsize=8)
-    ax_cov.invert_yaxis()
-    ax_cov.set(xlabel="coverage of the option sets", title=f"coverage at α = {alpha:g}")
-    ax_s.set(xlabel="mean set size (options)", title="set size (± std over splits)")
-    for ax in (ax_cov, ax_s):
-        ax.grid(axis="x", alpha=0.3)
-    handles, labels = ax_cov.get_legend_handles_labels()
-    if len(runs) == 1:  # one report: the bars need no legend entry
-        keep = [i for i, lab in enumerate(labels) if lab.startswith("target")]
-        handles, labels = [handles[i] for i in keep], [labels[i] for i in keep]
-    from matplotlib.ticker import MaxNLocator
-
-    ax_cov.xaxis.set_major_locator(MaxNLocator(5))
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=11)
-    return Plot(fid, title, f"Headline level α = {alpha:g}, mean over the splits.", fig)
+    return _method_bars(runs, "mcq_methods", "Coverage and set size by method", lambda e: e,
+                        size=("set_size", "set_size_std"),
+                        labels=("coverage of the option sets", "mean set size (options)", "set size (± std over splits)"),
+                        height=(2.8, 0.35))
 
 
 def mcq_groups(runs: Sequence[Run], focus: str) -> Result:

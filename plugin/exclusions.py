@@ -22,6 +22,9 @@ class Exclusions:
     examples: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, reason: str, example: object | None = None, count: int = 1) -> None:
+        # Reasons may come from data (an adapter's ``exclude`` cell): one line, whitespace folded,
+        # so every report and error that lists them stays one line.
+        reason = " ".join(str(reason).split()) or "exclude_blank"
         self.counts[reason] += count
         if example is not None:
             shown = self.examples.setdefault(reason, [])

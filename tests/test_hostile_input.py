@@ -150,3 +150,16 @@ def test_a_group_under_its_target_is_data_a_script_can_act_on(tmp_path: Path,
     assert [(w["group"], w["method"]) for w in under] == [("hard", "lac")]
     assert under[0]["coverage"] < under[0]["target"] - under[0]["mc_error"]
     assert "group 'hard': lac covers" in err
+
+
+def test_an_exclusion_reason_from_a_cell_stays_one_line(tmp_path: Path) -> None:
+    """An ``exclude`` cell with line breaks (a cut file, a hostile writer) is counted as one-line text."""
+    from judgecp.data import load
+    from judgecp.errors import NoUsableRecords
+
+    path = tmp_path / "t.csv"
+    path.write_text('id,label,lp1,lp2,lp3,lp4,lp5,exclude\n1,1,-1,-2,-3,-4,-5,"0\r"\n2,2,-1,-2,-3,-4,-5,"bad\nrow"\n')
+    with pytest.raises(NoUsableRecords) as err:
+        load(path, "likert")
+    assert "\n" not in str(err.value) and "\r" not in str(err.value)
+    assert dict(err.value.excluded.counts) == {"0": 1, "bad row": 1}

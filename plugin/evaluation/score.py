@@ -94,6 +94,19 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
     return SplitResult(seed, test, metrics, seconds, insufficient)
 
 
+_HELD: tuple[ScoreData, Protocol, Sequence[str]] | None = None
+
+
+def _hold(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> None:
+    global _HELD
+    _HELD = (data, protocol, specs)
+
+
+def _run_held(seed: int) -> SplitResult:
+    assert _HELD is not None, "worker started without its data"
+    return run_split(*_HELD, seed)
+
+
 def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> list[SplitResult]:
     """Every split, in processes when ``protocol.jobs > 1`` (same results either way)."""
     seeds = protocol.split_seeds("likert")
@@ -112,8 +125,10 @@ def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> lis
     os.environ.update(dict.fromkeys(THREAD_ENV, "1"))
     try:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(protocol.jobs, len(seeds)), mp_context=ctx) as pool:
-            futures = [pool.submit(run_split, data, protocol, specs, s) for s in seeds]
+        # The data goes to each worker once (the initializer), not once per split.
+        with ProcessPoolExecutor(max_workers=min(protocol.jobs, len(seeds)), mp_context=ctx,
+                                 initializer=_hold, initargs=(data, protocol, specs)) as pool:
+            futures = [pool.submit(_run_held, s) for s in seeds]
             results = []
             for f in futures:
                 results.append(f.result())

@@ -60,7 +60,7 @@ class RowMetrics:
     expanded_covered: NDArray[np.bool_] | None
     expanded_width: NDArray[np.integer[Any]] | None
     full_range: NDArray[np.bool_]
-    midpoint: NDArray[np.float64]
+    midpoint: NDArray[np.floating[Any]]  # float32 for label sets (exact), float64 for intervals
 
     @classmethod
     def of(cls, pred: Prediction, y: NDArray[np.float64]) -> RowMetrics:
@@ -87,7 +87,8 @@ class RowMetrics:
                 pred.full_range,
                 (pred.lower + pred.upper) / 2,
             )
-        mid = np.where(np.isnan(lo), np.nan, (lo + hi) / 2)
+        # A label set's midpoint is a multiple of 1/2 (or NaN): float32 holds it exactly.
+        mid = np.where(np.isnan(lo), np.nan, (lo + hi) / 2).astype(np.float32)
         return cls(None, None, covered, width, size, None, None, pred.full_range, mid)
 
     def take(self, rows: NDArray[Any]) -> RowMetrics:
@@ -184,8 +185,8 @@ def midpoint_table(
     table. ``raw_row``, the raw score's row over every pooled row, saves
     recomputing it for each method when no row is left out.
     """
-    mid = pooled(rows, "midpoint")
+    mid = pooled(rows, "midpoint").astype(np.float64)
     ok = ~np.isnan(mid)
     if raw_row is None or not ok.all():
-        raw_row = agreement(raw[ok], y[ok])
+        raw_row = agreement(raw[ok].astype(np.float64), y[ok])
     return {"raw": raw_row, "midpoint": agreement(mid[ok], y[ok])}

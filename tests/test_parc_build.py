@@ -55,6 +55,15 @@ def _textured(seed: int, size: tuple[int, int] = (24, 16)) -> Any:
     return Image.fromarray(rng.integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8), "RGB")
 
 
+def _source_with_images(tmp_path: Path, *names: str) -> Path:
+    """``tmp_path/src`` with ``img/<name>.png`` for each name (textured, seeded by the name)."""
+    root = tmp_path / "src"
+    (root / "img").mkdir(parents=True)
+    for name in names:
+        _textured(ord(name)).save(root / "img" / f"{name}.png")
+    return root
+
+
 def write_originals(root: Path, *, comparative: int = 4, single: int = 2) -> Path:
     """``root/originals.jsonl``: two-image Left/Right items (mit_states) and one-image items (mmbench)."""
     (root / "img").mkdir(parents=True, exist_ok=True)
@@ -589,10 +598,7 @@ def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_bad_items_are_counted_never_dropped_silently(tmp_path: Path) -> None:
-    root = tmp_path / "src"
-    (root / "img").mkdir(parents=True)
-    for name in ("a", "b"):
-        _textured(ord(name)).save(root / "img" / f"{name}.png")
+    root = _source_with_images(tmp_path, "a", "b")
     (root / "img" / "broken.png").write_bytes(b"not an image")
     good = {"dataset": "d", "question": "Which is bigger?", "options": {"A": "Left", "B": "Right"}, "correct": "A",
             "image": ["img/a.png", "img/b.png"]}
@@ -698,10 +704,7 @@ def test_a_build_never_writes_over_its_source(tmp_path: Path) -> None:
 
 
 def test_ls_m_scope_comparative_covers_left_right_items_however_worded(tmp_path: Path) -> None:
-    root = tmp_path / "src"
-    (root / "img").mkdir(parents=True)
-    for name in ("a", "b"):
-        _textured(ord(name)).save(root / "img" / f"{name}.png")
+    root = _source_with_images(tmp_path, "a", "b")
     rows = [{"id": "u1", "question": "Which umbrella is yellower?", "options": {"A": "Left", "B": "Right"},
              "correct": "A", "image": ["img/a.png", "img/b.png"]},
             {"id": "m1", "question": "Which fruit is shown?", "options": {"A": "apple", "B": "pear"},

@@ -534,6 +534,7 @@ def test_hub_datasets_load_through_datasets(tmp_path: Path, monkeypatch: pytest.
 
 def test_lm_eval_task_loader_reads_the_build(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
+    from judgecp.adapters.lm_eval.choice_task import doc_to_image
     from tests.lm_eval.test_data_sources import task_utils
 
     src = write_originals(tmp_path / "src")
@@ -544,7 +545,7 @@ def test_lm_eval_task_loader_reads_the_build(tmp_path: Path) -> None:
     by_id = {d["id"]: d for d in docs}
     swap = by_id["parc/cmp-0/VS-S"]
     assert swap["variation"] == "VS-S" and swap["letters"] == ["A", "B"] and len(swap["image_refs"]) == 2
-    assert [im.size for im in utils.doc_to_image(by_id["parc/cmp-0/VR-R"])] == [(16, 24), (16, 24)]
+    assert [im.size for im in doc_to_image(by_id["parc/cmp-0/VR-R"])] == [(16, 24), (16, 24)]
     assert utils.doc_to_text(by_id["parc/mmb-1/LS-N"]).startswith("<image>\nWhich animal is not shown?\nA. cat")
     only = utils.load_docs(data_dir=str(tmp_path / "out"), parc_dataset="mmbench")["test"]
     assert len(only) == 2 * 5

@@ -12,16 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecp.adapters.lm_eval.pairwise_task import (
-    Pair,
-    PairwiseJudgeTask,
-    doc_to_choice,
-    doc_to_target,
-    doc_to_text,
-)
+from judgecp.adapters.lm_eval.pairwise_task import Pair, PairwiseJudgeTask
 from judgecp.tasks._loaders import load_pairs, vote_pairs
 
-__all__ = ["ChatbotArenaTask", "doc_to_choice", "doc_to_target", "doc_to_text", "load_docs"]
+__all__ = ["ChatbotArenaTask", "load_docs"]
 
 HUB_DATASET = "lmsys/chatbot_arena_conversations"
 SPLIT = "train"

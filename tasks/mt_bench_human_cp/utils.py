@@ -12,17 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from judgecp.adapters.lm_eval.pairwise_task import (
-    SYSTEM_SECOND_TURN,
-    Pair,
-    PairwiseJudgeTask,
-    doc_to_choice,
-    doc_to_target,
-    doc_to_text,
-)
+from judgecp.adapters.lm_eval.pairwise_task import SYSTEM_SECOND_TURN, Pair, PairwiseJudgeTask
 from judgecp.tasks._loaders import load_pairs, vote_pairs
 
-__all__ = ["MTBenchHumanTask", "doc_to_choice", "doc_to_target", "doc_to_text", "load_docs"]
+__all__ = ["MTBenchHumanTask", "load_docs"]
 
 HUB_DATASET = "lmsys/mt_bench_human_judgments"
 SPLIT = "human"

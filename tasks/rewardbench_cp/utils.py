@@ -12,18 +12,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from judgecp.adapters.lm_eval.pairwise_task import (
-    Pair,
-    PairwiseJudgeTask,
-    doc_to_choice,
-    doc_to_target,
-    doc_to_text,
-    left_out,
-)
+from judgecp.adapters.lm_eval.pairwise_task import Pair, PairwiseJudgeTask, left_out
 from judgecp.errors import InputError
 from judgecp.tasks._loaders import load_pairs
 
-__all__ = ["RewardBenchTask", "doc_to_choice", "doc_to_target", "doc_to_text", "load_docs"]
+__all__ = ["RewardBenchTask", "load_docs"]
 
 HUB_DATASET = "allenai/reward-bench"
 SPLIT = "filtered"

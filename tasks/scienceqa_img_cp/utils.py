@@ -11,16 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecp.adapters.lm_eval.choice_task import (
-    MultipleChoiceTask,
-    doc_to_choice,
-    doc_to_image,
-    doc_to_target,
-    seed_prompt,
-)
+from judgecp.adapters.lm_eval.choice_task import MultipleChoiceTask, seed_prompt
 from judgecp.tasks._loaders import load_image_questions
 
-__all__ = ["ScienceQATask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "load_docs"]
+__all__ = ["ScienceQATask", "doc_to_text", "load_docs"]
 
 HUB_DATASET = "lmms-lab/ScienceQA"
 CONFIG = "ScienceQA-IMG"

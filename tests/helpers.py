@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from judgecp.data import ScoreData
 from judgecp.scale import LikertScale
 
 REPO = Path(__file__).resolve().parents[1]
@@ -18,6 +21,19 @@ def shared_file(*parts: str) -> Path:
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
         pytest.skip(f"{path} is absent: the real-data tests need ../shared/data beside the checkout")
+    return path
+
+
+def write_likert_csv(path: Path, data: ScoreData, **extra: Sequence[Any]) -> Path:
+    """A features table of a simulated Likert judge, written as the seed paper's CSVs are: ``sample_id``,
+    ``s2_lp1`` .. ``s2_lp5``, ``gt_score``, ``parsed_score``, then one column per ``extra`` keyword."""
+    lines = [",".join(["sample_id", "s2_lp1", "s2_lp2", "s2_lp3", "s2_lp4", "s2_lp5", "gt_score", "parsed_score",
+                       *extra])]
+    for i in range(data.n):
+        logprobs = ",".join(f"{v:.8f}" for v in data.logprobs[i])
+        cells = "".join(f",{values[i]}" for values in extra.values())
+        lines.append(f"{data.ids[i]},{logprobs},{data.labels[i]:.1f},{data.parsed[i]}{cells}")
+    path.write_text("\n".join(lines) + "\n")
     return path
 
 

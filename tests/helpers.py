@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,33 @@ def write_likert_csv(path: Path, data: ScoreData, **extra: Sequence[Any]) -> Pat
         lines.append(f"{data.ids[i]},{logprobs},{data.labels[i]:.1f},{data.parsed[i]}{cells}")
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def repeated_coverage(
+    spec: str,
+    draw: Callable[[int], tuple[np.ndarray, np.ndarray]],
+    coverage: Callable[[Any, np.ndarray, np.ndarray], Any],
+    *,
+    n_cal: int,
+    n_test: int,
+    alpha: float,
+    reps: int,
+    scale: LikertScale | None = None,
+) -> np.ndarray:
+    """The coverage of method ``spec`` calibrated end to end, once per repetition (one row each).
+
+    Repetition ``r`` builds the method with ``random_state=r``, calibrates it
+    on ``draw(n_cal)`` and returns ``coverage(method, *draw(n_test))`` (a
+    number, or one per label).
+    """
+    from judgecp.plugins import build_method
+
+    rows = []
+    for r in range(reps):
+        method = build_method(spec, alpha=alpha, scale=scale or LikertScale(), random_state=r)
+        method.calibrate(*draw(n_cal))
+        rows.append(coverage(method, *draw(n_test)))
+    return np.asarray(rows)
 
 
 def judge_draw(

@@ -11,6 +11,7 @@ import pytest
 
 from judgecp.cli import main
 from judgecp.simulate import simulate_likert_judge
+from tests.helpers import write_likert_csv
 
 METHOD_NAMES = ["naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp",
                 "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin"]
@@ -26,13 +27,9 @@ def strict_load(text: str) -> Any:
 @pytest.fixture
 def judge_csv(tmp_path: Path) -> Path:
     d = simulate_likert_judge(n=400, seed=3)
-    lines = ["sample_id,s2_lp1,s2_lp2,s2_lp3,s2_lp4,s2_lp5,gt_score,parsed_score,task"]
-    for i in range(d.n):
-        lp = ",".join(f"{v:.8f}" for v in d.logprobs[i])
-        lines.append(f"{d.ids[i]},{lp},{d.labels[i]:.1f},{d.parsed[i]},{d.fields['group'][i]}")
-    lines.append("bad1," + ",".join(["-11.512925464970229"] * 5) + ",4.0,-1,easy")  # a parse failure
-    p = tmp_path / "features.csv"
-    p.write_text("\n".join(lines) + "\n")
+    p = write_likert_csv(tmp_path / "features.csv", d, task=d.fields["group"])
+    with p.open("a") as handle:
+        handle.write("bad1," + ",".join(["-11.512925464970229"] * 5) + ",4.0,-1,easy\n")  # a parse failure
     return p
 
 

@@ -28,7 +28,7 @@ from judgecp.errors import InputError
 from judgecp.methods.variants import Variant, make_variant
 from judgecp.plugins import build_method, check_method_spec, method_classes, parse_method_spec
 from judgecp.scale import LikertScale
-from tests.helpers import judge_draw
+from tests.helpers import judge_draw, repeated_coverage
 
 SCALE = LikertScale()
 Z = 4.0
@@ -103,11 +103,8 @@ def test_marginal_sets_fail_the_per_label_check() -> None:
     """Negative control: the marginal method misses the labels the judge gets wrong, on the same data."""
     alpha, reps = 0.1, 60
     rng = np.random.default_rng(1)
-    covs = []
-    for r in range(reps):
-        m = build_method("lac", alpha=alpha, scale=SCALE, random_state=r).calibrate(*skewed_draw(600, rng))
-        covs.append(per_label_coverage(m, *skewed_draw(800, rng)))
-    c = np.asarray(covs)
+    c = repeated_coverage("lac", lambda n: skewed_draw(n, rng), per_label_coverage, n_cal=600, n_test=800,
+                          alpha=alpha, reps=reps, scale=SCALE)
     mean, se = c.mean(axis=0), c.std(axis=0, ddof=1) / np.sqrt(reps)
     assert (mean < 1 - alpha - Z * se).any(), mean
 
@@ -118,12 +115,8 @@ def test_label_conditional_fitted_methods(spec: str) -> None:
     """calibrate() end to end (fit on part, per-label thresholds on the rest): every label covered."""
     alpha, reps = 0.1, 16
     rng = np.random.default_rng([FITTED.index(spec), 41])
-    covs = []
-    for r in range(reps):
-        m = build_method(with_option(spec, "conditional=label"), alpha=alpha, scale=SCALE, random_state=r)
-        m.calibrate(*skewed_draw(800, rng))
-        covs.append(per_label_coverage(m, *skewed_draw(1500, rng)))
-    c = np.asarray(covs)
+    c = repeated_coverage(with_option(spec, "conditional=label"), lambda n: skewed_draw(n, rng), per_label_coverage,
+                          n_cal=800, n_test=1500, alpha=alpha, reps=reps, scale=SCALE)
     mean, se = c.mean(axis=0), c.std(axis=0, ddof=1) / np.sqrt(reps)
     for j in range(SCALE.k):
         assert mean[j] >= 1 - alpha - Z * se[j], f"{spec}: label {j + 1} covered {mean[j]:.4f}"

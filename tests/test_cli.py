@@ -183,3 +183,25 @@ def test_mcq_and_parc_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         assert set(r[score]["variation"]["LR-I"]) >= {"raw", "calibrated"}
     code, _, err = run(["evaluate", "--kind", "mcq", "--example", "--methods", "ordinal_aps"], capsys)
     assert code == 2 and "no order" in err
+
+
+def test_row_features_reach_the_fitted_models(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--row-features task,parsed appends the task's indicators and the parsed score to X: the report
+    names them, the fitted method's intervals change, the unfitted one's do not; a wrong field or
+    another kind is a one-line error."""
+    reports = {}
+    for flag in ([], ["--row-features", "task,parsed"]):
+        p = tmp_path / f"r{len(flag)}.json"
+        code, _, _ = run(["evaluate", str(judge_csv), "--methods", "naive,cqr(quantile_model=linear)", "--seeds", "2",
+                          "--json", str(p), *flag], capsys)
+        assert code == 0
+        reports[len(flag)] = strict_load(p.read_text())
+    assert reports[2]["input"]["columns"]["row_features"] == ["task=easy", "task=hard", "task=medium", "parsed"]
+    assert "row_features" not in reports[0]["input"]["columns"]
+    assert reports[2]["methods"]["naive"] == reports[0]["methods"]["naive"]
+    cqr = "cqr(quantile_model=linear)"
+    assert reports[2]["methods"][cqr]["interval"]["width"] != reports[0]["methods"][cqr]["interval"]["width"]
+    code, _, err = run(["evaluate", str(judge_csv), "--row-features", "tsk", "--methods", "naive"], capsys)
+    assert code == 2 and "unknown row feature field 'tsk'" in err and "task" in err
+    code, _, err = run(["evaluate", "--example", "--kind", "mcq", "--row-features", "group"], capsys)
+    assert code == 2 and "--row-features" in err and err.count("\n") == 1

@@ -87,7 +87,7 @@ def nested_range_segments(
     ``(n, S)``: row ``i`` holds range ``ranges[i, s]`` from level index
     ``lo[i, s]`` up to the next segment's start; ``lo`` ascends along each row,
     starts at 0 and is padded with ``len(levels)``. The chain at level ``j`` is
-    :func:`chain_at`; ``tests/test_histogram_speed.py`` checks it equals the
+    :func:`chain_at`; ``tests/test_fast_paths.py`` checks it equals the
     per-level chain.
     """
     n, k = P.shape

@@ -74,3 +74,28 @@ def test_chr_threshold_and_sets_unchanged() -> None:
     expect = Prediction.from_interval(a[ranges] + scale.minimum - 0.5, b[ranges] + scale.minimum + 0.5, scale)
     assert np.array_equal(pred.lower, expect.lower) and np.array_equal(pred.upper, expect.upper)
     assert np.array_equal(pred.sets, expect.sets)
+
+
+@pytest.mark.parametrize("spec", ["boosted_lcp(max_rounds=15)", "boosted_cqr(max_rounds=15)"])
+def test_boosted_trees_unchecked_path_is_bit_identical(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trees fed float32 features converted once (no per-call checks) give the checked path's intervals."""
+    import judgecp.methods.boosted as boosted
+    from judgecp.plugins import build_method
+
+    scale = LikertScale()
+    rng = np.random.default_rng(4)
+    Xc, yc = judge_draw(600, rng)
+    Xt, _ = judge_draw(400, rng)
+    fast = build_method(spec, alpha=0.1, scale=scale, random_state=1).calibrate(Xc, yc).predict(Xt)
+    monkeypatch.setattr(boosted, "_tree_input", lambda F: np.asarray(F, dtype=np.float64))  # sklearn's checks
+    checked = build_method(spec, alpha=0.1, scale=scale, random_state=1).calibrate(Xc, yc).predict(Xt)
+    assert np.array_equal(fast.lower, checked.lower) and np.array_equal(fast.upper, checked.upper)
+
+
+def test_bench_fitted_command_writes_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """``judgecp bench fitted`` runs and writes one row per method (its timings are never asserted)."""
+    from judgecp.cli import main
+
+    assert main(["bench", "fitted", "--rows", "400", "--repeats", "1", "--methods", "chr,lvd(cv=2)"]) == 0
+    out = capsys.readouterr().out
+    assert "| naive |" in out and "| chr |" in out and "| lvd(cv=2) |" in out

@@ -1,0 +1,84 @@
+"""Calibrate once, apply to every run: fitted estimators saved as data (``judgecp.calibrator/1``).
+
+A *calibrator* is one of the public estimators of :mod:`judgecp.estimators`
+(:class:`~judgecp.estimators.ScoreIntervals` for Likert judges,
+:class:`~judgecp.estimators.ChoiceSets` for multiple choice,
+:class:`~judgecp.estimators.SelectiveJudge` for pairwise verdicts), fitted on
+labeled records and written as JSON: the conformal thresholds (or the SCOPE
+threshold) as numbers, the method spec that rebuilds the estimator around
+them, the scale or options, the judge/prompt/task identity of the
+calibration records, the calibration size, and a sample of a label-free judge
+statistic for drift checks. Loading it never executes code (no pickle):
+methods whose fitted state is a model object (``probabilities=recalibrated``,
+the quantile-regression methods, ...) are refused at :func:`calibrate` time
+with an error that names the methods that can be saved.
+
+:func:`apply` puts the calibrator on new records, labeled or not: per item
+the label set (and interval), option set, or accept/abstain, and a summary
+(mean set size, singletons, abstention rate, coverage where the run has
+labels, the drift test). Records of another kind, scale, judge or prompt are
+refused unless ``force=True``.
+
+Drift: under exchangeability of the calibration items and the run's items,
+the run's label-free judge statistic (Likert: the expected score
+``sum_k k p_k``; multiple choice: the top option probability; pairwise: the
+uncertainty signal the threshold applies to, BPE by default) has the same
+distribution as the calibrator's stored sample, so the two-sample
+Kolmogorov-Smirnov p-value is valid (its size is at most the level) and a
+small p-value says the guarantees of the calibrator may no longer hold; a
+conformal test martingale (:mod:`judgecp.drift`) checks the same in the run's
+order, valid at whatever point of a stream it alarms. With
+labels in the run, the summary also tests the observed coverage against
+``1 - alpha`` (one-sided binomial test).
+
+Modules: :mod:`~judgecp.calibrators.fileformat` (the file format and
+:class:`Calibrator`), :mod:`~judgecp.calibrators.fitting` (:func:`calibrate`),
+:mod:`~judgecp.calibrators.applying` (:func:`apply` and its checks),
+:mod:`~judgecp.calibrators.statistics` (the label-free statistics both use).
+"""
+
+from __future__ import annotations
+
+from judgecp.calibrators.applying import (
+    DRIFT_LEVEL,
+    Applied,
+    annotate,
+    apply,
+    calibrated_estimate,
+    check_compatible,
+    drift_test,
+)
+from judgecp.calibrators.fileformat import (
+    IDENTITY_FIELDS,
+    KINDS,
+    SCHEMA,
+    SUMMARY_QUANTILES,
+    Calibrator,
+    method_state,
+    restore_method,
+)
+from judgecp.calibrators.fitting import calibrate
+from judgecp.calibrators.statistics import (
+    _choice_probabilities as _choice_probabilities,  # for judgecp.ppi
+)
+from judgecp.calibrators.statistics import conformity_scores, drift_statistic
+
+__all__ = [
+    "DRIFT_LEVEL",
+    "IDENTITY_FIELDS",
+    "KINDS",
+    "SCHEMA",
+    "SUMMARY_QUANTILES",
+    "Applied",
+    "Calibrator",
+    "annotate",
+    "apply",
+    "calibrate",
+    "calibrated_estimate",
+    "check_compatible",
+    "conformity_scores",
+    "drift_statistic",
+    "drift_test",
+    "method_state",
+    "restore_method",
+]

@@ -1,0 +1,100 @@
+"""Fitting a calibrator on labeled records: :func:`calibrate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judgecp.calibrators.fileformat import KINDS, Calibrator
+from judgecp.calibrators.statistics import _identity, conformity_scores, drift_statistic
+from judgecp.errors import InputError
+
+
+def _calibration_kind(data: Any, kind: str | None) -> str:
+    own = {"likert": "likert", "pairwise": "pairwise", "mcq": "mcq", "parc": "mcq"}[data.kind]
+    if kind is not None and kind not in KINDS and kind != "parc":
+        raise InputError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
+    if kind is not None and {"parc": "mcq"}.get(kind, kind) != own:
+        raise InputError(f"--kind {kind}: the records are {data.kind} records")
+    return own
+
+
+def calibrate(
+    data: Any,
+    *,
+    kind: str | None = None,
+    method: str | None = None,
+    alpha: float = 0.1,
+    groups: str | None = None,
+    random_state: int | None = 0,
+    delta: float = 0.1,
+    signal: str = "bpe",
+) -> Calibrator:
+    """Fit a calibrator on labeled data (:func:`judgecp.load` output, or a path).
+
+    Parameters
+    ----------
+    data : ScoreData, ChoiceData, PairData, str or Path
+        Labeled judge outputs; unlabeled rows are an error.
+    kind : str, optional
+        ``likert``, ``mcq`` or ``pairwise``; checked against the data.
+    method : str, optional
+        Likert: a conformal method spec (default ``naive``); multiple choice:
+        a set method (default ``lac``); pairwise: a risk controller
+        (default ``scope``).
+    alpha : float
+        Miscoverage (Likert, multiple choice) or the risk level (pairwise).
+    groups : str, optional
+        Likert: a field for Mondrian (per-group) calibration.
+
+    Examples
+    --------
+    >>> from judgecp import simulate_likert_judge
+    >>> cal = calibrate(simulate_likert_judge(n=300, seed=1), method="naive", alpha=0.1)
+    >>> cal.kind, cal.n_calibration
+    ('likert', 300)
+    """
+    from judgecp.conformal import check_alpha
+    from judgecp.estimators import ChoiceSets, ScoreIntervals, SelectiveJudge
+    from judgecp.plugins import check_method_spec
+
+    if isinstance(data, (str, Path)):
+        from judgecp.data import load
+
+        data = load(data, kind if kind != "mcq" else None)
+    alpha = check_alpha(alpha)
+    ckind = _calibration_kind(data, kind)
+    if data.n == 0 or not data.labeled.all():
+        raise InputError(f"calibrate needs labeled records; {int((~data.labeled).sum())} of {data.n} are unlabeled")
+    scale: tuple[int, int] | None = None
+    options: list[str] | None = None
+    name, sample = drift_statistic(data, signal)
+    if ckind == "likert":
+        spec = check_method_spec(method or "naive")
+        est: Any = ScoreIntervals(spec, confidence_level=1.0 - alpha, random_state=random_state)
+        est.calibrate(data, groups=groups)
+        scale = (data.scale.minimum, data.scale.maximum)
+    elif ckind == "mcq":
+        if groups:
+            raise InputError("groups (Mondrian) are for Likert calibrators")
+        spec = check_method_spec(method or "lac", kind="mcq", flag="--method")
+        est = ChoiceSets(spec, confidence_level=1.0 - alpha, random_state=random_state).calibrate(data)
+        options = sorted({o for opts in data.options for o in opts})
+    else:
+        if groups:
+            raise InputError("groups (Mondrian) are for Likert calibrators")
+        spec = method or "scope"
+        est = SelectiveJudge(spec, risk_level=alpha, signal=signal, delta=delta).calibrate(data)
+    from judgecp.ppi import proxy_and_target
+
+    proxy, target, _ = proxy_and_target(data)
+    cal = Calibrator(kind=ckind, method=spec, alpha=alpha, estimator=est, n_calibration=int(data.n),
+                     identity=_identity(data), drift_sample=np.asarray(sample, dtype=np.float64),
+                     drift_statistic=name, scale=scale, options=options, groups=groups, source=str(data.source),
+                     ppi_labels=target, ppi_proxy=proxy,
+                     conformity=conformity_scores(est.method_, data.X, data.labels)
+                     if ckind == "likert" and est.mondrian_ is None else None)
+    cal.to_dict()  # refuse now, not at save time, a fitted state that is not plain data
+    return cal

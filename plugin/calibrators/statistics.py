@@ -1,0 +1,65 @@
+"""Label-free statistics of judge records: the drift statistic, the records' identity, conformity scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from judgecp.calibrators.fileformat import IDENTITY_FIELDS
+from judgecp.data import ChoiceData, PairData, ScoreData
+from judgecp.errors import InputError
+
+
+def drift_statistic(data: Any, signal: str = "bpe") -> tuple[str, NDArray[np.float64]]:
+    """The label-free judge statistic of each item the drift test compares (name, values)."""
+    if isinstance(data, ScoreData):
+        from judgecp.features import expected_score, judge_probabilities
+
+        return "expected_score", expected_score(judge_probabilities(data.logprobs, data.scale), data.scale)
+    if isinstance(data, ChoiceData):
+        return "top_option_probability", _choice_probabilities(data).max(axis=1)
+    if isinstance(data, PairData):
+        from judgecp.signals import signals
+
+        return f"uncertainty:{signal}", np.asarray(signals(data)[signal].uncertainty, dtype=np.float64)
+    raise InputError(f"no drift statistic for {type(data).__name__}")
+
+
+def _choice_probabilities(data: ChoiceData) -> NDArray[np.float64]:
+    lp = np.where(data.valid, data.logprobs, -np.inf)
+    lp = lp - lp.max(axis=1, keepdims=True)
+    p = np.exp(lp)
+    out: NDArray[np.float64] = p / p.sum(axis=1, keepdims=True)
+    return out
+
+
+def _identity(data: Any) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for name in IDENTITY_FIELDS:
+        if name in data.fields:
+            values = sorted({str(v) for v in data.fields[name] if str(v) not in ("", "None", "nan")})
+            if values:
+                out[name] = values
+    return out
+
+
+def conformity_scores(method: Any, X: Any, y: Any) -> tuple[str, NDArray[np.float64]] | None:
+    """The conformity scores of labeled rows under a calibrated method, where it has a label-free formula.
+
+    ``naive`` (expected score): ``|y - sum_k k p_k|``; ``lac``: ``1 - p_y``;
+    ``margin``: ``max_{j != y} p_j - p_y`` (the judge's own probabilities).
+    Other methods (randomised scores, fitted models): ``None``.
+    """
+    from judgecp.methods.sets import LAC, Margin, lac_scores, margin_scores, true_label_scores
+    from judgecp.methods.split import NaiveSplit
+
+    Xa, ya = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if isinstance(method, NaiveSplit) and method.predictor == "expected":
+        return "abs_residual", np.abs(ya - method.point(Xa))
+    if isinstance(method, (LAC, Margin)) and method.probabilities == "judge":
+        P = method._proba(Xa)
+        scores = lac_scores(P) if isinstance(method, LAC) else margin_scores(P)
+        return method.name, true_label_scores(scores, method.scale.index(ya))
+    return None

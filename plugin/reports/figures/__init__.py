@@ -1,0 +1,113 @@
+"""The report's figures, drawn from ``judgecp evaluate --json`` reports with headless matplotlib.
+
+Every builder takes the runs of one kind (:class:`judgecp.reports.load.Run`)
+and returns a :class:`Plot` (a matplotlib ``Figure`` with its id, title and
+caption) or a :class:`Missing` that says which part of the report it would
+need: nothing is drawn that the reports do not contain. With one report a
+figure has one line per method (or controller, or signal); with several, one
+line per report (judge) for the ``focus`` method.
+
+Conventions: coverage and width of Likert methods are those of the label
+sets (every method has them; for interval methods the coverage equals the
+interval's), widths in scale points (``max - min`` of the set); the target
+line is ``1 - alpha`` (coverage) or ``alpha`` (risk), dashed black and
+labelled ``target ...``. Figures are built with ``matplotlib.figure.Figure``
+on the Agg canvas (no pyplot, no display, no global state).
+
+Modules: :mod:`~judgecp.reports.figures.common` (what every figure shares),
+:mod:`~judgecp.reports.figures.likert`, :mod:`~judgecp.reports.figures.pairwise`
+and :mod:`~judgecp.reports.figures.choice` (multiple choice and PARC); this
+package's :data:`BUILDERS` lists the figures of each kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from judgecp.reports.figures.choice import (
+    FAMILY_ORDER,
+    mcq_groups,
+    mcq_methods,
+    mcq_sweep,
+    parc_heatmaps,
+    set_size_hist,
+)
+from judgecp.reports.figures.common import (
+    MARKERS,
+    TARGET_STYLE,
+    WIDTH,
+    Missing,
+    Plot,
+    Result,
+    absent,
+    colors,
+    common_methods,
+    key,
+    new_figure,
+)
+from judgecp.reports.figures.common import (
+    _matplotlib as _matplotlib,  # for judgecp.reports.write_report
+)
+from judgecp.reports.figures.likert import (
+    confusion,
+    coverage_by_error,
+    coverage_by_label,
+    group_coverage,
+    judge_reliability,
+    likert_entry,
+    likert_methods,
+    likert_sweep,
+    rsg,
+    width_distribution,
+)
+from judgecp.reports.figures.pairwise import (
+    accepted_share,
+    risk_coverage,
+    risk_vs_alpha,
+    signal_reliability,
+)
+from judgecp.reports.load import Run
+
+#: The figures of each kind, in the report's order.
+BUILDERS: dict[str, tuple[Callable[[Sequence[Run], str], Result], ...]] = {
+    "likert": (likert_methods, likert_sweep, group_coverage, coverage_by_label, coverage_by_error,
+               width_distribution, confusion, judge_reliability, rsg),
+    "pairwise": (risk_coverage, risk_vs_alpha, accepted_share, signal_reliability),
+    "mcq": (mcq_methods, mcq_sweep, mcq_groups, set_size_hist),
+    "parc": (parc_heatmaps,),
+}
+
+__all__ = [
+    "BUILDERS",
+    "FAMILY_ORDER",
+    "MARKERS",
+    "TARGET_STYLE",
+    "WIDTH",
+    "Missing",
+    "Plot",
+    "Result",
+    "absent",
+    "accepted_share",
+    "colors",
+    "common_methods",
+    "confusion",
+    "coverage_by_error",
+    "coverage_by_label",
+    "group_coverage",
+    "judge_reliability",
+    "key",
+    "likert_entry",
+    "likert_methods",
+    "likert_sweep",
+    "mcq_groups",
+    "mcq_methods",
+    "mcq_sweep",
+    "new_figure",
+    "parc_heatmaps",
+    "risk_coverage",
+    "risk_vs_alpha",
+    "rsg",
+    "set_size_hist",
+    "signal_reliability",
+    "width_distribution",
+]

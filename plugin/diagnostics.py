@@ -39,7 +39,8 @@ def average_ranks(a: FloatArray) -> FloatArray:
             codes = (doubled - low).astype(np.int64)
             counts = np.bincount(codes)
             below = np.cumsum(counts) - counts
-            ranks: FloatArray = (below + (counts + 1) / 2.0)[codes]
+            per_value: FloatArray = below + (counts + 1) / 2.0
+            ranks: FloatArray = per_value[codes]
             return ranks
     # Otherwise sort once: a tie's average rank is its first position plus (its size + 1) / 2.
     order = np.argsort(a, kind="stable")
@@ -67,7 +68,8 @@ def correlation(kind: str, a: FloatArray, b: FloatArray) -> float | None:
         return float(stats.pearsonr(a, b)[0])
     if kind == "spearman":
         ranked = np.column_stack([average_ranks(a), average_ranks(b)])
-        return float(np.corrcoef(ranked, rowvar=False)[1, 0])
+        matrix: FloatArray = np.asarray(np.corrcoef(ranked, rowvar=False))
+        return float(matrix[1, 0])
     return float(stats.kendalltau(a, b)[0])  # tau-b
 
 

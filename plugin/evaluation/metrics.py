@@ -93,7 +93,8 @@ class RowMetrics:
 
     def take(self, rows: NDArray[Any]) -> RowMetrics:
         """The metrics of some rows (a boolean mask or indices)."""
-        return RowMetrics(*(None if v is None else v[rows] for v in vars(self).values()))
+        parts: dict[str, Any] = {k: None if v is None else v[rows] for k, v in vars(self).items()}
+        return RowMetrics(**parts)
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:

@@ -269,3 +269,22 @@ def test_all_levels_at_once_match_the_budget_read_one_prefix_at_a_time(slack: fl
                 if end_of_tie and e[0, : j + 1].sum() - alpha * (j + 1) <= -slack:
                     want = u[0, j]
             assert got[i, 0] == want, (alpha, u, e)
+
+
+def test_shuffled_rows_are_the_protocols_splits_and_the_thread_ends() -> None:
+    """The shuffling thread gives exactly permuted(tile(values), axis=1)'s rows, in order; a caller
+    that stops early ends the thread, and an error in the thread reaches the caller."""
+    import threading
+
+    from judgecp.evaluation.pair import shuffled_rows
+
+    values = np.random.default_rng(1).permutation(1000).astype(np.int32)
+    want = np.random.default_rng(7).permuted(np.tile(values, (6, 1)), axis=1)
+    with shuffled_rows(values, 6, seed=7) as rows:
+        got = np.stack(list(rows))
+    assert np.array_equal(got, want)
+    with shuffled_rows(values, 500, seed=7) as rows:
+        next(rows)
+    assert not any(t.name == "judgecp-shuffles" for t in threading.enumerate())
+    with pytest.raises(AttributeError), shuffled_rows(None, 2, seed=0) as rows:  # type: ignore[arg-type]
+        next(rows)

@@ -51,6 +51,18 @@ SCORING_MODES = ("one_pass", "per_label")
 class JudgeCaptureMixin(GenerationPairingMixin):
     """One-pass direct scoring and logprob-capturing generation for HF models (see the module doc)."""
 
+    def __init__(
+        self,
+        *args: Any,
+        scale: str = "1:5",
+        floor: float | str | None = None,
+        scoring: str = "one_pass",
+        record: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)  # lm-eval's model class, next in the MRO
+        self._judgecp_init(scale, floor, scoring, record)
+
     def _judgecp_init(self, scale: str, floor: float | str | None, scoring: str, record: str | None) -> None:
         if scoring not in SCORING_MODES:
             raise ValueError(f"scoring must be one of {SCORING_MODES}, got {scoring!r}")
@@ -251,34 +263,10 @@ class JudgeCaptureMixin(GenerationPairingMixin):
 class HFJudgeLM(JudgeCaptureMixin, HFLM):
     """``hf-judge``: lm-eval's ``hf`` with one-pass direct scoring and logprob capture."""
 
-    def __init__(
-        self,
-        *args: Any,
-        scale: str = "1:5",
-        floor: float | str | None = None,
-        scoring: str = "one_pass",
-        record: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._judgecp_init(scale, floor, scoring, record)
-
 
 class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
     """``hf-multimodal-judge``: lm-eval's ``hf-multimodal`` with image ``multiple_choice`` scoring
     (one forward pass per document) and logprob capture."""
-
-    def __init__(
-        self,
-        *args: Any,
-        scale: str = "1:5",
-        floor: float | str | None = None,
-        scoring: str = "one_pass",
-        record: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._judgecp_init(scale, floor, scoring, record)
 
     def _model_multimodal_generate(self, inputs: Any, max_length: int, stop: list[str], **generation_kwargs: Any) -> Any:
         def generate(**extra: Any) -> Any:

@@ -61,6 +61,7 @@ from judgecp.adapters.vlmeval.specs import (
 from judgecp.errors import InputError, MissingDependencyError
 from judgecp.exclusions import Exclusions
 from judgecp.scale import LikertScale
+from judgecp.tables import read_jsonl
 
 #: VLMEvalKit's inference failure marker (``vlmeval.smp.file.INFER_FAIL_MSG``).
 INFER_FAIL_MARKER = "Failed to obtain answer"
@@ -268,19 +269,11 @@ def read_sidecars(paths: Sequence[Path], excluded: Exclusions) -> dict[str, list
     """Sidecar records by index; unreadable lines are counted as ``sidecar_malformed_line``."""
     by_index: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    excluded.add("sidecar_malformed_line", f"{path.name}:{lineno}")
-                    continue
-                if not isinstance(rec, dict) or rec.get("index") is None:
-                    excluded.add("sidecar_malformed_line", f"{path.name}:{lineno}")
-                    continue
-                by_index.setdefault(str(rec["index"]), []).append(rec)
+        for lineno, rec in read_jsonl(path):
+            if rec is None or rec.get("index") is None:
+                excluded.add("sidecar_malformed_line", f"{path.name}:{lineno}")
+                continue
+            by_index.setdefault(str(rec["index"]), []).append(rec)
     return by_index
 
 

@@ -48,12 +48,12 @@ from judgecp.ensemble.study import (
     displayed,
     sample_items,
     select_prompts,
+    study_record,
     study_report,
     study_settings,
 )
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
-from judgecp.records import pair_record
 
 logger = logging.getLogger("lm_eval.judgecp")
 
@@ -257,12 +257,9 @@ class PromptEnsembleTask(JudgeReportTask):
         glyphs = list(doc["glyphs"])
         logprobs = self.choice_logprobs(glyphs, results)
         model = (self.config.metadata or {}).get("model")
-        return pair_record(
-            doc["id"], pair_id=doc["item"], order=doc["order"], label=doc.get("label"), logprobs=logprobs,
-            prediction=self.argmax_label(logprobs), judge=str(model) if model else model_name(),
-            prompt=doc["prompt_id"], task=doc.get("dataset"), exclude=self.document_exclusion(doc),
-            meta={"item": doc["item"], "answer_key": json.loads(doc["answer_key"])},
-        )
+        return study_record(doc["item"], doc["prompt_id"], order=doc["order"], label=doc.get("label"), logprobs=logprobs,
+                            answer_key=json.loads(doc["answer_key"]), judge=str(model) if model else model_name(),
+                            task=doc.get("dataset"), exclude=self.document_exclusion(doc))
 
 
 def metric_values(report: dict[str, Any], with_mixture: bool) -> dict[str, float]:

@@ -54,12 +54,12 @@ from judgecp.ensemble.study import (
     sample_items,
     select_prompts,
     single_letter,
+    study_record,
     study_report,
     study_settings,
 )
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
-from judgecp.records import pair_record
 
 DATASET_PREFIX = "ImagePrefEnsemble_"
 KIND = "ensemble"
@@ -223,19 +223,15 @@ def ensemble_records(table: Any) -> list[dict[str, Any]]:
         letters = row_letters(columns)
         captured = row.record.get("logprobs") or {}
         logprobs = {g: captured.get(g) for g in letters}
-        finite = {g: float(v) for g, v in logprobs.items() if v is not None}
         try:
             answer_key = json.loads(str(columns.get("answer_key")))
         except json.JSONDecodeError:
             answer_key = None
-        item, prompt = columns.get("item"), columns.get("prompt_id")
-        records.append(pair_record(
-            f"{item}/{prompt}", pair_id=item, order=str(columns.get("order") or "fwd"),
-            label=columns.get("preference"), logprobs=logprobs,
-            prediction=max(finite, key=finite.__getitem__) if finite else None,
-            judge=row.record.get("model"), prompt=prompt, task=columns.get("category"),
-            flags=[*row.flags, *(row.record.get("flags") or [])],
-            meta={"item": item, "answer_key": answer_key, "vlmeval_index": row.index},
+        records.append(study_record(
+            columns.get("item"), columns.get("prompt_id"), order=str(columns.get("order") or "fwd"),
+            label=columns.get("preference"), logprobs=logprobs, answer_key=answer_key, judge=row.record.get("model"),
+            task=columns.get("category"), flags=[*row.flags, *(row.record.get("flags") or [])],
+            meta={"vlmeval_index": row.index},
         ))
     return records
 

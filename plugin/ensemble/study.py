@@ -11,6 +11,7 @@ how the user spelled a setting (``metadata`` for lm-eval's ``--metadata``,
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -143,6 +144,19 @@ def displayed(prompt: JudgePrompt, preferred: Any) -> tuple[list[int], str, str]
     by_candidate = {candidate: glyph for glyph, candidate in prompt.answer_key.items()}
     order = "fwd" if tuple(prompt.order) == CANDIDATES else "rev"
     return [CANDIDATES.index(c) for c in prompt.order], order, by_candidate.get(str(preferred), "")
+
+
+def study_record(item: Any, prompt_id: Any, *, order: str, label: Any, logprobs: Mapping[str, Any], answer_key: Any,
+                 judge: Any, task: Any, meta: Mapping[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    """The ``pair`` record of one (item, prompt) answer, as :func:`judgecp.ensemble.records.read_ensemble_records`
+    reads it: ``prompt`` the prompt id, ``meta.item`` and ``meta.answer_key``, the prediction the likeliest glyph."""
+    from judgecp.records import pair_record
+
+    finite = {g: float(v) for g, v in logprobs.items() if v is not None and not math.isnan(float(v))}
+    return pair_record(f"{item}/{prompt_id}", pair_id=item, order=order, label=label, logprobs=logprobs,
+                       prediction=max(finite, key=finite.__getitem__) if finite else None, judge=judge,
+                       prompt=prompt_id, task=task, meta={"item": item, "answer_key": answer_key, **(meta or {})},
+                       **fields)
 
 
 def study_report(records: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],

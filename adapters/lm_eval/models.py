@@ -207,13 +207,21 @@ class JudgeCaptureMixin(GenerationPairingMixin):
             unique = list(dict.fromkeys(tuple(requests[i][2]) for i in idx))
             documents.append((list(context), [list(c) for c in unique], None))
             members.append((idx, unique))
+        results = self._judgecp_scatter(documents, members, len(requests), lambda i: tuple(requests[i][2]))
+        for request, result in zip(requests, results, strict=True):
+            self.cache_hook.add_partial("loglikelihood", request[0], result)
+        return results
+
+    def _judgecp_scatter(self, documents: list[Any], members: list[tuple[list[int], list[Any]]], n: int,
+                         key: Callable[[int], Any]) -> list[tuple[float, bool]]:
+        """Score the documents; request ``i`` gets the value of its continuation ``key(i)``
+        (``members``: per document, its requests and its distinct continuations)."""
         scored = self._judgecp_score(documents)
-        results: list[tuple[float, bool] | None] = [None] * len(requests)
+        results: list[tuple[float, bool] | None] = [None] * n
         for (idx, unique), values in zip(members, scored, strict=True):
             lookup = dict(zip(unique, values, strict=True))
             for i in idx:
-                results[i] = lookup[tuple(requests[i][2])]
-                self.cache_hook.add_partial("loglikelihood", requests[i][0], results[i])
+                results[i] = lookup[key(i)]
         self._judgecp_log_stats()
         return results  # type: ignore[return-value]
 
@@ -322,15 +330,9 @@ class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
             unique = list(continuations)
             documents.append((ids, [continuations[c] for c in unique], extra))
             members.append((idx, unique))
-        scored = self._judgecp_score(documents)
-        results: list[tuple[float, bool] | None] = [None] * len(requests)
-        for (idx, unique), values in zip(members, scored, strict=True):
-            lookup = dict(zip(unique, values, strict=True))
-            for i in idx:
-                results[i] = lookup[requests[i].args[1]]
-        self._judgecp_log_stats()
+        results = self._judgecp_scatter(documents, members, len(requests), lambda i: requests[i].args[1])
         self._judgecp_write_record("direct", requests, results)
-        return results  # type: ignore[return-value]
+        return results
 
     def _judgecp_continuation_ids(self, context_text: str, continuation: str) -> list[int]:
         """The continuation's tokens as lm-eval splits them: encode context + continuation, drop the context's."""

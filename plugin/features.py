@@ -26,9 +26,12 @@ def judge_log_softmax(X: FloatArray, scale: LikertScale) -> FloatArray:
     Renormalising over the rating tokens is the judge's distribution over the
     labels, given that it emits a rating at the score position.
     """
-    lp = np.asarray(X, dtype=np.float64)[:, : scale.k]
-    m = lp.max(axis=1, keepdims=True)
-    out: FloatArray = lp - (m + np.log(np.exp(lp - m).sum(axis=1, keepdims=True)))
+    # Computed on the transpose: numpy reduces a short last axis row by row (a third of the speed),
+    # and the column-wise sums add the same terms in the same order, so the output is identical.
+    lp = np.asarray(X, dtype=np.float64)[:, : scale.k].T.copy()
+    m = lp.max(axis=0)
+    lp -= m + np.log(np.exp(lp - m).sum(axis=0))
+    out: FloatArray = np.ascontiguousarray(lp.T)
     return out
 
 
@@ -63,6 +66,23 @@ def model_features(X: FloatArray, scale: LikertScale) -> FloatArray:
     if X.shape[1] > scale.k:
         cols.append(X[:, scale.k :])
     return np.hstack(cols)
+
+
+#: Rows per call when a fitted model predicts many rows (:func:`predict_in_blocks`).
+PREDICT_BLOCK = 8192
+
+
+def predict_in_blocks(model: Any, F: FloatArray, block: int = PREDICT_BLOCK) -> FloatArray:
+    """``model.predict(F)`` a block of rows at a time: the same numbers, faster for tree ensembles.
+
+    scikit-learn's gradient boosting predicts tree by tree, each tree passing
+    over every row; at half a million rows the features no longer fit in the
+    cache and every tree reads them from memory again. Blocks of 8,192 rows
+    stay cached: about 1.4x faster on this machine, with identical output.
+    """
+    if F.shape[0] <= block:
+        return np.asarray(model.predict(F), dtype=np.float64)
+    return np.concatenate([np.asarray(model.predict(F[i : i + block]), dtype=np.float64) for i in range(0, F.shape[0], block)])
 
 
 class RecalibratedJudge:

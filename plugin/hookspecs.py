@@ -52,7 +52,8 @@ def register_risk_controllers() -> list[type[Any]]:  # type: ignore[empty-body]
     a unique ``name`` and a ``thresholds(u_sorted, e_sorted, alpha, signal)``
     method that returns one acceptance threshold per calibration split
     (accept a judgment iff its uncertainty <= threshold; ``-inf`` abstains on
-    everything). Set ``guaranteed = True`` only for controllers with a
+    everything); ``thresholds_at_levels`` (optional) answers every level at
+    once. Set ``guaranteed = True`` only for controllers with a
     finite-sample guarantee, and test it.
     """
 

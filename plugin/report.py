@@ -34,9 +34,10 @@ def dumps(report: dict[str, Any]) -> str:
     return json.dumps(to_strict(report), indent=2, allow_nan=False) + "\n"
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def fmt(value: Any, digits: int = 3, missing: str = "-") -> str:
+    """A table cell: ``missing`` for None, a float to ``digits`` places, anything else as text."""
     if value is None:
-        return "-"
+        return missing
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
@@ -67,7 +68,7 @@ def write_detail(report: dict[str, Any], name: str, out: TextIO) -> None:
     mid = m["midpoint"]
     w(
         "  point estimate  raw score: pearson {} MAE {}   interval midpoint: pearson {} MAE {}\n".format(
-            _fmt(mid["raw"]["pearson"]), _fmt(mid["raw"]["mae"]), _fmt(mid["midpoint"]["pearson"]), _fmt(mid["midpoint"]["mae"])
+            fmt(mid["raw"]["pearson"]), fmt(mid["raw"]["mae"]), fmt(mid["midpoint"]["pearson"]), fmt(mid["midpoint"]["mae"])
         )
     )
 
@@ -95,9 +96,9 @@ def write_table(report: dict[str, Any], out: TextIO, *, max_group_methods: int =
     p = report["point"]
     w("Judge vs human (all rows)\n")
     w(
-        f"  pearson {_fmt(p['pearson'])}  spearman {_fmt(p['spearman'])}  kendall {_fmt(p['kendall'])}  "
-        f"exact {_fmt(p['exact_accuracy'])}  within-1 {_fmt(p['within1_accuracy'])}  "
-        f"MAE {_fmt(p['mae'])}  bias {p['bias']:+.3f}\n"
+        f"  pearson {fmt(p['pearson'])}  spearman {fmt(p['spearman'])}  kendall {fmt(p['kendall'])}  "
+        f"exact {fmt(p['exact_accuracy'])}  within-1 {fmt(p['within1_accuracy'])}  "
+        f"MAE {fmt(p['mae'])}  bias {p['bias']:+.3f}\n"
     )
     by = "  ".join(f"{k}:{v:+.2f}" if v is not None else f"{k}:-" for k, v in p["bias_by_label"].items())
     w(f"  bias by label  {by}\n")
@@ -139,9 +140,9 @@ def write_table(report: dict[str, Any], out: TextIO, *, max_group_methods: int =
                     continue
                 rsg = m["rsg"]
                 cells.append(
-                    f" {m['labels']['coverage']:.3f} / {m['labels']['width']:.2f}; {_fmt(rsg, 2):>5s}".rjust(27)
+                    f" {m['labels']['coverage']:.3f} / {m['labels']['width']:.2f}; {fmt(rsg, 2):>5s}".rjust(27)
                 )
-            w(f"  {g[:22]:22s} {entry['n']:6d} {_fmt(entry['point']['pearson']):>8s}" + "".join(cells) + "\n")
+            w(f"  {g[:22]:22s} {entry['n']:6d} {fmt(entry['point']['pearson']):>8s}" + "".join(cells) + "\n")
         worst = report.get("worst_group", {})
         for n in names:
             if worst.get(n):
@@ -177,7 +178,7 @@ def write_pairwise_table(report: dict[str, Any], out: TextIO) -> None:
     w(f"  {p['n_splits']} random splits, {p['cal_fraction']:.0%} calibration; controllers use {p['signal']}\n\n")
     w(f"  {'signal':12s} {'accuracy':>9s} {'ECE':>7s} {'AUROC':>7s} {'AUPRC':>7s}\n")
     for name, q in report["uncertainty"].items():
-        w(f"  {name:12s} {q['accuracy']:9.3f} {q['ece']:7.3f} {_fmt(q['auroc']):>7s} {_fmt(q['auprc']):>7s}\n")
+        w(f"  {name:12s} {q['accuracy']:9.3f} {q['ece']:7.3f} {fmt(q['auroc']):>7s} {fmt(q['auprc']):>7s}\n")
     alphas = list(next(iter(report["controllers"].values())))
     w("\n  risk among accepted (FDR) / coverage, mean over splits\n")
     w(f"  {'controller':16s}" + "".join(f" {'alpha ' + a:>16s}" for a in alphas) + "\n")
@@ -194,8 +195,8 @@ def write_mcq_table(report: dict[str, Any], out: TextIO) -> None:
       f"options per item {report['options']['mean']:.2f}\n\n")
     w(f"  {'method':24s} {'coverage':>14s} {'set size':>14s} {'size|correct':>13s} {'size|wrong':>11s} {'empty':>6s}\n")
     for name, m in report["methods"].items():
-        w(f"  {name:24s} {_pm(m, 'coverage'):>14s} {_pm(m, 'set_size', 2):>14s} {_fmt(m['set_size_correct'], 2):>13s} "
-          f"{_fmt(m['set_size_incorrect'], 2):>11s} {m['empty']:6.3f}\n")
+        w(f"  {name:24s} {_pm(m, 'coverage'):>14s} {_pm(m, 'set_size', 2):>14s} {fmt(m['set_size_correct'], 2):>13s} "
+          f"{fmt(m['set_size_incorrect'], 2):>11s} {m['empty']:6.3f}\n")
 
 
 def write_parc_table(report: dict[str, Any], out: TextIO) -> None:
@@ -209,5 +210,5 @@ def write_parc_table(report: dict[str, Any], out: TextIO) -> None:
         cells = []
         for score in ("reliability", "accuracy", "certainty", "consistency"):
             entry = report[score]["variation"].get(v)
-            cells.append(_fmt(entry.get("calibrated")) if entry else "-")
+            cells.append(fmt(entry.get("calibrated")) if entry else "-")
         w(f"  {v:10s} {cells[0]:>12s} {cells[1]:>9s} {cells[2]:>10s} {cells[3]:>12s}\n")

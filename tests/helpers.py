@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from judgecp.data import ScoreData
 from judgecp.scale import LikertScale
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,6 +22,46 @@ def shared_file(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent: the real-data tests need ../shared/data beside the checkout")
     return path
+
+
+def write_likert_csv(path: Path, data: ScoreData, **extra: Sequence[Any]) -> Path:
+    """A features table of a simulated Likert judge, written as the seed paper's CSVs are: ``sample_id``,
+    ``s2_lp1`` .. ``s2_lp5``, ``gt_score``, ``parsed_score``, then one column per ``extra`` keyword."""
+    lines = [",".join(["sample_id", "s2_lp1", "s2_lp2", "s2_lp3", "s2_lp4", "s2_lp5", "gt_score", "parsed_score",
+                       *extra])]
+    for i in range(data.n):
+        logprobs = ",".join(f"{v:.8f}" for v in data.logprobs[i])
+        cells = "".join(f",{values[i]}" for values in extra.values())
+        lines.append(f"{data.ids[i]},{logprobs},{data.labels[i]:.1f},{data.parsed[i]}{cells}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def repeated_coverage(
+    spec: str,
+    draw: Callable[[int], tuple[np.ndarray, np.ndarray]],
+    coverage: Callable[[Any, np.ndarray, np.ndarray], Any],
+    *,
+    n_cal: int,
+    n_test: int,
+    alpha: float,
+    reps: int,
+    scale: LikertScale | None = None,
+) -> np.ndarray:
+    """The coverage of method ``spec`` calibrated end to end, once per repetition (one row each).
+
+    Repetition ``r`` builds the method with ``random_state=r``, calibrates it
+    on ``draw(n_cal)`` and returns ``coverage(method, *draw(n_test))`` (a
+    number, or one per label).
+    """
+    from judgecp.plugins import build_method
+
+    rows = []
+    for r in range(reps):
+        method = build_method(spec, alpha=alpha, scale=scale or LikertScale(), random_state=r)
+        method.calibrate(*draw(n_cal))
+        rows.append(coverage(method, *draw(n_test)))
+    return np.asarray(rows)
 
 
 def judge_draw(

@@ -11,6 +11,7 @@ import pytest
 
 from judgecp.cli import main
 from judgecp.simulate import simulate_likert_judge
+from tests.helpers import write_likert_csv
 
 METHOD_NAMES = ["naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp",
                 "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin"]
@@ -26,13 +27,9 @@ def strict_load(text: str) -> Any:
 @pytest.fixture
 def judge_csv(tmp_path: Path) -> Path:
     d = simulate_likert_judge(n=400, seed=3)
-    lines = ["sample_id,s2_lp1,s2_lp2,s2_lp3,s2_lp4,s2_lp5,gt_score,parsed_score,task"]
-    for i in range(d.n):
-        lp = ",".join(f"{v:.8f}" for v in d.logprobs[i])
-        lines.append(f"{d.ids[i]},{lp},{d.labels[i]:.1f},{d.parsed[i]},{d.fields['group'][i]}")
-    lines.append("bad1," + ",".join(["-11.512925464970229"] * 5) + ",4.0,-1,easy")  # a parse failure
-    p = tmp_path / "features.csv"
-    p.write_text("\n".join(lines) + "\n")
+    p = write_likert_csv(tmp_path / "features.csv", d, task=d.fields["group"])
+    with p.open("a") as handle:
+        handle.write("bad1," + ",".join(["-11.512925464970229"] * 5) + ",4.0,-1,easy\n")  # a parse failure
     return p
 
 
@@ -186,3 +183,25 @@ def test_mcq_and_parc_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         assert set(r[score]["variation"]["LR-I"]) >= {"raw", "calibrated"}
     code, _, err = run(["evaluate", "--kind", "mcq", "--example", "--methods", "ordinal_aps"], capsys)
     assert code == 2 and "no order" in err
+
+
+def test_row_features_reach_the_fitted_models(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--row-features task,parsed appends the task's indicators and the parsed score to X: the report
+    names them, the fitted method's intervals change, the unfitted one's do not; a wrong field or
+    another kind is a one-line error."""
+    reports = {}
+    for flag in ([], ["--row-features", "task,parsed"]):
+        p = tmp_path / f"r{len(flag)}.json"
+        code, _, _ = run(["evaluate", str(judge_csv), "--methods", "naive,cqr(quantile_model=linear)", "--seeds", "2",
+                          "--json", str(p), *flag], capsys)
+        assert code == 0
+        reports[len(flag)] = strict_load(p.read_text())
+    assert reports[2]["input"]["columns"]["row_features"] == ["task=easy", "task=hard", "task=medium", "parsed"]
+    assert "row_features" not in reports[0]["input"]["columns"]
+    assert reports[2]["methods"]["naive"] == reports[0]["methods"]["naive"]
+    cqr = "cqr(quantile_model=linear)"
+    assert reports[2]["methods"][cqr]["interval"]["width"] != reports[0]["methods"][cqr]["interval"]["width"]
+    code, _, err = run(["evaluate", str(judge_csv), "--row-features", "tsk", "--methods", "naive"], capsys)
+    assert code == 2 and "unknown row feature field 'tsk'" in err and "task" in err
+    code, _, err = run(["evaluate", "--example", "--kind", "mcq", "--row-features", "group"], capsys)
+    assert code == 2 and "--row-features" in err and err.count("\n") == 1

@@ -34,7 +34,7 @@ import pytest
 
 from judgecp.plugins import build_method
 from judgecp.scale import LikertScale
-from tests.helpers import judge_draw
+from tests.helpers import judge_draw, repeated_coverage
 
 SCALE = LikertScale()
 # Cheaper settings where the guarantee does not depend on them.
@@ -106,15 +106,10 @@ def test_band_given_fit(name: str, labels: str, n: int, alpha: float) -> None:
 def test_calibrate_end_to_end(name: str) -> None:
     alpha, reps = 0.1, 25
     rng = np.random.default_rng([ALL.index(name), 99])
-    covs = []
-    for r in range(reps):
-        method = build_method(FAST.get(name, name), alpha=alpha, scale=SCALE, random_state=r)
-        Xc, yc = judge_draw(600, rng)
-        Xt, yt = judge_draw(1000, rng)
-        method.calibrate(Xc, yc)
-        covs.append(covered(method, Xt, yt))
-    n_conf = 600 if not method.fits_model else 300
-    check_band(name, covs, alpha, n_conf, two_sided=False)
+    covs = repeated_coverage(FAST.get(name, name), lambda n: judge_draw(n, rng), covered, n_cal=600, n_test=1000,
+                             alpha=alpha, reps=reps, scale=SCALE)
+    n_conf = 600 if not build_method(FAST.get(name, name), alpha=alpha, scale=SCALE).fits_model else 300
+    check_band(name, list(covs), alpha, n_conf, two_sided=False)
 
 
 @pytest.mark.slow

@@ -52,3 +52,20 @@ def test_ranking_scoring_gap_eq7() -> None:
 def test_informativeness_bins() -> None:
     assert informativeness(np.array([0, 1, 1.5, 3, 3.5, 4])) == {
         "decisive": pytest.approx(2 / 6), "moderate": pytest.approx(2 / 6), "uninformative": pytest.approx(2 / 6)}
+
+
+def test_counted_ranks_and_spearman_are_scipys() -> None:
+    """average_ranks counts half-integer data instead of sorting; the ranks and Spearman's rho
+    must be exactly scipy's (rankdata, spearmanr), and other data falls back to rankdata."""
+    from scipy import stats
+
+    from judgecp.diagnostics import average_ranks, correlation
+
+    rng = np.random.default_rng(0)
+    for a in (rng.integers(1, 6, 1000).astype(float), rng.integers(0, 11, 5000) / 2, rng.normal(size=300),
+              np.array([3.0]), np.array([1.5, 1.5, 2.0]), np.array([1e9, -1e9, 0.5])):
+        assert np.array_equal(average_ranks(a), stats.rankdata(a))
+    for _ in range(20):
+        a = rng.integers(1, 6, 2000).astype(float)
+        b = np.round(a + rng.normal(size=2000)) / 2
+        assert correlation("spearman", a, b) == float(stats.spearmanr(a, b)[0])

@@ -12,6 +12,7 @@ import pytest
 from judgecp.cli import main
 from judgecp.records import pair_record, score_record
 from judgecp.simulate import simulate_likert_judge, simulate_pairwise_judge
+from tests.helpers import write_likert_csv
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -31,13 +32,7 @@ def one_line_error(code: int, err: str, *needles: str) -> None:
 @pytest.fixture
 def likert_csv(tmp_path: Path) -> Path:
     d = simulate_likert_judge(n=300, seed=3)
-    lines = ["sample_id,s2_lp1,s2_lp2,s2_lp3,s2_lp4,s2_lp5,gt_score,parsed_score,abs_error"]
-    for i in range(d.n):
-        lp = ",".join(f"{v:.6f}" for v in d.logprobs[i])
-        lines.append(f"{d.ids[i]},{lp},{int(d.labels[i])},{d.parsed[i]},{abs(d.parsed[i] - int(d.labels[i]))}")
-    path = tmp_path / "features.csv"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_likert_csv(tmp_path / "features.csv", d, abs_error=np.abs(d.parsed - d.labels.astype(int)))
 
 
 def samples_file(tmp_path: Path) -> tuple[Path, list[str]]:

@@ -247,3 +247,25 @@ def test_report_schema() -> None:
     assert r["risk_coverage"]["bpe"][-1]["coverage"] == 1.0
     with pytest.raises(InputError, match="signal 'verbalized' is not available"):
         evaluate(data, Protocol(splits=5, signal="verbalized"))
+
+
+@pytest.mark.parametrize("slack", [0.0, 1.0])
+def test_all_levels_at_once_match_the_budget_read_one_prefix_at_a_time(slack: float) -> None:
+    """largest_feasible_prefix (a suffix minimum and a binary search per level) against the
+    definition: the last prefix, ending a tie, with sum (E_i - alpha) <= -slack."""
+    from judgecp.selective import largest_feasible_prefix
+
+    rng = np.random.default_rng(3)
+    alphas = [0.05, 0.1, 0.2, 0.25, 0.5]  # 0.1, 0.25, 0.5: budgets that hit -slack exactly
+    for _ in range(200):
+        m = int(rng.integers(1, 60))
+        u = np.sort(rng.integers(0, 8, m) / 8.0)[None, :]  # many ties
+        e = (rng.random(m) < rng.uniform(0, 0.6))[None, :]
+        got = largest_feasible_prefix(u, e, alphas, slack)
+        for i, alpha in enumerate(alphas):
+            want = -np.inf
+            for j in range(m):
+                end_of_tie = j == m - 1 or u[0, j + 1] > u[0, j]
+                if end_of_tie and e[0, : j + 1].sum() - alpha * (j + 1) <= -slack:
+                    want = u[0, j]
+            assert got[i, 0] == want, (alpha, u, e)

@@ -13,11 +13,9 @@ import base64
 import io
 import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import pytest
@@ -40,6 +38,7 @@ from judgecp.parc_build import (
     rekey,
 )
 from tests.helpers import REPO
+from tests.json_server import JSONServer
 
 Image = pytest.importorskip("PIL.Image")
 
@@ -53,6 +52,15 @@ def _textured(seed: int, size: tuple[int, int] = (24, 16)) -> Any:
     """A random RGB image (lots of high-frequency energy), reproducible from ``seed``."""
     rng = np.random.default_rng(seed)
     return Image.fromarray(rng.integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8), "RGB")
+
+
+def _source_with_images(tmp_path: Path, *names: str) -> Path:
+    """``tmp_path/src`` with ``img/<name>.png`` for each name (textured, seeded by the name)."""
+    root = tmp_path / "src"
+    (root / "img").mkdir(parents=True)
+    for name in names:
+        _textured(ord(name)).save(root / "img" / f"{name}.png")
+    return root
 
 
 def write_originals(root: Path, *, comparative: int = 4, single: int = 2) -> Path:
@@ -350,49 +358,32 @@ def test_language_variations_need_a_rewriter_except_flagged_ls_n(tmp_path: Path)
     assert got["mmb-0/LS-N"]["flags"] == ["ls_n_rule_fallback"]
 
 
-class _ChatHandler(BaseHTTPRequestHandler):
-    bodies: ClassVar[list[dict[str, Any]]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).bodies.append({**body, "path": self.path, "auth": self.headers.get("Authorization")})
-        answer = _Rewrites()(body["messages"][-1]["content"])
-        payload = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+def _rewriter_reply(body: dict[str, Any], path: str, headers: dict[str, str]) -> dict[str, Any]:
+    answer = _Rewrites()(body["messages"][-1]["content"])
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]}
 
 
 @pytest.fixture
-def chat_server() -> Iterator[str]:
-    _ChatHandler.bodies = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _ChatHandler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+def chat_server() -> Iterator[JSONServer]:
+    """An OpenAI-compatible chat endpoint at ``chat_server.url + "/v1"`` that rewrites as :class:`_Rewrites`."""
+    with JSONServer(_rewriter_reply) as server:
+        yield server
 
 
-def test_openai_compatible_rewriter_over_http(tmp_path: Path, chat_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_compatible_rewriter_over_http(tmp_path: Path, chat_server: JSONServer,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PARC_TEST_KEY", "sk-test")
     src = write_originals(tmp_path / "src")
-    rewriter = OpenAIRewriter(chat_server, "llama3-70b", api_key_env="PARC_TEST_KEY")
+    rewriter = OpenAIRewriter(chat_server.url + "/v1", "llama3-70b", api_key_env="PARC_TEST_KEY")
     result = build(src, tmp_path / "out", variations="LS-N,LS-M,VR-R", rewriter=rewriter)
     assert result.counts == {"O": 6, "LS-N": 4, "LS-M": 4, "VR-R": 6}
-    body = _ChatHandler.bodies[0]
-    assert body["path"] == "/v1/chat/completions" and body["model"] == "llama3-70b" and body["temperature"] == 0.0
-    assert body["auth"] == "Bearer sk-test"
+    first = chat_server.requests[0]
+    body = first["body"]
+    assert first["path"] == "/v1/chat/completions" and body["model"] == "llama3-70b" and body["temperature"] == 0.0
+    assert first["headers"].get("Authorization") == "Bearer sk-test"
     assert body["messages"] == [{"role": "user", "content": prompt_template("LS-N").replace(
         "<Prompt to alter>", "Which object is more sliced?")}]
-    assert result.manifest["rewriter"]["endpoint"] == chat_server + "/chat/completions"
+    assert result.manifest["rewriter"]["endpoint"] == chat_server.url + "/v1/chat/completions"
     assert "sk-test" not in json.dumps(result.manifest)  # the key is never written
     assert records(tmp_path / "out")["cmp-2/LS-N"]["question"] == "Which object is not more sliced?"
     with pytest.raises(InputError, match="failed after"):
@@ -525,6 +516,7 @@ def test_hub_datasets_load_through_datasets(tmp_path: Path, monkeypatch: pytest.
 
 def test_lm_eval_task_loader_reads_the_build(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
+    from judgecp.adapters.lm_eval.choice_task import doc_to_image
     from tests.lm_eval.test_data_sources import task_utils
 
     src = write_originals(tmp_path / "src")
@@ -535,7 +527,7 @@ def test_lm_eval_task_loader_reads_the_build(tmp_path: Path) -> None:
     by_id = {d["id"]: d for d in docs}
     swap = by_id["parc/cmp-0/VS-S"]
     assert swap["variation"] == "VS-S" and swap["letters"] == ["A", "B"] and len(swap["image_refs"]) == 2
-    assert [im.size for im in utils.doc_to_image(by_id["parc/cmp-0/VR-R"])] == [(16, 24), (16, 24)]
+    assert [im.size for im in doc_to_image(by_id["parc/cmp-0/VR-R"])] == [(16, 24), (16, 24)]
     assert utils.doc_to_text(by_id["parc/mmb-1/LS-N"]).startswith("<image>\nWhich animal is not shown?\nA. cat")
     only = utils.load_docs(data_dir=str(tmp_path / "out"), parc_dataset="mmbench")["test"]
     assert len(only) == 2 * 5
@@ -589,10 +581,7 @@ def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_bad_items_are_counted_never_dropped_silently(tmp_path: Path) -> None:
-    root = tmp_path / "src"
-    (root / "img").mkdir(parents=True)
-    for name in ("a", "b"):
-        _textured(ord(name)).save(root / "img" / f"{name}.png")
+    root = _source_with_images(tmp_path, "a", "b")
     (root / "img" / "broken.png").write_bytes(b"not an image")
     good = {"dataset": "d", "question": "Which is bigger?", "options": {"A": "Left", "B": "Right"}, "correct": "A",
             "image": ["img/a.png", "img/b.png"]}
@@ -672,18 +661,18 @@ def test_threads_do_not_change_the_output(tmp_path: Path) -> None:
     assert one.content_hash == three.content_hash and one.counts == three.counts
 
 
-def test_cli_language_variations_through_an_endpoint(tmp_path: Path, chat_server: str,
+def test_cli_language_variations_through_an_endpoint(tmp_path: Path, chat_server: JSONServer,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     src = write_originals(tmp_path / "src")
     out = tmp_path / "out"
     assert main(["parc", "build", str(src), "-o", str(out), "--variations", "LS-N,LS-M,VR-L", "--json",
-                 "--rewriter-url", chat_server, "--rewriter-model", "llama3-70b", "--ls-n-fallback", "--jobs", "2"]) == 0
+                 "--rewriter-url", chat_server.url + "/v1", "--rewriter-model", "llama3-70b", "--ls-n-fallback", "--jobs", "2"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["counts"] == {"O": 6, "LS-N": 6, "LS-M": 4, "VR-L": 6}  # mmbench's LS-N by the flagged rule
     assert summary["review"]["entries"] == 2 and len(summary["content_hash"]) == 64
     got = records(out)
     assert got["mmb-0/LS-N"]["flags"] == ["ls_n_rule_fallback"] and got["cmp-0/LS-N"]["generated_by"] == "rewriter"
-    assert {b["model"] for b in _ChatHandler.bodies} == {"llama3-70b"}
+    assert {r["body"]["model"] for r in chat_server.requests} == {"llama3-70b"}
 
 
 def test_a_build_never_writes_over_its_source(tmp_path: Path) -> None:
@@ -698,10 +687,7 @@ def test_a_build_never_writes_over_its_source(tmp_path: Path) -> None:
 
 
 def test_ls_m_scope_comparative_covers_left_right_items_however_worded(tmp_path: Path) -> None:
-    root = tmp_path / "src"
-    (root / "img").mkdir(parents=True)
-    for name in ("a", "b"):
-        _textured(ord(name)).save(root / "img" / f"{name}.png")
+    root = _source_with_images(tmp_path, "a", "b")
     rows = [{"id": "u1", "question": "Which umbrella is yellower?", "options": {"A": "Left", "B": "Right"},
              "correct": "A", "image": ["img/a.png", "img/b.png"]},
             {"id": "m1", "question": "Which fruit is shown?", "options": {"A": "apple", "B": "pear"},

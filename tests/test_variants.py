@@ -28,7 +28,7 @@ from judgecp.errors import InputError
 from judgecp.methods.variants import Variant, make_variant
 from judgecp.plugins import build_method, check_method_spec, method_classes, parse_method_spec
 from judgecp.scale import LikertScale
-from tests.helpers import judge_draw
+from tests.helpers import judge_draw, repeated_coverage
 
 SCALE = LikertScale()
 Z = 4.0
@@ -103,11 +103,8 @@ def test_marginal_sets_fail_the_per_label_check() -> None:
     """Negative control: the marginal method misses the labels the judge gets wrong, on the same data."""
     alpha, reps = 0.1, 60
     rng = np.random.default_rng(1)
-    covs = []
-    for r in range(reps):
-        m = build_method("lac", alpha=alpha, scale=SCALE, random_state=r).calibrate(*skewed_draw(600, rng))
-        covs.append(per_label_coverage(m, *skewed_draw(800, rng)))
-    c = np.asarray(covs)
+    c = repeated_coverage("lac", lambda n: skewed_draw(n, rng), per_label_coverage, n_cal=600, n_test=800,
+                          alpha=alpha, reps=reps, scale=SCALE)
     mean, se = c.mean(axis=0), c.std(axis=0, ddof=1) / np.sqrt(reps)
     assert (mean < 1 - alpha - Z * se).any(), mean
 
@@ -118,12 +115,8 @@ def test_label_conditional_fitted_methods(spec: str) -> None:
     """calibrate() end to end (fit on part, per-label thresholds on the rest): every label covered."""
     alpha, reps = 0.1, 16
     rng = np.random.default_rng([FITTED.index(spec), 41])
-    covs = []
-    for r in range(reps):
-        m = build_method(with_option(spec, "conditional=label"), alpha=alpha, scale=SCALE, random_state=r)
-        m.calibrate(*skewed_draw(800, rng))
-        covs.append(per_label_coverage(m, *skewed_draw(1500, rng)))
-    c = np.asarray(covs)
+    c = repeated_coverage(with_option(spec, "conditional=label"), lambda n: skewed_draw(n, rng), per_label_coverage,
+                          n_cal=800, n_test=1500, alpha=alpha, reps=reps, scale=SCALE)
     mean, se = c.mean(axis=0), c.std(axis=0, ddof=1) / np.sqrt(reps)
     for j in range(SCALE.k):
         assert mean[j] >= 1 - alpha - Z * se[j], f"{spec}: label {j + 1} covered {mean[j]:.4f}"
@@ -348,3 +341,102 @@ def test_group_conditional_needs_groups() -> None:
     m = build_method("lac(conditional=group)", alpha=0.1, scale=SCALE)
     with pytest.raises(InputError, match="needs the rows' groups"):
         m.calibrate(*judge_draw(100, np.random.default_rng(0)))
+
+
+# -- conditional=group: per-group bands, CV+, pooling, negative control ----------------------------
+
+
+def two_group_draw(n0: int, n1: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group 0: the synthetic judge; group 1: its logprobs shuffled (unrelated to the labels).
+
+    Rows are exchangeable within the whole draw (the group is a row field), so
+    a threshold per group is what covers each group: one marginal threshold
+    over-covers group 0 and under-covers group 1 (negative control below).
+    """
+    X0, y0 = judge_draw(n0, rng)
+    X1, y1 = judge_draw(n1, rng)
+    X1 = X1[rng.permutation(n1)]
+    return np.vstack([X0, X1]), np.concatenate([y0, y1]), np.r_[np.zeros(n0, int), np.ones(n1, int)]
+
+
+def group_coverages(spec: str, reps: int, seed: int) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Per-group test coverage over ``reps`` random 50/50 splits, and each group's conformalize-cell size."""
+    alpha = 0.1
+    rng = np.random.default_rng(seed)
+    cov: dict[int, list[float]] = {0: [], 1: []}
+    size: dict[int, list[int]] = {0: [], 1: []}
+    for r in range(reps):
+        X, y, g = two_group_draw(700, 500, rng)
+        perm = rng.permutation(y.size)
+        cal, test = perm[: y.size // 2], perm[y.size // 2 :]
+        m = build_method(spec, alpha=alpha, scale=SCALE, random_state=r)
+        if "conditional=group" in spec:
+            m.calibrate(X[cal], y[cal], groups=g[cal])
+            pred = m.predict(X[test], groups=g[test])
+        else:
+            pred = m.calibrate(X[cal], y[cal]).predict(X[test])
+        hit = pred.covers(y[test])
+        for k in (0, 1):
+            cov[k].append(float(hit[g[test] == k].mean()))
+            size[k].append(m.n_cell_[m.group_cell_[str(k)]] if "conditional=group" in spec else 0)
+    return {k: np.asarray(v) for k, v in cov.items()}, {k: np.asarray(v) for k, v in size.items()}
+
+
+GROUP_SPLIT = ["naive(conditional=group)", "lac(conditional=group, probabilities=recalibrated)",
+               "chr(conditional=group, n_levels=200)", "lvd(conditional=group)"]
+#: Continuous scores reported exactly: the per-group upper end 1 - alpha + 1/(n_g + 1) holds too.
+GROUP_TWO_SIDED = {"naive(conditional=group)", "lac(conditional=group, probabilities=recalibrated)"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", GROUP_SPLIT)
+def test_group_conditional_band(spec: str) -> None:
+    """Split mode: every group's mean coverage in [1 - alpha, 1 - alpha + 1/(n_g + 1)] within Z standard errors."""
+    alpha, reps = 0.1, 40
+    cov, size = group_coverages(spec, reps, 31 + GROUP_SPLIT.index(spec))
+    for k in (0, 1):
+        c = cov[k]
+        se = max(c.std(ddof=1), 0.005) / np.sqrt(reps)
+        assert c.mean() >= 1 - alpha - Z * se, (spec, k, c.mean())
+        if spec in GROUP_TWO_SIDED:
+            upper = 1 - alpha + float(np.mean(1.0 / (size[k] + 1)))
+            assert c.mean() <= upper + Z * se, (spec, k, c.mean(), upper)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["lac(conditional=group, cv=5, probabilities=recalibrated)",
+                                  "ordinal_set(conditional=group, cv=5, probabilities=recalibrated)",
+                                  "chr(conditional=group, cv=5, n_levels=200)", "lvd(conditional=group, cv=5)"])
+def test_group_conditional_cv_plus(spec: str) -> None:
+    """CV+ with a threshold per group: every group >= 1 - 2 alpha - the finite-K term (Barber et al. 2021,
+    Thm. 4, applied within the group's calibration points), and, observed, near 1 - alpha."""
+    alpha, reps = 0.1, 25
+    cov, size = group_coverages(spec, reps, 41)
+    for k in (0, 1):
+        c = cov[k]
+        se = max(c.std(ddof=1), 0.005) / np.sqrt(reps)
+        n_k = int(size[k].min())
+        assert c.mean() >= cv_plus_floor(alpha, n_k, 5) - Z * se, (spec, k, c.mean())
+        assert c.mean() >= 1 - alpha - 0.02, (spec, k, c.mean())
+
+
+def test_marginal_sets_fail_the_per_group_check() -> None:
+    """Negative control for the group tests: one marginal threshold under-covers the scrambled group."""
+    reps = 15
+    cov, _ = group_coverages("lac(probabilities=recalibrated)", reps, 51)
+    se = max(cov[1].std(ddof=1), 0.005) / np.sqrt(reps)
+    assert cov[1].mean() < 1 - 0.1 - Z * se, cov[1].mean()  # the band test's lower check fails
+    assert cov[0].mean() > 1 - 0.1 + 0.02, cov[0].mean()  # and the easy group is over-covered
+
+
+def test_small_and_unseen_groups() -> None:
+    """A group with too few calibration points shares the pool's threshold; an unseen group gets every label."""
+    rng = np.random.default_rng(61)
+    X, y = judge_draw(900, rng)
+    g = np.where(np.arange(900) < 5, "tiny", np.where(np.arange(900) < 450, "a", "b"))
+    m = build_method("naive(conditional=group)", alpha=0.1, scale=SCALE, random_state=0)
+    m.calibrate(X, y, groups=g)
+    assert m.pooled_groups_ == ["tiny"] and m.group_cell_["tiny"] not in (m.group_cell_["a"], m.group_cell_["b"])
+    Xt, _ = judge_draw(40, rng)
+    pred = m.predict(Xt, groups=np.array(["a"] * 20 + ["never seen"] * 20))
+    assert pred.sets[20:].all() and pred.full_range[20:].all() and not pred.sets[:20].all()

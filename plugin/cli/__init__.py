@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_methods(sub)
     report.add_parser(sub)
     bench = commands.add_bench(sub)
+    __import__("judgecp.cli.bench_fitted", fromlist=["add_parser"]).add_parser(bench)  # judgecp bench fitted
     __import__("judgecp.cli.parc_build", fromlist=["add_parser"]).add_parser(sub)  # judgecp parc build
     get_plugin_manager().hook.register_commands(commands=sub, benchmarks=bench)
     return parser

@@ -54,6 +54,9 @@ def add_parser(sub: Any) -> None:
     cols.add_argument("--join", action="append", default=[], metavar="FILE[:PREFIX]", help="add columns from FILE by id (repeatable)")
     lik = p.add_argument_group("Likert (--kind likert)")
     lik.add_argument("--features", metavar="GLOB", help="extra feature columns for fitted models (multi-judge fusion)")
+    lik.add_argument("--row-features", dest="row_features", metavar="FIELD[,FIELD]",
+                     help="row fields as inputs of the fitted models: one indicator column per value of each FIELD "
+                     "(e.g. task), and 'parsed' for the judge's parsed score (docs/beyond.md)")
     lik.add_argument("--scale", help="rating scale MIN:MAX (default 1:5)")
     lik.add_argument("--floor", type=float, help="value for NaN/-inf logprobs that are floored (default log 1e-5)")
     lik.add_argument("--nan", choices=("exclude", "floor"), help="rows with NaN logprobs: exclude (default) or floor and flag")
@@ -179,6 +182,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     kind = data.kind
     if kind != "likert" and likert_options:
         raise InputError(f"{', '.join('--' + k for k in likert_options)}: options of --kind likert, not of --kind {kind}")
+    if args.row_features:
+        if kind != "likert":
+            raise InputError(f"--row-features: an option of --kind likert, not of --kind {kind}")
+        from judgecp.row_features import with_row_features
+
+        names = [n.strip() for n in args.row_features.split(",") if n.strip()]
+        data = with_row_features(data, [n for n in names if n != "parsed"], parsed="parsed" in names)
     values = {name: getattr(args, name) for name in PROTOCOL_FLAGS}
     if kind == "likert" and values["methods"] is None:
         values["methods"] = "all"

@@ -203,9 +203,9 @@ class FieldColumns(Mapping[str, Any]):
     """
 
     def __init__(self, columns: Mapping[str, Any], rows: Any, names: Sequence[str]) -> None:
-        self._columns = columns
-        self._rows = np.asarray(rows)
         self._names = list(names)
+        self._columns = {n: columns[n] for n in self._names}  # not the table's other columns (logprobs...)
+        self._rows = np.asarray(rows)
         self._cache: dict[str, Any] = {}
 
     def __getitem__(self, name: str) -> Any:

@@ -193,19 +193,26 @@ def _parse_seeds(text: str) -> list[int]:
         raise InputError(f"--seeds must be a count or a comma-separated list, got {text!r}") from None
 
 
+def add_input_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
+    """The input flags of this module and :mod:`judgecp.ensemble.sweep`: RECORDS (or ``--example``,
+    helped by ``example``), ``--format``, ``--embeddings``, ``--prompt-set``, ``--item-field``
+    (what :func:`load_input` reads)."""
+    parser.add_argument("records", nargs="?", help="judgecp.record/1 JSONL, one record per (item, prompt), "
+                        "or a harness output file (an lm-eval samples file of image_pref_ensemble_cp)")
+    parser.add_argument("--format", default="auto",
+                        help="auto (default: recognise it), records, or a registered harness format (lm-eval)")
+    parser.add_argument("--example", action="store_true", help=example)
+    parser.add_argument("--embeddings", help="item embeddings (.npz or .jsonl keyed by meta.item)")
+    parser.add_argument("--prompt-set", help="prompt-set JSON giving each prompt's answer_key")
+    parser.add_argument("--item-field", default="meta.item", help="dotted field tying an item's records (meta.item)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m judgecp.ensemble.evaluate",
         description="Calibrate a judge by ensembling its prompts: uniform, BPE, multimodal mixture.",
     )
-    parser.add_argument("records", nargs="?", help="judgecp.record/1 JSONL, one record per (item, prompt), "
-                        "or a harness output file (an lm-eval samples file of image_pref_ensemble_cp)")
-    parser.add_argument("--format", default="auto",
-                        help="auto (default: recognise it), records, or a registered harness format (lm-eval)")
-    parser.add_argument("--example", action="store_true", help="run on a seeded simulated judge")
-    parser.add_argument("--embeddings", help="item embeddings (.npz or .jsonl keyed by meta.item)")
-    parser.add_argument("--prompt-set", help="prompt-set JSON giving each prompt's answer_key")
-    parser.add_argument("--item-field", default="meta.item", help="dotted field tying an item's records (meta.item)")
+    add_input_arguments(parser, example="run on a seeded simulated judge")
     parser.add_argument("--validation", type=int, default=50, help="labeled items the weights are fitted on (50)")
     parser.add_argument("--clusters", type=int, default=4, help="K for the mixture (4)")
     parser.add_argument("--membership", choices=("hard", "soft"), default="hard", help="p(z|x) (hard)")
@@ -255,23 +262,10 @@ def load_input(args: argparse.Namespace) -> EnsembleData:
     return data
 
 
-def ensemble_report(
-    data: EnsembleData,
-    *,
-    validation: int = 50,
-    clusters: int = 4,
-    membership: Membership = "hard",
-    concentration: float = 20.0,
-    seeds: Sequence[int] = tuple(range(10)),
-    alpha: float = 0.1,
-    procedure: Procedure = "by",
-) -> dict[str, Any]:
+def ensemble_report(data: EnsembleData, **options: Any) -> dict[str, Any]:
     """The JSON report of ``judgecp evaluate --kind ensemble``: the input's counts, then
-    :func:`evaluate_ensembles`' sections (module docstring)."""
-    report = evaluate_ensembles(
-        data, validation=validation, clusters=clusters, membership=membership, concentration=concentration,
-        seeds=seeds, alpha=alpha, procedure=procedure,
-    )
+    :func:`evaluate_ensembles`' sections (module docstring); ``options`` are its keyword arguments."""
+    report = evaluate_ensembles(data, **options)
     return {
         "kind": "ensemble", "judge": data.judge, "shape": data.shape, "classes": data.classes,
         "n_items": len(data.items), "n_labeled": int(data.labeled.sum()),

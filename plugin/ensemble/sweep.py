@@ -35,12 +35,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.ensemble.clustering import Membership, SphericalKMeans
-from judgecp.ensemble.embeddings import read_embeddings
 from judgecp.ensemble.estimator import PromptEnsemble, uniform_proba
+from judgecp.ensemble.evaluate import add_input_arguments, load_input
 from judgecp.ensemble.metrics import calibration_summary
 from judgecp.ensemble.objective import Solver
-from judgecp.ensemble.prompts import read_prompt_set
-from judgecp.ensemble.records import read_ensemble_records
 from judgecp.ensemble.simulate import simulate_prompt_judge
 from judgecp.errors import InputError
 
@@ -184,13 +182,7 @@ def _ints(text: str) -> tuple[int, ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m judgecp.ensemble.sweep (--example | RECORDS --embeddings FILE) [factors]``."""
     parser = argparse.ArgumentParser(prog="python -m judgecp.ensemble.sweep", description=__doc__.split("\n")[0])
-    parser.add_argument("records", nargs="?", help="judgecp.record/1 JSONL (one record per item and prompt), "
-                        "or a harness output file (an lm-eval samples file of image_pref_ensemble_cp)")
-    parser.add_argument("--format", default="auto",
-                        help="auto (default: recognise it), records, or a registered harness format (lm-eval)")
-    parser.add_argument("--example", action="store_true", help="sweep the seeded simulated judge")
-    parser.add_argument("--embeddings", help="item embeddings (.npz or .jsonl)")
-    parser.add_argument("--prompt-set", help="prompt-set JSON with answer keys")
+    add_input_arguments(parser, example="sweep the seeded simulated judge")
     parser.add_argument("--prompts", default="5,10,20", help="numbers of prompts (5,10,20)")
     parser.add_argument("--samples", default="5,10,20,50", help="validation samples (5,10,20,50)")
     parser.add_argument("--clusters", default="4,8,16,32,64", help="K values (4,8,16,32,64)")
@@ -212,16 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             if not args.records or not args.embeddings:
                 raise InputError("give RECORDS and --embeddings FILE, or --example")
-            from judgecp.ensemble.evaluate import read_input_records
-
-            source, read_excluded = read_input_records(args.records, args.format)
-            data = read_ensemble_records(
-                source, embeddings=read_embeddings(args.embeddings),
-                prompt_set=read_prompt_set(args.prompt_set) if args.prompt_set else None,
-                require_embeddings=True,
-            )
+            data = load_input(args)
             assert data.embeddings is not None
-            data.exclusions.merge(read_excluded)
             if data.exclusions:
                 print(f"excluded: {data.exclusions.total} ({', '.join(data.exclusions.counts)})", file=sys.stderr)
             log_probs, labels, embeddings = data.log_probs, data.labels, data.embeddings

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.evaluation.metrics import RowMetrics, pooled
+from judgecp.evaluation.metrics import RowMetrics, pooled, stratum_means
 from judgecp.features import expected_score, judge_probabilities
 from judgecp.scale import LikertScale
 
@@ -46,19 +46,18 @@ def judge_error(logprobs: NDArray[np.float64], labels: NDArray[np.float64], scal
     return out
 
 
-def cells(covered: NDArray[np.bool_], width: NDArray[np.float64], strata: NDArray[Any], n_splits: int) -> dict[str, Any]:
+def cells(covered: NDArray[np.bool_], width: NDArray[Any], strata: NDArray[Any], n_splits: int) -> dict[str, Any]:
     """Coverage, its standard error and width within each value of ``strata`` (sorted)."""
     out: dict[str, Any] = {}
-    for value in sorted(set(strata.tolist())):
-        m = strata == value
-        n = int(m.sum())
-        c = float(covered[m].mean())
+    values = sorted(set(np.unique(strata).tolist()))
+    for value, means in stratum_means(strata, values, {"coverage": covered, "width": width}).items():
+        n, c = int(means["n"]), means["coverage"]
         out[str(value)] = {
             "n": n,
             "n_per_split": n / n_splits,
             "coverage": c,
             "coverage_se": float(np.sqrt(c * (1.0 - c) / n)),
-            "width": float(width[m].mean()),
+            "width": means["width"],
         }
     return out
 

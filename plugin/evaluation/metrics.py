@@ -4,6 +4,10 @@ Conventions (README, "Statistical conventions"): a label set's width is
 ``max - min`` of its labels (an empty set: 0, counted in ``empty``), an
 interval's ``u - l``; means and sample standard deviations (ddof=1) are over
 splits; stratified tables pool the test rows of every split.
+
+A split keeps its rows' metrics, not its predictions: label-set widths and
+sizes are small integers (stored as such, so their means are exact), which
+holds ten splits of half a million test rows and five methods in about 400 MB.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.conformal import Prediction
-from judgecp.diagnostics import point_metrics
+from judgecp.diagnostics import correlation
 
 
 def informativeness(widths: NDArray[np.float64]) -> dict[str, float]:
@@ -41,26 +45,33 @@ def label_bounds(sets: NDArray[np.bool_], minimum: int) -> tuple[NDArray[np.floa
 
 @dataclass
 class RowMetrics:
-    """Per-test-row coverage and width of one method's predictions."""
+    """Per-test-row coverage and width of one method's predictions.
+
+    Label-set widths and sizes are integers in ``0..K`` (a label set's width
+    is a difference of labels), kept in the smallest integer type that holds
+    them; means of them are computed in float64 as before.
+    """
 
     interval_covered: NDArray[np.bool_] | None
     interval_width: NDArray[np.float64] | None
     labels_covered: NDArray[np.bool_]
-    labels_width: NDArray[np.float64]
-    labels_size: NDArray[np.int64]
+    labels_width: NDArray[np.integer[Any]]
+    labels_size: NDArray[np.integer[Any]]
     expanded_covered: NDArray[np.bool_] | None
-    expanded_width: NDArray[np.float64] | None
+    expanded_width: NDArray[np.integer[Any]] | None
     full_range: NDArray[np.bool_]
-    midpoint: NDArray[np.float64]
+    midpoint: NDArray[np.floating[Any]]  # float32 for label sets (exact), float64 for intervals
 
     @classmethod
     def of(cls, pred: Prediction, y: NDArray[np.float64]) -> RowMetrics:
         scale = pred.scale
+        count = np.min_scalar_type(scale.k)
         idx = scale.index(np.round(y))
         rows = np.arange(y.size)
         covered = pred.sets[rows, idx]
         lo, hi = label_bounds(pred.sets, scale.minimum)
-        width = np.nan_to_num(hi - lo, nan=0.0)
+        width = np.nan_to_num(hi - lo, nan=0.0).astype(count)
+        size = pred.sets.sum(axis=1, dtype=count)
         if pred.has_interval:
             exp = pred.expanded_sets()
             assert exp is not None
@@ -70,14 +81,19 @@ class RowMetrics:
                 np.maximum(pred.upper - pred.lower, 0.0),
                 covered,
                 width,
-                pred.sets.sum(axis=1),
+                size,
                 exp[rows, idx],
-                np.nan_to_num(ehi - elo, nan=0.0),
+                np.nan_to_num(ehi - elo, nan=0.0).astype(count),
                 pred.full_range,
                 (pred.lower + pred.upper) / 2,
             )
-        mid = np.where(np.isnan(lo), np.nan, (lo + hi) / 2)
-        return cls(None, None, covered, width, pred.sets.sum(axis=1), None, None, pred.full_range, mid)
+        # A label set's midpoint is a multiple of 1/2 (or NaN): float32 holds it exactly.
+        mid = np.where(np.isnan(lo), np.nan, (lo + hi) / 2).astype(np.float32)
+        return cls(None, None, covered, width, size, None, None, pred.full_range, mid)
+
+    def take(self, rows: NDArray[Any]) -> RowMetrics:
+        """The metrics of some rows (a boolean mask or indices)."""
+        return RowMetrics(*(None if v is None else v[rows] for v in vars(self).values()))
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -112,35 +128,65 @@ def pooled(rows: list[RowMetrics], attr: str) -> NDArray[Any]:
     return np.concatenate([getattr(r, attr) for r in rows])
 
 
+def stratum_means(strata: NDArray[Any], values: Sequence[Any], columns: dict[str, NDArray[Any]]) -> dict[Any, dict[str, float]]:
+    """Row count and the mean of each column within each value of ``strata`` (absent values left out).
+
+    Boolean and integer columns are summed in place under the stratum's mask
+    (exact, no copy); float columns are averaged over the stratum's rows as
+    ``mean`` does, so every number is what a per-stratum ``col[mask].mean()`` gives.
+    """
+    out: dict[Any, dict[str, float]] = {}
+    for v in values:
+        mask = strata == v
+        n = int(np.count_nonzero(mask))
+        if not n:
+            continue
+        entry = {"n": float(n)}
+        for name, col in columns.items():
+            if col.dtype == bool:
+                entry[name] = np.count_nonzero(col & mask) / n
+            elif col.dtype.kind in "iu":
+                entry[name] = float(np.sum(col, where=mask, dtype=np.int64)) / n
+            else:
+                entry[name] = float(col[mask].mean())
+        out[v] = entry
+    return out
+
+
 def stratified(rows: list[RowMetrics], strata: NDArray[Any], values: Sequence[Any]) -> dict[str, Any]:
     """Coverage and width within each stratum, pooled over seeds."""
+    kinds = ("labels", "interval", "expanded") if rows[0].interval_covered is not None else ("labels",)
+    columns = {f"{k}_{m}": pooled(rows, f"{k}_{m}") for k in kinds for m in ("covered", "width")}
     out: dict[str, Any] = {}
-    has_interval = rows[0].interval_covered is not None
-    lab_cov, lab_w = pooled(rows, "labels_covered"), pooled(rows, "labels_width")
-    if has_interval:
-        int_cov, int_w = pooled(rows, "interval_covered"), pooled(rows, "interval_width")
-        exp_cov, exp_w = pooled(rows, "expanded_covered"), pooled(rows, "expanded_width")
-    for v in values:
-        m = strata == v
-        if not m.any():
-            continue
-        entry: dict[str, Any] = {
-            "n": float(m.sum() / len(rows)),
-            "labels": {"coverage": float(lab_cov[m].mean()), "width": float(lab_w[m].mean())},
-        }
-        if has_interval:
-            entry["interval"] = {"coverage": float(int_cov[m].mean()), "width": float(int_w[m].mean())}
-            entry["expanded"] = {"coverage": float(exp_cov[m].mean()), "width": float(exp_w[m].mean())}
+    for v, means in stratum_means(strata, values, columns).items():
+        entry: dict[str, Any] = {"n": means["n"] / len(rows)}
+        for k in kinds:
+            entry[k] = {"coverage": means[f"{k}_covered"], "width": means[f"{k}_width"]}
         out[str(v)] = entry
     return out
 
 
-def midpoint_table(rows: list[RowMetrics], y: NDArray[np.float64], raw: NDArray[np.float64], scale: Any) -> dict[str, Any]:
-    mid = pooled(rows, "midpoint")
+def agreement(est: NDArray[np.float64], y: NDArray[np.float64]) -> dict[str, Any]:
+    """Pearson, Spearman, MAE and exact accuracy of an estimate of the human label."""
+    return {
+        "pearson": correlation("pearson", est, y),
+        "spearman": correlation("spearman", est, y),
+        "mae": float(np.mean(np.abs(est - y))) if y.size else None,
+        "exact_accuracy": float(np.mean(np.round(est) == y)) if y.size else None,
+    }
+
+
+def midpoint_table(
+    rows: list[RowMetrics], y: NDArray[np.float64], raw: NDArray[np.float64], raw_row: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The judge's raw score and a method's set or interval midpoints as estimates of the label.
+
+    Rows without a midpoint (empty sets) are left out of both rows of the
+    table. ``raw_row``, the raw score's row over every pooled row, saves
+    recomputing it for each method when no row is left out.
+    """
+    mid = pooled(rows, "midpoint").astype(np.float64)
     ok = ~np.isnan(mid)
-    def stats(est: NDArray[np.float64]) -> dict[str, Any]:
-        pm = point_metrics(est[ok], y[ok], scale)
-        return {k: pm[k] for k in ("pearson", "spearman", "mae")} | {
-            "exact_accuracy": float(np.mean(np.round(est[ok]) == y[ok])) if ok.any() else None
-        }
-    return {"raw": stats(raw), "midpoint": stats(mid)}
+    if raw_row is None or not ok.all():
+        raw_row = agreement(raw[ok].astype(np.float64), y[ok])
+    return {"raw": raw_row, "midpoint": agreement(mid[ok], y[ok])}

@@ -10,7 +10,7 @@ accepted) are recorded. All splits are handled at once as matrices.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,22 +28,31 @@ FloatArray = NDArray[np.float64]
 
 
 #: Splits handled at once: memory grows with block x pairs, not splits x pairs.
-SPLIT_BLOCK = 16
+SPLIT_BLOCK = 2
 
 
 @dataclass
 class Splits:
-    """A block of splits: calibration uncertainties and errors sorted per split, and the test halves.
+    """A block of splits: each split's calibration uncertainties and errors, sorted, and the pool's.
 
     The rows of every split are taken from one global sort of the uncertainties, so a split costs
     a permutation and a few passes over the pairs, never a sort; within a tie the order differs
     from a per-split sort, which no controller can see (thresholds fall at the ends of ties).
+    The test half of a split is the pool minus its calibration half, so its accepted judgments
+    and errors at a threshold are the pool's minus the calibration half's: two binary searches.
     """
 
-    u_sorted: FloatArray
-    e_sorted: NDArray[np.bool_]
-    u_test: FloatArray  # sorted ascending per split
-    e_test: NDArray[np.bool_]
+    u_sorted: FloatArray  # (splits, n_cal) calibration uncertainties, ascending
+    e_sorted: NDArray[np.bool_]  # (splits, n_cal) their errors
+    u_pool: FloatArray  # (n,) every uncertainty, ascending
+    e_pool: NDArray[np.bool_]  # (n,) their errors
+    in_cal: NDArray[np.bool_]  # (splits, n) calibration membership in the pool's order
+    pool_cum: NDArray[np.int64]  # (n + 1,) errors among the pool's first j uncertainties
+    cal_cum: NDArray[np.int32] = field(init=False)  # (splits, n_cal + 1) the same within each calibration half
+
+    def __post_init__(self) -> None:
+        zero = np.zeros((self.e_sorted.shape[0], 1), np.int32)
+        self.cal_cum = np.concatenate([zero, np.cumsum(self.e_sorted, axis=1, dtype=np.int32)], axis=1)
 
     @classmethod
     def blocks(
@@ -53,20 +62,27 @@ class Splits:
         """The splits of :func:`judgecp.protocol.split_matrix`, ``block`` at a time (the same splits)."""
         n = labels.size
         order = np.argsort(sig.uncertainty, kind="stable")
-        u_all = sig.uncertainty[order]
-        e_all = (sig.prediction != labels)[order]
+        u_pool = sig.uncertainty[order]
+        e_pool = (sig.prediction != labels)[order]
+        pool_cum = np.concatenate([[0], np.cumsum(e_pool, dtype=np.int64)])
+        # Shuffling each pair's position in the sorted pool rather than its index uses the same draws,
+        # so the same splits, and skips a gather; int32 halves the memory traffic of the shuffle.
+        position = np.empty(n, np.int32 if n < 2**31 else np.int64)
+        position[order] = np.arange(n)
         rng = np.random.default_rng(seed)
         n_cal = min(max(round(cal_fraction * n), 1), n - 1)
+        shuffled = np.empty(n, position.dtype)
         for start in range(0, n_splits, block):
             b = min(block, n_splits - start)
-            cal = rng.permuted(np.tile(np.arange(n), (b, 1)), axis=1)[:, :n_cal]
             in_cal = np.zeros((b, n), bool)
-            np.put_along_axis(in_cal, cal, True, axis=1)
-            in_cal = in_cal[:, order]
-            u = np.broadcast_to(u_all, (b, n))
-            e = np.broadcast_to(e_all, (b, n))
-            yield cls(u[in_cal].reshape(b, n_cal), e[in_cal].reshape(b, n_cal),
-                      u[~in_cal].reshape(b, n - n_cal), e[~in_cal].reshape(b, n - n_cal))
+            u, e = np.empty((b, n_cal)), np.empty((b, n_cal), bool)
+            for row in range(b):  # shuffling rows in turn is what ``permuted(..., axis=1)`` does
+                shuffled[:] = position
+                rng.shuffle(shuffled)
+                in_cal[row, shuffled[:n_cal]] = True
+                np.compress(in_cal[row], u_pool, out=u[row])
+                np.compress(in_cal[row], e_pool, out=e[row])
+            yield cls(u, e, u_pool, e_pool, in_cal, pool_cum)
 
     @classmethod
     def of(cls, sig: Signal, labels: NDArray[np.int64], n_splits: int, cal_fraction: float, seed: int) -> Splits:
@@ -74,13 +90,28 @@ class Splits:
         parts = list(cls.blocks(sig, labels, n_splits, cal_fraction, seed, block=max(n_splits, 1)))
         return parts[0]
 
+    @property
+    def u_test(self) -> FloatArray:
+        """(splits, n_test) test uncertainties, ascending (materialised on request)."""
+        b = self.in_cal.shape[0]
+        out: FloatArray = np.broadcast_to(self.u_pool, self.in_cal.shape)[~self.in_cal].reshape(b, -1)
+        return out
+
+    @property
+    def e_test(self) -> NDArray[np.bool_]:
+        b = self.in_cal.shape[0]
+        out: NDArray[np.bool_] = np.broadcast_to(self.e_pool, self.in_cal.shape)[~self.in_cal].reshape(b, -1)
+        return out
+
     def test_risk(self, thresholds: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.int64], NDArray[np.int64]]:
         """Per split: error rate among accepted test judgments (0 when none), share accepted, accepted, errors."""
-        accepted = np.asarray([np.searchsorted(row, t, side="right") for row, t in zip(self.u_test, thresholds, strict=True)])
-        cum = np.concatenate([np.zeros((self.e_test.shape[0], 1), np.int64), np.cumsum(self.e_test, axis=1)], axis=1)
-        errors = cum[np.arange(cum.shape[0]), accepted]
+        in_pool = np.searchsorted(self.u_pool, thresholds, side="right")
+        in_cal = np.asarray([np.searchsorted(row, t, side="right") for row, t in zip(self.u_sorted, thresholds, strict=True)])
+        accepted = in_pool - in_cal
+        errors = self.pool_cum[in_pool] - self.cal_cum[np.arange(in_cal.size), in_cal]
         risk = np.where(accepted > 0, errors / np.maximum(accepted, 1), 0.0)
-        return risk, accepted / self.u_test.shape[1], accepted, errors
+        n_test = self.u_pool.size - self.u_sorted.shape[1]
+        return risk, accepted / n_test, accepted, errors
 
 
 def make_controller(name: str, delta: float = 0.1) -> RiskController:
@@ -99,8 +130,8 @@ def run_controllers(sig: Signal, labels: NDArray[np.int64], protocol: Protocol) 
     bar = progress(protocol.n_splits("pairwise"), "pairwise splits")
     for sp in Splits.blocks(sig, labels, protocol.n_splits("pairwise"), protocol.cal_fraction, protocol.random_state):
         for name, ctrl in ctrls.items():
-            for alpha in levels:
-                parts[(name, alpha)].append(sp.test_risk(ctrl.thresholds(sp.u_sorted, sp.e_sorted, alpha, sig)))
+            for alpha, thresholds in zip(levels, ctrl.thresholds_at_levels(sp.u_sorted, sp.e_sorted, levels, sig), strict=True):
+                parts[(name, alpha)].append(sp.test_risk(thresholds))
         bar.update(sp.u_sorted.shape[0])
     bar.close()
     out: dict[str, dict[str, dict[str, float]]] = {}

@@ -30,6 +30,7 @@ from judgecp.evaluation.conditional import conditional_coverage, judge_error
 from judgecp.evaluation.diagrams import likert_reliability
 from judgecp.evaluation.metrics import (
     RowMetrics,
+    agreement,
     informativeness,
     midpoint_table,
     pooled,
@@ -53,7 +54,7 @@ THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 class SplitResult:
     seed: int
     test: NDArray[np.int64]
-    predictions: dict[str, Prediction]
+    metrics: dict[str, RowMetrics]  # each method's coverage and width on the test rows
     seconds: dict[str, float]
     insufficient_groups: dict[str, list[str]] = field(default_factory=dict)
 
@@ -62,8 +63,9 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
     """Calibrate every method on one split's calibration rows and predict its test rows."""
     cal, test = split_indices(data.n, seed, protocol.cal_fraction)
     X, y = data.X, data.labels
+    X_cal, y_cal, X_test, y_test = X[cal], y[cal], X[test], y[test]
     alpha = protocol.level
-    preds: dict[str, Prediction] = {}
+    metrics: dict[str, RowMetrics] = {}
     seconds: dict[str, float] = {}
     insufficient: dict[str, list[str]] = {}
     for spec in specs:
@@ -71,7 +73,7 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
         if is_group_conditional(spec):  # one pooled fit, a threshold per group (judgecp.methods.variants)
             groups = data.field(protocol.mondrian or protocol.group or "", "mondrian field")
             grouped: Any = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
-            preds[spec] = grouped.calibrate(X[cal], y[cal], groups=groups[cal]).predict(X[test], groups=groups[test])
+            pred: Prediction = grouped.calibrate(X_cal, y_cal, groups=groups[cal]).predict(X_test, groups=groups[test])
             insufficient[spec] = list(grouped.pooled_groups_)
         elif protocol.mondrian:
             groups = data.field(protocol.mondrian, "mondrian field")
@@ -80,14 +82,29 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
                 state = int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
                 return build_method(spec, alpha=alpha, scale=data.scale, random_state=state)
 
-            mondrian = Mondrian(make).calibrate(X[cal], y[cal], groups[cal])
-            preds[spec] = mondrian.predict(X[test], groups[test])
+            mondrian = Mondrian(make).calibrate(X_cal, y_cal, groups[cal])
+            pred = mondrian.predict(X_test, groups[test])
             insufficient[spec] = mondrian.insufficient_groups_
         else:
             method = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
-            preds[spec] = method.calibrate(X[cal], y[cal]).predict(X[test])
+            pred = method.calibrate(X_cal, y_cal).predict(X_test)
         seconds[spec] = time.perf_counter() - t0
-    return SplitResult(seed, test, preds, seconds, insufficient)
+        # Keep the row metrics, not the prediction: a fraction of the memory at a million rows.
+        metrics[spec] = RowMetrics.of(pred, y_test)
+    return SplitResult(seed, test, metrics, seconds, insufficient)
+
+
+_HELD: tuple[ScoreData, Protocol, Sequence[str]] | None = None
+
+
+def _hold(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> None:
+    global _HELD
+    _HELD = (data, protocol, specs)
+
+
+def _run_held(seed: int) -> SplitResult:
+    assert _HELD is not None, "worker started without its data"
+    return run_split(*_HELD, seed)
 
 
 def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> list[SplitResult]:
@@ -108,8 +125,10 @@ def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> lis
     os.environ.update(dict.fromkeys(THREAD_ENV, "1"))
     try:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(protocol.jobs, len(seeds)), mp_context=ctx) as pool:
-            futures = [pool.submit(run_split, data, protocol, specs, s) for s in seeds]
+        # The data goes to each worker once (the initializer), not once per split.
+        with ProcessPoolExecutor(max_workers=min(protocol.jobs, len(seeds)), mp_context=ctx,
+                                 initializer=_hold, initargs=(data, protocol, specs)) as pool:
+            futures = [pool.submit(_run_held, s) for s in seeds]
             results = []
             for f in futures:
                 results.append(f.result())
@@ -174,22 +193,28 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
     groups = data.field(group_field) if group_field else None
     y_all = data.labels
     report["conditional_coverage"] = {}
+    # What does not depend on the method, once, and in small integer types where the values are
+    # labels or errors: the pooled rows repeat every row about ten times (5 million at 1M records).
+    test_idx = np.concatenate([s.test for s in splits])
+    small = np.result_type(*(np.min_scalar_type(v) for v in (-scale.span - 1, scale.minimum, scale.maximum)))
+    y_pool = y_all[test_idx]
+    raw_pool = data.parsed[test_idx].astype(np.float64)
+    raw_row = agreement(raw_pool, y_pool)
+    label_pool = y_pool.astype(np.int64).astype(small)
+    parsed_error = np.abs(raw_pool - y_pool).astype(small)
+    del raw_pool
+    judge_error_pool = judge_error(data.logprobs, y_all, scale).astype(small)[test_idx]
+    group_pool = None if groups is None else groups[test_idx]
     for spec in specs:
-        per_seed = [RowMetrics.of(s.predictions[spec], y_all[s.test]) for s in splits]
-        test_idx = np.concatenate([s.test for s in splits])
-        y_pool = y_all[test_idx]
+        per_seed = [s.metrics[spec] for s in splits]
         entry = summary(per_seed)
         entry["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
-        err = np.abs(data.parsed[test_idx] - y_pool).astype(np.int64)
-        entry["coverage_by_label"] = stratified(per_seed, y_pool.astype(np.int64), list(scale.labels))
-        entry["coverage_by_error"] = stratified(per_seed, err, list(range(scale.k)))
+        entry["coverage_by_label"] = stratified(per_seed, label_pool, list(scale.labels))
+        entry["coverage_by_error"] = stratified(per_seed, parsed_error, list(range(scale.k)))
         entry["informativeness"] = informativeness(pooled(per_seed, "labels_width"))
-        entry["midpoint"] = midpoint_table(per_seed, y_pool, data.parsed[test_idx].astype(np.float64), scale)
+        entry["midpoint"] = midpoint_table(per_seed, y_pool, data.parsed[test_idx], raw_row)
         report["methods"][spec] = entry
-        report["conditional_coverage"][spec] = conditional_coverage(
-            per_seed, y_pool, judge_error(data.logprobs[test_idx], y_pool, scale),
-            None if groups is None else groups[test_idx],
-        )
+        report["conditional_coverage"][spec] = conditional_coverage(per_seed, y_pool, judge_error_pool, group_pool)
 
     if groups is not None:
         report["groups"] = group_report(data, specs, splits, groups)
@@ -230,7 +255,7 @@ def group_report(
                 in_group = groups[s.test] == g
                 if not in_group.any():
                     continue
-                per_seed.append(RowMetrics.of(s.predictions[spec].take(np.flatnonzero(in_group)), data.labels[s.test][in_group]))
+                per_seed.append(s.metrics[spec].take(in_group))
             if not per_seed:
                 continue
             summary_ = summary(per_seed)

@@ -41,18 +41,17 @@ def level_key(alpha: float) -> str:
 
 def likert_sweep(data: Any, protocol: Protocol, specs: Sequence[str], headline: list[Any]) -> dict[str, Any] | None:
     """Every method's summary at every level; ``headline`` are the splits already run at ``protocol.level``."""
-    from judgecp.evaluation.metrics import RowMetrics, summary
+    from judgecp.evaluation.metrics import summary
     from judgecp.evaluation.score import run_splits
 
     levels = sweep_levels(protocol)
     if levels is None:
         return None
     out: dict[str, Any] = {"alphas": list(levels), "methods": {spec: {} for spec in specs}}
-    y_all = data.labels
     for alpha in levels:
         splits = headline if alpha == protocol.level else run_splits(data, protocol.with_(alpha=alpha), specs)
         for spec in specs:
-            per_seed = [RowMetrics.of(s.predictions[spec], y_all[s.test]) for s in splits]
+            per_seed = [s.metrics[spec] for s in splits]
             entry = summary(per_seed)
             entry["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
             out["methods"][spec][level_key(alpha)] = entry

@@ -58,6 +58,21 @@ def smooth_quantile(s: FloatArray, level: float, temperature: float) -> tuple[fl
     return q, grad
 
 
+def _tree_input(F: FloatArray) -> Any:
+    """Features as sklearn's trees read them (float32, C order), checked here once.
+
+    Features with a missing value (NaN) are returned as they are: the trees
+    then take sklearn's checked path, which handles them.
+    """
+    F32 = np.ascontiguousarray(F, dtype=np.float32)
+    return F32 if np.isfinite(F32).all() else F
+
+
+def _fast(F: Any) -> bool:
+    """Whether ``F`` came checked from :func:`_tree_input` (float32, finite): skip sklearn's checks."""
+    return bool(F.dtype == np.float32)
+
+
 class _BoostedMethod(ConformalMethod):
     output = "interval"
     fits_model = True
@@ -110,8 +125,13 @@ class _BoostedMethod(ConformalMethod):
     def _boost(
         self, F: FloatArray, G0: FloatArray, y: FloatArray, rounds: int, eval_sets: list[tuple[FloatArray, FloatArray, FloatArray]] | None = None
     ) -> tuple[list[tuple[Any, Any]], list[list[float]]]:
+        from sklearn import config_context
         from sklearn.tree import DecisionTreeRegressor
 
+        # Trees read float32 features (as sklearn converts them on every call): converted once here,
+        # and fit/predict skip sklearn's per-call input checks. Same trees, same predictions.
+        F = _tree_input(F)
+        eval_sets = [(_tree_input(Fv), g, yv) for Fv, g, yv in eval_sets or []]
         G = G0.copy()
         trees: list[tuple[Any, Any]] = []
         # Trees break ties between equally good splits at random: seed them.
@@ -125,24 +145,25 @@ class _BoostedMethod(ConformalMethod):
                 evals[i].append(self._length(eval_G[i], q) if np.isfinite(q) else np.inf)
 
         record()
-        for _ in range(rounds):
-            if evals and self._stalled(evals[0]):
-                break
-            grad = self._gradient(G, y)
-            pair = []
-            for c in range(2):
-                # Normalized functional gradient step: each round moves the
-                # function by about learning_rate, whatever the loss scale.
-                rms = float(np.sqrt(np.mean(grad[:, c] ** 2)))
-                target = -grad[:, c] / rms if rms > 0 else np.zeros(y.size)
-                tree = DecisionTreeRegressor(max_depth=self.max_depth, min_samples_leaf=20, random_state=tree_seed)
-                tree.fit(F, target)
-                G[:, c] += self.learning_rate * tree.predict(F)
-                for i, (Fv, _, _) in enumerate(eval_sets or []):
-                    eval_G[i][:, c] += self.learning_rate * tree.predict(Fv)
-                pair.append(tree)
-            trees.append((pair[0], pair[1]))
-            record()
+        with config_context(skip_parameter_validation=True):
+            for _ in range(rounds):
+                if evals and self._stalled(evals[0]):
+                    break
+                grad = self._gradient(G, y)
+                pair = []
+                for c in range(2):
+                    # Normalized functional gradient step: each round moves the
+                    # function by about learning_rate, whatever the loss scale.
+                    rms = float(np.sqrt(np.mean(grad[:, c] ** 2)))
+                    target = -grad[:, c] / rms if rms > 0 else np.zeros(y.size)
+                    tree = DecisionTreeRegressor(max_depth=self.max_depth, min_samples_leaf=20, random_state=tree_seed)
+                    tree.fit(F, target, check_input=not _fast(F))
+                    G[:, c] += self.learning_rate * tree.predict(F, check_input=not _fast(F))
+                    for i, (Fv, _, _) in enumerate(eval_sets):
+                        eval_G[i][:, c] += self.learning_rate * tree.predict(Fv, check_input=not _fast(Fv))
+                    pair.append(tree)
+                trees.append((pair[0], pair[1]))
+                record()
         return trees, evals
 
     def _stalled(self, curve: list[float]) -> bool:
@@ -172,10 +193,10 @@ class _BoostedMethod(ConformalMethod):
         """The boosted function values ``(n, 2)``."""
         G: FloatArray = self._base(X).copy()
         if self.trees_:
-            F = model_features(X, self.scale)
+            F = _tree_input(model_features(X, self.scale))
             for t0, t1 in self.trees_:
-                G[:, 0] += self.learning_rate * t0.predict(F)
-                G[:, 1] += self.learning_rate * t1.predict(F)
+                G[:, 0] += self.learning_rate * t0.predict(F, check_input=not _fast(F))
+                G[:, 1] += self.learning_rate * t1.predict(F, check_input=not _fast(F))
         return G
 
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:

@@ -8,7 +8,7 @@ import numpy as np
 
 from judgecp.conformal import ConformalMethod, FloatArray, Prediction
 from judgecp.errors import InputError
-from judgecp.features import expected_score, judge_probabilities, model_features
+from judgecp.features import expected_score, judge_probabilities, model_features, predict_in_blocks
 from judgecp.scale import LikertScale
 
 
@@ -62,7 +62,7 @@ class NaiveSplit(ConformalMethod):
         """The point prediction ŷ(x)."""
         if self.predictor == "expected":
             return expected_score(judge_probabilities(X, self.scale), self.scale)
-        return np.asarray(self.model_.predict(model_features(X, self.scale)), dtype=np.float64)
+        return predict_in_blocks(self.model_, model_features(X, self.scale))
 
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
         self.quantile_ = self._quantile(np.abs(y - self.point(X)))

@@ -90,7 +90,7 @@ def label_scores(method: ConformalMethod, X: FloatArray, u: FloatArray) -> Label
     ``candidate_label_scores(X, u) -> [(scores (n, K), alpha_share), ...]``.
     """
     from judgecp.methods.boosted import _BoostedMethod
-    from judgecp.methods.histogram import CHR, contiguous_ranges
+    from judgecp.methods.histogram import CHR
     from judgecp.methods.lvd import LVD
     from judgecp.methods.ordinal import OrdinalAPS, OrdinalCDFSet, greedy_contiguous_mass
     from judgecp.methods.quantile_regression import CQR, AsymmetricCQR
@@ -124,15 +124,9 @@ def label_scores(method: ConformalMethod, X: FloatArray, u: FloatArray) -> Label
         # The ranges grow with the level (nested): a range's start never rises and its end never
         # falls, so the first level whose range holds label j is the count of levels before
         # the start reaches j or the end reaches j, whichever comes later.
-        a, b = contiguous_ranges(method.scale.k)
-        chain = method._chain(X)
-        start, end = a[chain].astype(np.int8), b[chain].astype(np.int8)
-        out = np.empty((X.shape[0], method.scale.k))
+        # (Counted on the chain's few segments, not level by level: CHR.first_levels.)
         last = method.levels.size - 1
-        for j in range(method.scale.k):
-            first = np.maximum((start > j).sum(axis=1), (end < j).sum(axis=1))
-            out[:, j] = method.levels[np.minimum(first, last)]
-        return [(out, 1.0)]
+        return [(method.levels[np.minimum(method.first_levels(X), last)], 1.0)]
     if isinstance(method, _SetMethod):
         return [(method._label_scores(method._proba(X), u if method.randomized else None), 1.0)]
     if isinstance(method, OrdinalAPS):

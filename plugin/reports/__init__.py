@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.errors import InputError
+from judgecp.report import fmt as text_cell
 from judgecp.reports.figures import BUILDERS, Missing, Plot
 from judgecp.reports.load import KINDS, Run, load_runs
 from judgecp.reports.render import Document, Table, to_html, to_markdown, write_figures
@@ -40,11 +41,8 @@ class Written:
 
 
 def fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+    """A report cell: the text table's, with an en dash for a missing value."""
+    return text_cell(value, digits, missing="–")
 
 
 def choose_focus(runs: Sequence[Run], focus: str | None, section: str = "methods") -> str:

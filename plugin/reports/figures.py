@@ -114,15 +114,24 @@ def likert_entry(method: dict[str, Any]) -> dict[str, Any]:
 # -- Likert -----------------------------------------------------------------------------------------
 
 
-def likert_sweep(runs: Sequence[Run], focus: str) -> Result:
-    fid, title = "likert_sweep", "Coverage and width against α"
+def _alpha_sweep(
+    runs: Sequence[Run], focus: str, fid: str, title: str, entry: Callable[[Any], Mapping[str, Any]], *,
+    size: str, labels: tuple[str, str, str], extra_width: tuple[float, float], what_is_shown: str = "",
+) -> Result:
+    """Coverage and a size against alpha (``alpha_sweep``), with the 1 - alpha target.
+
+    ``entry(level_report)`` gives ``coverage`` and ``size``; ``labels``: the
+    coverage axis, the size axis, the size panel's title; ``extra_width``:
+    inches added to the figure for one report and for several;
+    ``what_is_shown`` goes after "Mean over the splits" in the caption.
+    """
     swept = [r for r in runs if r.report.get("alpha_sweep")]
     if not swept:
         return Missing(fid, title, "no `alpha_sweep` in the report: run `judgecp evaluate` with `--alphas 0.05,0.1,0.2`")
-    fig = new_figure(WIDTH + (1.6 if len(runs) == 1 else 1.2), 3.8)
-    ax_cov, ax_w = fig.subplots(1, 2)
+    fig = new_figure(WIDTH + extra_width[0 if len(runs) == 1 else 1], 3.8)
+    ax_cov, ax_s = fig.subplots(1, 2)
     if len(runs) == 1:
-        series = [(m, swept[0].report["alpha_sweep"]["methods"][m]) for m in swept[0].report["alpha_sweep"]["methods"]]
+        series = list(swept[0].report["alpha_sweep"]["methods"].items())
         what = "one line per method"
     else:
         series = [(r.name, r.report["alpha_sweep"]["methods"][focus]) for r in swept
@@ -132,21 +141,26 @@ def likert_sweep(runs: Sequence[Run], focus: str) -> Result:
     for i, ((label, per), c) in enumerate(zip(series, colors(len(series)), strict=True)):
         alphas = sorted(float(a) for a in per)
         all_alphas.update(alphas)
-        cov = [per[key(a)]["labels"]["coverage"] for a in alphas]
-        wid = [per[key(a)]["labels"]["width"] for a in alphas]
-        ax_cov.plot(alphas, cov, marker=MARKERS[i % len(MARKERS)], color=c, label=label, ms=4, lw=1.2)
-        ax_w.plot(alphas, wid, marker=MARKERS[i % len(MARKERS)], color=c, label=label, ms=4, lw=1.2)
+        style = {"marker": MARKERS[i % len(MARKERS)], "color": c, "label": label, "ms": 4, "lw": 1.2}
+        ax_cov.plot(alphas, [entry(per[key(a)])["coverage"] for a in alphas], **style)
+        ax_s.plot(alphas, [entry(per[key(a)])[size] for a in alphas], **style)
     grid = np.asarray(sorted(all_alphas))
     ax_cov.plot(grid, 1 - grid, label="target 1 − α", **TARGET_STYLE)
-    ax_cov.set(xlabel="α (miscoverage level)", ylabel="coverage of the label sets", title="coverage")
-    ax_w.set(xlabel="α (miscoverage level)", ylabel="mean label-set width (scale points)", title="width")
-    for ax in (ax_cov, ax_w):
+    ax_cov.set(xlabel="α (miscoverage level)", ylabel=labels[0], title="coverage")
+    ax_s.set(xlabel="α (miscoverage level)", ylabel=labels[1], title=labels[2])
+    for ax in (ax_cov, ax_s):
         ax.grid(alpha=0.3)
-    _fig_legend(fig, [ax_cov, ax_w])
+    _fig_legend(fig, [ax_cov, ax_s])
     fig.suptitle(title, fontsize=11)
-    cap = (f"Mean over the splits of label-set coverage and width at each α ({what}); "
-           "dashed: the promised coverage 1 − α." + absent(runs, swept, "alpha_sweep"))
+    cap = (f"Mean over the splits{what_is_shown} ({what}); dashed: the promised coverage 1 − α."
+           + absent(runs, swept, "alpha_sweep"))
     return Plot(fid, title, cap, fig)
+
+
+def likert_sweep(runs: Sequence[Run], focus: str) -> Result:
+    return _alpha_sweep(runs, focus, "likert_sweep", "Coverage and width against α", likert_entry, size="width",
+                        labels=("coverage of the label sets", "mean label-set width (scale points)", "width"),
+                        extra_width=(1.6, 1.2), what_is_shown=" of label-set coverage and width at each α")
 
 
 def _method_bars(
@@ -463,36 +477,9 @@ def accepted_share(runs: Sequence[Run], focus: str) -> Result:
 
 
 def mcq_sweep(runs: Sequence[Run], focus: str) -> Result:
-    fid, title = "mcq_sweep", "Coverage and set size against α"
-    swept = [r for r in runs if r.report.get("alpha_sweep")]
-    if not swept:
-        return Missing(fid, title, "no `alpha_sweep` in the report: run `judgecp evaluate` with `--alphas 0.05,0.1,0.2`")
-    fig = new_figure(WIDTH + 1.6, 3.8)
-    ax_cov, ax_s = fig.subplots(1, 2)
-    if len(runs) == 1:
-        series = list(swept[0].report["alpha_sweep"]["methods"].items())
-        what = "one line per method"
-    else:
-        series = [(r.name, r.report["alpha_sweep"]["methods"][focus]) for r in swept if focus in r.report["alpha_sweep"]["methods"]]
-        what = f"one line per report, method {focus}"
-    grid: set[float] = set()
-    for i, ((label, per), c) in enumerate(zip(series, colors(len(series)), strict=True)):
-        alphas = sorted(float(a) for a in per)
-        grid.update(alphas)
-        ax_cov.plot(alphas, [per[key(a)]["coverage"] for a in alphas], marker=MARKERS[i % len(MARKERS)], color=c,
-                    label=label, ms=4, lw=1.2)
-        ax_s.plot(alphas, [per[key(a)]["set_size"] for a in alphas], marker=MARKERS[i % len(MARKERS)], color=c,
-                  label=label, ms=4, lw=1.2)
-    g = np.asarray(sorted(grid))
-    ax_cov.plot(g, 1 - g, label="target 1 − α", **TARGET_STYLE)
-    ax_cov.set(xlabel="α (miscoverage level)", ylabel="coverage of the option sets", title="coverage")
-    ax_s.set(xlabel="α (miscoverage level)", ylabel="mean set size (options)", title="set size")
-    for ax in (ax_cov, ax_s):
-        ax.grid(alpha=0.3)
-    _fig_legend(fig, [ax_cov, ax_s])
-    fig.suptitle(title, fontsize=11)
-    return Plot(fid, title, f"Mean over the splits ({what}); dashed: the promised coverage 1 − α."
-                + absent(runs, swept, "alpha_sweep"), fig)
+    return _alpha_sweep(runs, focus, "mcq_sweep", "Coverage and set size against α", lambda e: e, size="set_size",
+                        labels=("coverage of the option sets", "mean set size (options)", "set size"),
+                        extra_width=(1.6, 1.6))
 
 
 def mcq_methods(runs: Sequence[Run], focus: str) -> Result:
@@ -631,7 +618,17 @@ def _cell_value(cell: dict[str, Any] | None, metric: str) -> float | None:
 # -- reliability diagrams and set-size histograms -----------------------------------------------------
 
 
-def _reliability_axes(ax: Any, series: Sequence[tuple[str, dict[str, Any]]]) -> None:
+def _reliability(
+    runs: Sequence[Run], fid: str, title: str, series_of: Callable[[list[Run]], list[tuple[str, dict[str, Any]]]],
+    xlabel: str, ylabel: str, caption: str,
+) -> Result:
+    """A reliability diagram: one line per ``(label, diagram)`` of ``series_of(runs with a diagram)``."""
+    have = [r for r in runs if r.report.get("reliability_diagram")]
+    if not have:
+        return Missing(fid, title, "no `reliability_diagram` in the report (made by judgecp evaluate from this version on)")
+    fig = new_figure(WIDTH, 4.2)
+    ax = fig.subplots()
+    series = series_of(have)
     for i, ((label, diag), c) in enumerate(zip(series, colors(len(series)), strict=True)):
         pts = [b for b in diag["bins"] if b["n"]]
         ax.plot([b["confidence"] for b in pts], [b["accuracy"] for b in pts], marker=MARKERS[i % len(MARKERS)],
@@ -640,42 +637,34 @@ def _reliability_axes(ax: Any, series: Sequence[tuple[str, dict[str, Any]]]) -> 
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    fig.legend(loc="outside right upper", fontsize=8, frameon=False)
+    return Plot(fid, title, caption + absent(runs, have, "reliability_diagram"), fig)
 
 
 def judge_reliability(runs: Sequence[Run], focus: str) -> Result:
-    fid, title = "judge_reliability", "Reliability diagram of the judge"
-    have = [r for r in runs if r.report.get("reliability_diagram")]
-    if not have:
-        return Missing(fid, title, "no `reliability_diagram` in the report (made by judgecp evaluate from this version on)")
-    fig = new_figure(WIDTH, 4.2)
-    ax = fig.subplots()
-    _reliability_axes(ax, [(r.name, r.report["reliability_diagram"]) for r in have])
-    ax.set(xlabel="confidence: largest score-token probability", ylabel="accuracy: most probable label = human label",
-           title=title)
-    fig.legend(loc="outside right upper", fontsize=8, frameon=False)
-    cap = ("Ten equal-width confidence bins (empty bins left out); points below the diagonal: the judge is "
-           "over-confident. ECE: the bins' count-weighted mean gap." + absent(runs, have, "reliability_diagram"))
-    return Plot(fid, title, cap, fig)
+    return _reliability(
+        runs, "judge_reliability", "Reliability diagram of the judge",
+        lambda have: [(r.name, r.report["reliability_diagram"]) for r in have],
+        "confidence: largest score-token probability", "accuracy: most probable label = human label",
+        "Ten equal-width confidence bins (empty bins left out); points below the diagonal: the judge is "
+        "over-confident. ECE: the bins' count-weighted mean gap.",
+    )
 
 
 def signal_reliability(runs: Sequence[Run], focus: str) -> Result:
-    fid, title = "signal_reliability", "Reliability diagram of the uncertainty signals"
-    have = [r for r in runs if r.report.get("reliability_diagram")]
-    if not have:
-        return Missing(fid, title, "no `reliability_diagram` in the report (made by judgecp evaluate from this version on)")
-    if len(runs) == 1:
-        series = list(have[0].report["reliability_diagram"].items())
-    else:
-        series = [(r.name, r.report["reliability_diagram"][sig]) for r in have
-                  if (sig := r.report.get("protocol", {}).get("signal", "bpe")) in r.report["reliability_diagram"]]
-    fig = new_figure(WIDTH, 4.2)
-    ax = fig.subplots()
-    _reliability_axes(ax, series)
-    ax.set(xlabel="confidence in the verdict", ylabel="accuracy of the verdict", title=title)
-    fig.legend(loc="outside right upper", fontsize=8, frameon=False)
+    def series_of(have: list[Run]) -> list[tuple[str, dict[str, Any]]]:
+        if len(runs) == 1:
+            return list(have[0].report["reliability_diagram"].items())
+        return [(r.name, r.report["reliability_diagram"][sig]) for r in have
+                if (sig := r.report.get("protocol", {}).get("signal", "bpe")) in r.report["reliability_diagram"]]
+
     what = "one line per signal" if len(runs) == 1 else "one line per report, on its controllers' signal"
-    cap = f"Ten equal-width confidence bins, empty bins left out ({what}); ECE in the legend."
-    return Plot(fid, title, cap + absent(runs, have, "reliability_diagram"), fig)
+    return _reliability(
+        runs, "signal_reliability", "Reliability diagram of the uncertainty signals", series_of,
+        "confidence in the verdict", "accuracy of the verdict",
+        f"Ten equal-width confidence bins, empty bins left out ({what}); ECE in the legend.",
+    )
 
 
 def set_size_hist(runs: Sequence[Run], focus: str) -> Result:

@@ -10,18 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources
-from judgecp.adapters.lm_eval.choice_task import (
-    MultipleChoiceTask,
-    doc_to_choice,
-    doc_to_image,
-    doc_to_target,
-    documents_dataset,
-    indexed_image_questions,
-    seed_prompt,
-)
+from judgecp.adapters.lm_eval.choice_task import MultipleChoiceTask, seed_prompt
+from judgecp.tasks._loaders import load_image_questions
 
-__all__ = ["AI2DTask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "load_docs"]
+__all__ = ["AI2DTask", "doc_to_text", "load_docs"]
 
 HUB_DATASET = "lmms-lab/ai2d"
 SPLIT = "test"
@@ -34,11 +26,8 @@ class AI2DTask(MultipleChoiceTask):
 
 def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: one document per diagram question; images stay in the table until judged."""
-    root = data_sources.local_dir(data_dir, ENV_VAR)
-    table = data_sources.load_table(root, hub_id=HUB_DATASET, split=SPLIT)
-    docs = indexed_image_questions("ai2d", table, f"ai2d:{root or HUB_DATASET}", options="options")
-    where = str(root) if root else f"{HUB_DATASET} ({SPLIT})"
-    return documents_dataset(docs, what=f"AI2D in {where}")
+    return load_image_questions("ai2d", title="AI2D", data_dir=data_dir, env_var=ENV_VAR, hub_id=HUB_DATASET,
+                                split=SPLIT, options="options")
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:

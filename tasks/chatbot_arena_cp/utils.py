@@ -12,23 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources
-from judgecp.adapters.lm_eval.pairwise_task import (
-    SYSTEM_CONVERSATION,
-    SYSTEM_SINGLE_TURN,
-    Pair,
-    PairwiseJudgeTask,
-    conversation_turns,
-    doc_to_choice,
-    doc_to_target,
-    doc_to_text,
-    is_tie,
-    left_out,
-    pairwise_dataset,
-    winner_label,
-)
+from judgecp.adapters.lm_eval.pairwise_task import Pair, PairwiseJudgeTask
+from judgecp.tasks._loaders import load_pairs, vote_pairs
 
-__all__ = ["ChatbotArenaTask", "doc_to_choice", "doc_to_target", "doc_to_text", "load_docs"]
+__all__ = ["ChatbotArenaTask", "load_docs"]
 
 HUB_DATASET = "lmsys/chatbot_arena_conversations"
 SPLIT = "train"
@@ -43,33 +30,10 @@ class ChatbotArenaTask(PairwiseJudgeTask):
 
 def pairs_from_rows(rows: list[dict[str, Any] | None]) -> list[Pair]:
     """One pair per vote; the whole conversation is judged (the multi-turn prompt when it has several turns)."""
-    pairs = []
-    for index, row in enumerate(rows):
-        pair_id = f"chatbot_arena/{index:05d}"
-        if row is None:
-            pairs.append(left_out(pair_id, "malformed_json_line"))
-            continue
-        fields = {"language": row.get("language")}
-        if is_tie(row.get("winner")):
-            pairs.append(left_out(pair_id, "tie_label", row.get("winner"), **fields))
-            continue
-        questions, first = conversation_turns(row.get("conversation_a") or [])
-        questions_b, second = conversation_turns(row.get("conversation_b") or [])
-        turns = min(len(first), len(second))
-        if turns == 0 or questions[:turns] != questions_b[:turns]:
-            pairs.append(left_out(pair_id, "conversation_incomplete", winner_label(row.get("winner")), **fields))
-            continue
-        pairs.append(Pair(
-            pair_id, questions[:turns], first[:turns], second[:turns], winner_label(row.get("winner")),
-            SYSTEM_SINGLE_TURN if turns == 1 else SYSTEM_CONVERSATION,
-            fields,
-        ))
-    return pairs
+    return vote_pairs(rows, "chatbot_arena", lambda row: {"language": row.get("language")})
 
 
 def load_docs(data_dir: str | None = None, max_pairs: Any = None, data_seed: Any = 0, **_: Any) -> Any:
     """``custom_dataset`` hook: two documents (forward, reversed) per non-tied vote."""
-    root = data_sources.local_dir(data_dir, ENV_VAR)
-    rows, where = data_sources.rows_of(root, hub_id=HUB_DATASET, split=SPLIT)
-    return pairwise_dataset(pairs_from_rows(rows), what=f"Chatbot Arena conversations in {where}",
-                            max_pairs=max_pairs, data_seed=data_seed)
+    return load_pairs(pairs_from_rows, name="Chatbot Arena conversations", data_dir=data_dir, env_var=ENV_VAR,
+                      hub_id=HUB_DATASET, split=SPLIT, max_pairs=max_pairs, data_seed=data_seed)

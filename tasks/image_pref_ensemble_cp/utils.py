@@ -13,14 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources, images
-from judgecp.adapters.lm_eval.ensemble_task import (
-    PromptEnsembleTask,
-    doc_to_choice,
-    doc_to_image,
-    doc_to_target,
-    doc_to_text,
-    ensemble_dataset,
-)
+from judgecp.adapters.lm_eval.ensemble_task import ensemble_dataset
 from judgecp.ensemble.sources import (
     HPDV2_HUB_ID,
     MJBENCH_HUB_ID,
@@ -33,8 +26,7 @@ from judgecp.ensemble.sources import (
 from judgecp.errors import InputError, require
 from judgecp.exclusions import Exclusions
 
-__all__ = ["PromptEnsembleTask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text",
-           "load_hpdv2", "load_mjbench"]
+__all__ = ["load_hpdv2", "load_mjbench"]
 
 HPDV2_ENV = "JUDGECP_HPDV2_DIR"
 MJBENCH_ENV = "JUDGECP_MJBENCH_DIR"

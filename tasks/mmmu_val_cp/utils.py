@@ -20,15 +20,12 @@ from judgecp.adapters.lm_eval import data_sources, images
 from judgecp.adapters.lm_eval.choice_task import (
     MultipleChoiceTask,
     choice_document,
-    doc_to_choice,
-    doc_to_image,
-    doc_to_target,
     documents_dataset,
     left_out_document,
     seed_prompt,
 )
 
-__all__ = ["MMMUTask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "load_docs"]
+__all__ = ["MMMUTask", "doc_to_text", "load_docs"]
 
 HUB_DATASET = "lmms-lab/MMMU"
 SPLIT = "validation"

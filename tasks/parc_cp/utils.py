@@ -16,9 +16,6 @@ from judgecp.adapters.lm_eval import data_sources
 from judgecp.adapters.lm_eval.choice_task import (
     PARCTask,
     choice_document,
-    doc_to_choice,
-    doc_to_image,
-    doc_to_target,
     documents_dataset,
     left_out_document,
     placeholder_prompt,
@@ -26,7 +23,7 @@ from judgecp.adapters.lm_eval.choice_task import (
 from judgecp.errors import InputError
 from judgecp.tables import read_jsonl
 
-__all__ = ["PARCVariationTask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "load_docs"]
+__all__ = ["PARCVariationTask", "doc_to_text", "load_docs"]
 
 ENV_VAR = "JUDGECP_PARC_DIR"
 FILE = "variations.jsonl"

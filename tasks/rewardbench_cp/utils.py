@@ -12,19 +12,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources
-from judgecp.adapters.lm_eval.pairwise_task import (
-    Pair,
-    PairwiseJudgeTask,
-    doc_to_choice,
-    doc_to_target,
-    doc_to_text,
-    left_out,
-    pairwise_dataset,
-)
+from judgecp.adapters.lm_eval.pairwise_task import Pair, PairwiseJudgeTask, left_out
 from judgecp.errors import InputError
+from judgecp.tasks._loaders import load_pairs
 
-__all__ = ["RewardBenchTask", "doc_to_choice", "doc_to_target", "doc_to_text", "load_docs"]
+__all__ = ["RewardBenchTask", "load_docs"]
 
 HUB_DATASET = "allenai/reward-bench"
 SPLIT = "filtered"
@@ -67,11 +59,13 @@ def pairs_from_rows(rows: list[dict[str, Any] | None], seed: int) -> list[Pair]:
 
 def load_docs(data_dir: str | None = None, max_pairs: Any = None, data_seed: Any = 0, **_: Any) -> Any:
     """``custom_dataset`` hook: two documents (forward, reversed) per chosen/rejected pair."""
-    root = data_sources.local_dir(data_dir, ENV_VAR)
-    rows, where = data_sources.rows_of(root, hub_id=HUB_DATASET, split=SPLIT)
-    try:
-        seed = int(data_seed)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"metadata data_seed must be an integer, got {data_seed!r}") from exc
-    return pairwise_dataset(pairs_from_rows(rows, seed), what=f"RewardBench in {where}",
-                            max_pairs=max_pairs, data_seed=data_seed)
+
+    def pairs_of(rows: list[dict[str, Any] | None]) -> list[Pair]:
+        try:
+            seed = int(data_seed)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"metadata data_seed must be an integer, got {data_seed!r}") from exc
+        return pairs_from_rows(rows, seed)
+
+    return load_pairs(pairs_of, name="RewardBench", data_dir=data_dir, env_var=ENV_VAR, hub_id=HUB_DATASET,
+                      split=SPLIT, max_pairs=max_pairs, data_seed=data_seed)

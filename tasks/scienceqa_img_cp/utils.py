@@ -11,18 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources
-from judgecp.adapters.lm_eval.choice_task import (
-    MultipleChoiceTask,
-    doc_to_choice,
-    doc_to_image,
-    doc_to_target,
-    documents_dataset,
-    indexed_image_questions,
-    seed_prompt,
-)
+from judgecp.adapters.lm_eval.choice_task import MultipleChoiceTask, seed_prompt
+from judgecp.tasks._loaders import load_image_questions
 
-__all__ = ["ScienceQATask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "load_docs"]
+__all__ = ["ScienceQATask", "doc_to_text", "load_docs"]
 
 HUB_DATASET = "lmms-lab/ScienceQA"
 CONFIG = "ScienceQA-IMG"
@@ -35,12 +27,9 @@ class ScienceQATask(MultipleChoiceTask):
 
 def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: one document per image question; images stay in the table until judged."""
-    root = data_sources.local_dir(data_dir, ENV_VAR)
-    table = data_sources.load_table(root, hub_id=HUB_DATASET, config=CONFIG, split=SPLIT)
-    docs = indexed_image_questions("scienceqa_img", table, f"scienceqa_img:{root or HUB_DATASET}", options="choices",
-                                   category="subject", context="hint")
-    where = str(root) if root else f"{HUB_DATASET} ({CONFIG}, {SPLIT})"
-    return documents_dataset(docs, what=f"ScienceQA-IMG in {where}")
+    return load_image_questions("scienceqa_img", title="ScienceQA-IMG", data_dir=data_dir, env_var=ENV_VAR,
+                                hub_id=HUB_DATASET, split=SPLIT, config=CONFIG, options="choices",
+                                category="subject", context="hint")
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from tests.lm_eval.helpers import skip_without_lm_eval
 
 skip_without_lm_eval()
 
-from judgecp.adapters.lm_eval import tasks_path  # noqa: E402
+from judgecp.adapters.lm_eval import choice_task, pairwise_task, tasks_path  # noqa: E402
 from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
 from judgecp.tables import read_jsonl  # noqa: E402
@@ -138,7 +138,7 @@ def test_pairwise_rows_that_cannot_be_judged_stay_as_counted_documents(tmp_path:
     assert all(i.endswith("/fwd") for i in left)  # one placeholder document per row, not two
     assert len(docs) == 2 * 17 + 3  # 16 votes + the model_c one in both orders
     tie = next(d for d in docs if d["exclude"] == "tie_label")
-    assert utils.doc_to_text(tie) == "(left out: tie_label)" and tie["label"] == "tie"
+    assert pairwise_task.doc_to_text(tie) == "(left out: tie_label)" and tie["label"] == "tie"
     # max_pairs: a seeded sample of usable pairs, both orders each; the rows that cannot be judged are not eligible
     sample = utils.load_docs(data_dir=str(tmp_path / "mt"), max_pairs=5, data_seed=3)["test"]
     assert len(sample) == 10 and not any(d["exclude"] for d in sample)
@@ -174,7 +174,7 @@ def test_parc_reads_the_local_variation_format(tmp_path: Path, monkeypatch: pyte
     two = by_id["parc/mit_states-00001/VS-S"]
     assert two["letters"] == ["A", "B"] and two["options"] == ["Left", "Right"] and len(two["image_refs"]) == 2
     assert utils.doc_to_text(two).startswith("<image>\n<image>\nWhich object")
-    assert [im.size for im in utils.doc_to_image(two)] == [(16, 16), (16, 16)]
+    assert [im.size for im in choice_task.doc_to_image(two)] == [(16, 16), (16, 16)]
     assert by_id["parc/mmbench-00000/blurry"]["family"] == "VR"
     assert sorted(d["exclude"] for d in docs if d["exclude"]) == ["duplicate_id", "malformed_json_line"]
     only = utils.load_docs(parc_dataset="mit_states")["test"]

@@ -1,0 +1,94 @@
+"""Document loaders that several task folders' ``utils.py`` share.
+
+lm-eval loads a task's ``utils.py`` by path, so what two benchmarks read the
+same way lives here (``judgecp.tasks._loaders``) and each ``utils.py`` keeps
+only its own constants, columns and prompt:
+
+- :func:`load_pairs`: the pairwise tasks' ``load_docs`` (rows from a local copy
+  or the hub, pairs from the rows, two documents per usable pair);
+- :func:`vote_pairs`: Chatbot Arena's and MT-Bench's vote rows
+  (``conversation_a``, ``conversation_b``, ``winner``) as pairs;
+- :func:`load_image_questions`: AI2D's and ScienceQA-IMG's ``load_docs``
+  (hub tables of single-image questions whose answer is an option index).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from judgecp.adapters.lm_eval import data_sources
+from judgecp.adapters.lm_eval.choice_task import documents_dataset, indexed_image_questions
+from judgecp.adapters.lm_eval.pairwise_task import (
+    SYSTEM_CONVERSATION,
+    SYSTEM_SINGLE_TURN,
+    Pair,
+    conversation_turns,
+    is_tie,
+    left_out,
+    pairwise_dataset,
+    winner_label,
+)
+
+Row = Mapping[str, Any]
+
+
+def load_pairs(
+    pairs_of: Callable[[list[Row | None]], list[Pair]], *, name: str, data_dir: str | None, env_var: str,
+    hub_id: str, split: str, max_pairs: Any, data_seed: Any,
+) -> Any:
+    """``custom_dataset`` body of a pairwise task: ``pairs_of(rows)`` from the local copy or the hub split."""
+    root = data_sources.local_dir(data_dir, env_var)
+    rows, where = data_sources.rows_of(root, hub_id=hub_id, split=split)
+    return pairwise_dataset(pairs_of(rows), what=f"{name} in {where}", max_pairs=max_pairs, data_seed=data_seed)
+
+
+def vote_pairs(
+    rows: list[Row | None], name: str, fields_of: Callable[[Row], dict[str, Any]], *,
+    turn_of: Callable[[Row], int] | None = None, later_turns_system: str = SYSTEM_CONVERSATION,
+) -> list[Pair]:
+    """One pair per vote row, ``{name}/{index:05d}``; a row that cannot be judged stays as a left-out pair.
+
+    The pair shows the first ``turn_of(row)`` turns of both conversations
+    (then its fields get the judged ``turn``), or every turn they both have
+    when ``turn_of`` is None; ``fields_of(row)`` gives the record fields. Left out: a malformed line, a tie
+    vote (SCOPE's binary setting), conversations without those turns or
+    whose questions differ. ``later_turns_system`` is the system prompt when
+    more than one turn is shown.
+    """
+    pairs = []
+    for index, row in enumerate(rows):
+        pair_id = f"{name}/{index:05d}"
+        if row is None:
+            pairs.append(left_out(pair_id, "malformed_json_line"))
+            continue
+        fields = fields_of(row)
+        winner = row.get("winner")
+        if is_tie(winner):
+            pairs.append(left_out(pair_id, "tie_label", winner, **fields))
+            continue
+        questions, first = conversation_turns(row.get("conversation_a") or [])
+        questions_b, second = conversation_turns(row.get("conversation_b") or [])
+        turns = min(len(first), len(second)) if turn_of is None else turn_of(row)
+        if not 0 < turns <= min(len(first), len(second)) or questions[:turns] != questions_b[:turns]:
+            pairs.append(left_out(pair_id, "conversation_incomplete", winner_label(winner), **fields))
+            continue
+        pairs.append(Pair(
+            pair_id, questions[:turns], first[:turns], second[:turns], winner_label(winner),
+            SYSTEM_SINGLE_TURN if turns == 1 else later_turns_system,
+            fields if turn_of is None else {**fields, "turn": turns},
+        ))
+    return pairs
+
+
+def load_image_questions(
+    name: str, *, title: str, data_dir: str | None, env_var: str, hub_id: str, split: str,
+    config: str | None = None, options: str, category: str | None = None, context: str | None = None,
+) -> Any:
+    """``custom_dataset`` body of a hub table of single-image questions (see ``indexed_image_questions``)."""
+    root = data_sources.local_dir(data_dir, env_var)
+    table = data_sources.load_table(root, hub_id=hub_id, config=config, split=split)
+    docs = indexed_image_questions(name, table, f"{name}:{root or hub_id}", options=options, category=category,
+                                   context=context)
+    where = str(root) if root else f"{hub_id} ({split})" if config is None else f"{hub_id} ({config}, {split})"
+    return documents_dataset(docs, what=f"{title} in {where}")

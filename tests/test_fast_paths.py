@@ -1,0 +1,101 @@
+"""CHR's chain counted on its segments equals the per-level pass, exactly (issue 14, speed).
+
+``nested_range_segments`` replaces a pass over every one of CHR's 1,000
+levels by a few binary searches; it must give the very same range at every
+level (ties, near-degenerate probabilities and every start level included),
+or CHR's numbers would change.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from judgecp.conformal import Prediction
+from judgecp.methods.histogram import (
+    CHR,
+    chain_at,
+    contiguous_ranges,
+    first_covering,
+    nested_range_segments,
+    nested_shortest_ranges,
+)
+from judgecp.scale import LikertScale
+from tests.helpers import judge_draw
+
+
+def probability_rows(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Dirichlet rows of every concentration, one-hot-ish rows (masses within 1e-12 of 1), exact ties."""
+    parts = [rng.dirichlet(np.full(k, c), size=n) for c in (0.05, 0.3, 1.0, 5.0)]
+    sharp = np.full((n, k), 1e-14)
+    sharp[np.arange(n), rng.integers(0, k, n)] = 1.0
+    parts.append(sharp / sharp.sum(axis=1, keepdims=True))
+    parts.append(np.full((n, k), 1.0 / k))  # every equal-length range ties
+    grid = rng.integers(0, 4, size=(n, k)).astype(float) + 1e-3  # masses on a coarse grid: many ties
+    parts.append(grid / grid.sum(axis=1, keepdims=True))
+    return np.vstack(parts)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 7])
+@pytest.mark.parametrize(("n_levels", "start"), [(1000, 0.9), (1000, 0.5), (37, 0.8), (200, 0.999), (50, 0.0)])
+def test_segments_equal_the_per_level_chain(k: int, n_levels: int, start: float) -> None:
+    rng = np.random.default_rng([k, n_levels])
+    P = probability_rows(150, k, rng)
+    levels = np.linspace(0.0, 1.0, n_levels + 1)[1:]
+    chain = nested_shortest_ranges(P, levels, start)
+    lo, ranges = nested_range_segments(P, levels, start)
+    assert (lo[:, 0] == 0).all() and (np.diff(lo, axis=1) >= 0).all()
+    for j in range(n_levels):
+        assert (chain_at(lo, ranges, j) == chain[:, j]).all(), j
+    a, b = contiguous_ranges(k)
+    for t in range(k):  # the first level whose range holds label t (n_levels: none)
+        holds = (a[chain] <= t) & (b[chain] >= t)
+        expect = np.where(holds.any(axis=1), np.argmax(holds, axis=1), n_levels)
+        assert (first_covering(lo, ranges, k, n_levels)[:, t] == expect).all(), t
+
+
+def test_chr_threshold_and_sets_unchanged() -> None:
+    """CHR calibrated through the segments gives the threshold and ranges of the per-level pass."""
+    scale = LikertScale()
+    rng = np.random.default_rng(3)
+    Xc, yc = judge_draw(800, rng)
+    Xt, _ = judge_draw(600, rng)
+    m = CHR(0.1, scale=scale, random_state=0).calibrate(Xc, yc)
+    # The per-level reference: CHR's own definition, counted on the full chain.
+    fit = np.random.default_rng(0).permutation(800)[400:]
+    a, b = contiguous_ranges(scale.k)
+    chain = m._chain(Xc[fit])
+    label = scale.index(yc[fit])[:, None]
+    first = np.argmax((a[chain] <= label) & (b[chain] >= label), axis=1)
+    assert m.threshold_ == m._quantile(m.levels[first])
+    j = int(np.searchsorted(m.levels, m.threshold_ - 1e-12))
+    ranges = m._chain(Xt)[:, j]
+    pred = m.predict(Xt)
+    expect = Prediction.from_interval(a[ranges] + scale.minimum - 0.5, b[ranges] + scale.minimum + 0.5, scale)
+    assert np.array_equal(pred.lower, expect.lower) and np.array_equal(pred.upper, expect.upper)
+    assert np.array_equal(pred.sets, expect.sets)
+
+
+@pytest.mark.parametrize("spec", ["boosted_lcp(max_rounds=15)", "boosted_cqr(max_rounds=15)"])
+def test_boosted_trees_unchecked_path_is_bit_identical(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trees fed float32 features converted once (no per-call checks) give the checked path's intervals."""
+    import judgecp.methods.boosted as boosted
+    from judgecp.plugins import build_method
+
+    scale = LikertScale()
+    rng = np.random.default_rng(4)
+    Xc, yc = judge_draw(600, rng)
+    Xt, _ = judge_draw(400, rng)
+    fast = build_method(spec, alpha=0.1, scale=scale, random_state=1).calibrate(Xc, yc).predict(Xt)
+    monkeypatch.setattr(boosted, "_tree_input", lambda F: np.asarray(F, dtype=np.float64))  # sklearn's checks
+    checked = build_method(spec, alpha=0.1, scale=scale, random_state=1).calibrate(Xc, yc).predict(Xt)
+    assert np.array_equal(fast.lower, checked.lower) and np.array_equal(fast.upper, checked.upper)
+
+
+def test_bench_fitted_command_writes_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """``judgecp bench fitted`` runs and writes one row per method (its timings are never asserted)."""
+    from judgecp.cli import main
+
+    assert main(["bench", "fitted", "--rows", "400", "--repeats", "1", "--methods", "chr,lvd(cv=2)"]) == 0
+    out = capsys.readouterr().out
+    assert "| naive |" in out and "| chr |" in out and "| lvd(cv=2) |" in out

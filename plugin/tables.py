@@ -282,8 +282,30 @@ def _read_parquet(path: Path, excluded: Exclusions) -> Table:
     return table_from_rows(rows, source=str(path), excluded=excluded)
 
 
+def _read_xlsx(path: Path, excluded: Exclusions) -> Table:
+    """The first sheet of an Excel file (VLMEvalKit's default prediction format); blank rows are skipped."""
+    openpyxl: Any = require("openpyxl", "vlmeval", "reading .xlsx files")
+    try:
+        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:  # zipfile/openpyxl errors on a damaged file
+        raise InputError(f"{path}: not a readable .xlsx file ({exc})") from exc
+    try:
+        cells = book.worksheets[0].iter_rows(values_only=True)
+        header = next(cells, None)
+        if header is None:
+            raise InputError(f"{path}: the file is empty")
+        names = ["" if h is None else str(h) for h in header]
+        rows = [{n: v for n, v in zip(names, values, strict=False) if n} for values in cells
+                if values is not None and any(v is not None for v in values)]
+    finally:
+        book.close()
+    table = table_from_rows(rows, source=str(path), excluded=excluded)
+    table.columns = {n: table.columns.get(n, [None] * table.n_rows) for n in names if n}
+    return table
+
+
 def read_table(path: str | Path, *, engine: str = "auto") -> Table:
-    """Rows of a CSV/TSV, JSONL/JSON (one object per line, or one array) or Parquet file.
+    """Rows of a CSV/TSV, JSONL/JSON (one object per line, or one array), Parquet or Excel (.xlsx) file.
 
     CSV/TSV: with ``engine="auto"`` pyarrow reads them when it is installed
     (columnar and multithreaded: a million rows in a second, numbers kept
@@ -308,8 +330,10 @@ def read_table(path: str | Path, *, engine: str = "auto") -> Table:
         table = _read_parquet(p, excluded)
     elif suffix in JSONL_SUFFIXES:
         table = _read_json(p, excluded)
+    elif suffix == ".xlsx":
+        table = _read_xlsx(p, excluded)
     else:
-        raise InputError(f"{p}: unknown file type {suffix!r}; judgecp reads .csv, .tsv, .jsonl, .json, .parquet")
+        raise InputError(f"{p}: unknown file type {suffix!r}; judgecp reads .csv, .tsv, .jsonl, .json, .parquet, .xlsx")
     if table.n_rows == 0:
         reasons = ", ".join(f"{e['reason']}: {e['count']}" for e in excluded.to_json())
         raise InputError(f"{p}: no rows to read" + (f" ({reasons})" if reasons else ""))

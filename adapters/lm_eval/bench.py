@@ -50,6 +50,18 @@ def _count_forward(model: Any) -> tuple[list[int], Any]:
     return calls, model.register_forward_pre_hook(hook)
 
 
+def _passes_and_times(models: dict[str, Any], requests: list[Any], repeats: int) -> dict[str, tuple[int, float]]:
+    """Forward passes (counted on a warm-up run) and median wall time of each model's ``loglikelihood(requests)``."""
+    passes = {}
+    for name, lm in models.items():
+        calls, handle = _count_forward(lm.model)
+        lm.loglikelihood(requests)
+        passes[name] = calls[0]
+        handle.remove()
+    times = _interleaved(models, lambda lm: lm.loglikelihood(requests), repeats)
+    return {name: (passes[name], times[name]) for name in models}
+
+
 def _interleaved(models: dict[str, Any], fn: Callable[[Any], Any], repeats: int) -> dict[str, float]:
     """Median wall time of ``fn(model)`` per model, the models alternating so drift hits all alike."""
     times: dict[str, list[float]] = {name: [] for name in models}
@@ -104,14 +116,7 @@ def bench_capture(
         mc = _requests("mllm_judge_cp_coco", data, judge)
         n_docs = len({r.doc_id for r in mc})
         paths = {"one pass per document (hf-multimodal-judge)": judge, "one pass per label (scoring=per_label)": per_label}
-        passes = {}
-        for name, lm in paths.items():
-            calls, handle = _count_forward(lm.model)
-            lm.loglikelihood(mc)  # warm-up, and the pass count
-            passes[name] = calls[0]
-            handle.remove()
-        times = _interleaved(paths, lambda lm: lm.loglikelihood(mc), repeats)
-        results = {name: (passes[name], times[name]) for name in paths}
+        results = _passes_and_times(paths, mc, repeats)
         w("\nDirect scoring (multiple_choice over 1..5, image documents)\n")
         w(f"  {'path':46s} {'passes/doc':>10s} {'ms/doc':>8s}\n")
         for name, (passes, seconds) in results.items():
@@ -134,15 +139,8 @@ def bench_capture(
         text = [r for r in _requests("judgecp_demo_all", data, judge) if r.doc_id < documents]
         w("\nDirect scoring, text (judgecp_demo prompts, tiny Llama)\n")
         text_models = {"hf-judge": HFJudgeLM(**text_args), "stock hf (lm-eval)": HFLM(**text_args)}
-        text_passes = {}
-        for name, lm in text_models.items():
-            calls, handle = _count_forward(lm.model)
-            lm.loglikelihood(text)
-            text_passes[name] = calls[0]
-            handle.remove()
-        text_times = _interleaved(text_models, lambda lm: lm.loglikelihood(text), repeats)
-        for name in text_models:
-            w(f"  {name:46s} {text_passes[name] / documents:10.2f} {1000 * text_times[name] / documents:8.2f}\n")
+        for name, (passes, seconds) in _passes_and_times(text_models, text, repeats).items():
+            w(f"  {name:46s} {passes / documents:10.2f} {1000 * seconds / documents:8.2f}\n")
         w("  (lm-eval's hf reuses logits when every choice is one token, as \"Ġ1\"..\"Ġ5\" are here;\n"
           "   tokenizers that split \" 1\" into two tokens, like Llama 2's, cost it one pass per label)\n")
 

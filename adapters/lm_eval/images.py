@@ -95,22 +95,7 @@ def load_images(doc: Mapping[str, Any]) -> list[Any]:
     if not refs and doc.get("exclude") and doc.get("image") is None and not doc.get("image_path"):
         # A placeholder document for a source item that cannot be judged: a blank image, nothing to warn about.
         return [Image.new("RGB", PLACEHOLDER_SIZE)]
-    if not refs:
-        return [load_image(doc)]
-
-    out = []
-    for ref in refs:
-        try:
-            if doc.get("image_error"):
-                raise OSError(doc["image_error"])
-            out.append(_open_ref(str(ref)).convert("RGB"))
-        except Exception as exc:
-            key = _key(doc)
-            if key not in _failed:
-                logger.warning("judgecp: image %s of document %s could not be read (%s); it will be excluded", ref, doc.get("id"), exc)
-            _failed.add(key)
-            out.append(Image.new("RGB", PLACEHOLDER_SIZE))
-    return out
+    return [_load(doc, str(ref)) for ref in refs] if refs else [load_image(doc)]
 
 
 def check_image_file(path: str | Path) -> str:
@@ -129,12 +114,19 @@ def check_image_file(path: str | Path) -> str:
 
 def load_image(doc: Mapping[str, Any]) -> Any:
     """The document's image as RGB, or a blank placeholder (and the document marked failed)."""
+    return _load(doc, None)
+
+
+def _load(doc: Mapping[str, Any], ref: str | None) -> Any:
+    """One image of the document (``ref``, else its ``image`` or ``image_path``) as RGB, or a placeholder."""
     from PIL import Image
 
     try:
         if doc.get("image_error"):
             raise OSError(doc["image_error"])
-        if doc.get("image") is not None:
+        if ref is not None:
+            img = _open_ref(ref)
+        elif doc.get("image") is not None:
             img = doc["image"]
         else:
             img = Image.open(doc["image_path"])
@@ -143,7 +135,8 @@ def load_image(doc: Mapping[str, Any]) -> Any:
     except Exception as exc:
         key = _key(doc)
         if key not in _failed:
-            logger.warning("judgecp: image of document %s could not be read (%s); it will be excluded", doc.get("id"), exc)
+            what = "image" if ref is None else f"image {ref}"
+            logger.warning("judgecp: %s of document %s could not be read (%s); it will be excluded", what, doc.get("id"), exc)
         _failed.add(key)
         return Image.new("RGB", PLACEHOLDER_SIZE)
 

@@ -51,6 +51,18 @@ SCORING_MODES = ("one_pass", "per_label")
 class JudgeCaptureMixin(GenerationPairingMixin):
     """One-pass direct scoring and logprob-capturing generation for HF models (see the module doc)."""
 
+    def __init__(
+        self,
+        *args: Any,
+        scale: str = "1:5",
+        floor: float | str | None = None,
+        scoring: str = "one_pass",
+        record: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)  # lm-eval's model class, next in the MRO
+        self._judgecp_init(scale, floor, scoring, record)
+
     def _judgecp_init(self, scale: str, floor: float | str | None, scoring: str, record: str | None) -> None:
         if scoring not in SCORING_MODES:
             raise ValueError(f"scoring must be one of {SCORING_MODES}, got {scoring!r}")
@@ -195,13 +207,21 @@ class JudgeCaptureMixin(GenerationPairingMixin):
             unique = list(dict.fromkeys(tuple(requests[i][2]) for i in idx))
             documents.append((list(context), [list(c) for c in unique], None))
             members.append((idx, unique))
+        results = self._judgecp_scatter(documents, members, len(requests), lambda i: tuple(requests[i][2]))
+        for request, result in zip(requests, results, strict=True):
+            self.cache_hook.add_partial("loglikelihood", request[0], result)
+        return results
+
+    def _judgecp_scatter(self, documents: list[Any], members: list[tuple[list[int], list[Any]]], n: int,
+                         key: Callable[[int], Any]) -> list[tuple[float, bool]]:
+        """Score the documents; request ``i`` gets the value of its continuation ``key(i)``
+        (``members``: per document, its requests and its distinct continuations)."""
         scored = self._judgecp_score(documents)
-        results: list[tuple[float, bool] | None] = [None] * len(requests)
+        results: list[tuple[float, bool] | None] = [None] * n
         for (idx, unique), values in zip(members, scored, strict=True):
             lookup = dict(zip(unique, values, strict=True))
             for i in idx:
-                results[i] = lookup[tuple(requests[i][2])]
-                self.cache_hook.add_partial("loglikelihood", requests[i][0], results[i])
+                results[i] = lookup[key(i)]
         self._judgecp_log_stats()
         return results  # type: ignore[return-value]
 
@@ -251,34 +271,10 @@ class JudgeCaptureMixin(GenerationPairingMixin):
 class HFJudgeLM(JudgeCaptureMixin, HFLM):
     """``hf-judge``: lm-eval's ``hf`` with one-pass direct scoring and logprob capture."""
 
-    def __init__(
-        self,
-        *args: Any,
-        scale: str = "1:5",
-        floor: float | str | None = None,
-        scoring: str = "one_pass",
-        record: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._judgecp_init(scale, floor, scoring, record)
-
 
 class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
     """``hf-multimodal-judge``: lm-eval's ``hf-multimodal`` with image ``multiple_choice`` scoring
     (one forward pass per document) and logprob capture."""
-
-    def __init__(
-        self,
-        *args: Any,
-        scale: str = "1:5",
-        floor: float | str | None = None,
-        scoring: str = "one_pass",
-        record: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._judgecp_init(scale, floor, scoring, record)
 
     def _model_multimodal_generate(self, inputs: Any, max_length: int, stop: list[str], **generation_kwargs: Any) -> Any:
         def generate(**extra: Any) -> Any:
@@ -334,15 +330,9 @@ class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
             unique = list(continuations)
             documents.append((ids, [continuations[c] for c in unique], extra))
             members.append((idx, unique))
-        scored = self._judgecp_score(documents)
-        results: list[tuple[float, bool] | None] = [None] * len(requests)
-        for (idx, unique), values in zip(members, scored, strict=True):
-            lookup = dict(zip(unique, values, strict=True))
-            for i in idx:
-                results[i] = lookup[requests[i].args[1]]
-        self._judgecp_log_stats()
+        results = self._judgecp_scatter(documents, members, len(requests), lambda i: requests[i].args[1])
         self._judgecp_write_record("direct", requests, results)
-        return results  # type: ignore[return-value]
+        return results
 
     def _judgecp_continuation_ids(self, context_text: str, continuation: str) -> list[int]:
         """The continuation's tokens as lm-eval splits them: encode context + continuation, drop the context's."""

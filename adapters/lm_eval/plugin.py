@@ -29,6 +29,7 @@ from judgecp.exclusions import Exclusions
 from judgecp.hookspecs import hookimpl
 from judgecp.plugins import RecordBatch, RecordFormat
 from judgecp.records import parse_judge_output
+from judgecp.tables import jsonl_objects
 
 
 @hookimpl
@@ -116,16 +117,9 @@ def read_samples(path: Path, *, kind: str | None = None, **options: Any) -> Reco
     seen: dict[str, str] = {}
     n_read = 0
     with path.open(encoding="utf-8", errors="replace") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
+        for lineno, sample in jsonl_objects(handle):
             n_read += 1
-            try:
-                sample = json.loads(line)
-            except ValueError:
-                excluded.add("malformed_json_line", f"line {lineno}")
-                continue
-            if not isinstance(sample, dict):
+            if sample is None:
                 excluded.add("malformed_json_line", f"line {lineno}")
                 continue
             names = sample.get("metrics") if isinstance(sample.get("metrics"), list) else list(sample)

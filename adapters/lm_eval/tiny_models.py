@@ -92,13 +92,19 @@ def build_tiny_llama(
     tokenizer = train_tokenizer()
     torch.manual_seed(seed)
     model = LlamaForCausalLM(_llama_config(tokenizer, hidden, layers, max_positions))
+    return _save(model, tokenizer, tokenizer, path, script=script, after=after, vocab=vocab)
+
+
+def _save(model: object, tokenizer: object, processor: object, path: Path, *, script: str | None, after: str,
+          vocab: int | None) -> Path:
+    """Script the model, widen its vocabulary (both optional), save it with its tokenizer or processor."""
     if script is not None:
         script_judge(model, tokenizer, script, after=after)
     if vocab is not None:
         pad_vocabulary(model, tokenizer, vocab)
     model.generation_config.pad_token_id = tokenizer.pad_token_id  # type: ignore[attr-defined]
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)  # type: ignore[attr-defined]
+    model.save_pretrained(path)  # type: ignore[attr-defined]
+    processor.save_pretrained(path)  # type: ignore[attr-defined]
     return path
 
 
@@ -145,11 +151,6 @@ def build_tiny_llava(
     )
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(config)
-    if script is not None:
-        script_judge(model, tokenizer, script, after=after)
-    if vocab is not None:
-        pad_vocabulary(model, tokenizer, vocab)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id  # type: ignore[attr-defined]
     image_processor = CLIPImageProcessorPil(
         size={"shortest_edge": image_size},
         crop_size={"height": image_size, "width": image_size},
@@ -161,9 +162,7 @@ def build_tiny_llava(
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,
     )
-    model.save_pretrained(path)
-    processor.save_pretrained(path)
-    return path
+    return _save(model, tokenizer, processor, path, script=script, after=after, vocab=vocab)
 
 
 def pad_vocabulary(model: object, tokenizer: object, vocab: int) -> None:

@@ -28,6 +28,11 @@ from judgecp.scale import LikertScale
 
 
 class _VLLMJudgeMixin(GenerationPairingMixin):
+    def __init__(self, *args: Any, top_logprobs: int | str = 20, scale: str = "1:5", floor: float | str | None = None,
+                 record: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # lm-eval's vLLM model class, next in the MRO
+        self._vllm_judge_init(top_logprobs, scale, floor, record)
+
     def _vllm_judge_init(self, top_logprobs: int | str, scale: str, floor: float | str | None, record: str | None) -> None:
         self.top_logprobs = int(top_logprobs)
         self.judgecp_scale = LikertScale.parse(str(scale))
@@ -53,10 +58,6 @@ class _VLLMJudgeMixin(GenerationPairingMixin):
 class VLLMJudge(_VLLMJudgeMixin, VLLM):
     """``vllm-judge`` (text)."""
 
-    def __init__(self, *args: Any, top_logprobs: int | str = 20, scale: str = "1:5", floor: float | str | None = None, record: str | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._vllm_judge_init(top_logprobs, scale, floor, record)
-
     def _model_generate(self, requests: Any, generate: bool = False, sampling_params: Any = None) -> Any:  # type: ignore[override]
         outputs = super()._model_generate(requests=requests, generate=generate, sampling_params=sampling_params)
         return self._judgecp_queue(outputs) if generate else outputs
@@ -64,10 +65,6 @@ class VLLMJudge(_VLLMJudgeMixin, VLLM):
 
 class VLLMVLMJudge(_VLLMJudgeMixin, VLLM_VLM):
     """``vllm-vlm-judge`` (image + text)."""
-
-    def __init__(self, *args: Any, top_logprobs: int | str = 20, scale: str = "1:5", floor: float | str | None = None, record: str | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._vllm_judge_init(top_logprobs, scale, floor, record)
 
     def _multimodal_model_generate(self, requests: Any = None, generate: bool = False, max_tokens: int | None = None, stop: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
         outputs = super()._multimodal_model_generate(requests, generate=generate, max_tokens=max_tokens, stop=stop, **kwargs)

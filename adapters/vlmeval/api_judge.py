@@ -36,11 +36,11 @@ from typing import Any
 
 from judgecp.adapters.vlmeval.capture import (
     extraction_record,
+    failed_record,
     letter_record_from_candidates,
-    prediction_sha1,
 )
-from judgecp.adapters.vlmeval.runtime import PROMPTS, append_record, is_mcq, sidecar_target
-from judgecp.adapters.vlmeval.specs import LETTERS, MCQ_KIND, JudgeSpec, spec_for
+from judgecp.adapters.vlmeval.runtime import PROMPTS, capture_target, deliver, row_letters
+from judgecp.adapters.vlmeval.specs import LETTERS, JudgeSpec, spec_for
 from judgecp.extraction import DEFAULT_FLOOR, openai_logprob_positions
 
 log = logging.getLogger("judgecp.vlmeval")
@@ -182,27 +182,16 @@ class JudgeCPOpenAI:
             text = choice["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
             return f"{self.fail_msg} unexpected response: {json.dumps(data)[:200]}"
-        kind = spec.kind if spec is not None else (MCQ_KIND if is_mcq(dataset) else None)
+        kind = capture_target(spec, dataset)
         if kind is None or dataset is None:
             return text
         index, meta = PROMPTS.claim_entry(dataset, message)
-        letters = meta.get("letters") or (spec.letters if spec is not None else ()) or LETTERS
         parsed = openai_logprob_positions(choice.get("logprobs"))
         if parsed is None:
-            record: dict[str, Any] = {
-                "v": 1, "kind": kind, "source": "openai_api", "logprobs": None, "parsed": None,
-                "stage": None, "position": None, "n_tokens": 0, "flags": ["api_no_logprobs"],
-            }
+            record = failed_record("api_no_logprobs", kind=kind, source="openai_api")
         else:
-            tokens, candidates = parsed
-            record = self.record(tokens, candidates, spec, kind=kind, letters=letters)
-        record.update(index=index, dataset=dataset, model=self.name, prediction_sha1=prediction_sha1(text))
-        target = sidecar_target(self.name, dataset)
-        if target is not None and index is not None:
-            append_record(target, record)
-        if spec is None:
-            return text  # VLMEvalKit's own benchmark: plain prediction, the record is in the sidecar
-        return {"prediction": text, "extra_records": json.dumps(record, ensure_ascii=False, allow_nan=False)}
+            record = self.record(*parsed, spec, kind=kind, letters=row_letters(meta, spec))
+        return deliver(record, text, spec=spec, dataset=dataset, index=index, model=self.name)
 
     def record(
         self,

@@ -41,19 +41,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judgecp.extraction import (
-    DEFAULT_FLOOR,
-    detect_style,
-    extract_score,
-    normalize_token,
-    token_text,
-)
+from judgecp.extraction import DEFAULT_FLOOR, extract_letter, extract_score
+from judgecp.extraction import label_token_ids as core_label_token_ids
 from judgecp.scale import LikertScale
 
 #: Version of the capture record layout (``record["v"]``).
@@ -140,28 +134,14 @@ _variant_cache: dict[tuple[int, tuple[str, ...]], tuple[Any, dict[str, int]]] = 
 
 
 def label_token_ids(tokenizer: Any, labels: LikertScale | Sequence[str]) -> dict[str, int]:
-    """Every vocabulary token whose text is one of the labels: token string -> id.
-
-    ``labels`` is a scale (its tokens ``"1"``..``"5"``) or any label strings
-    (e.g. ``"A"``, ``"B"`` for a pairwise verdict). Covers the plain label, the
-    SentencePiece ``▁4`` and byte-level ``Ġ4`` variants, and SentencePiece
-    byte tokens (``<0x34>``). Cached per tokenizer.
-    """
+    """Every vocabulary token that spells one of the labels (:func:`judgecp.extraction.label_token_ids`),
+    for a scale (its tokens ``"1"``..``"5"``) or answer letters; cached per tokenizer."""
     wanted = tuple(labels.tokens) if isinstance(labels, LikertScale) else tuple(labels)
     key = (id(tokenizer), wanted)
     cached = _variant_cache.get(key)
-    if cached is not None and cached[0] is tokenizer:
-        return cached[1]
-    vocab: Mapping[str, int] = tokenizer.get_vocab()
-    label_set = set(wanted)
-    sample = list(vocab)[:5000]
-    style = detect_style(sample)
-    found = {}
-    for tok, idx in vocab.items():
-        if normalize_token(tok) in label_set or normalize_token(token_text(tok, style)) in label_set:
-            found[tok] = int(idx)
-    _variant_cache[key] = (tokenizer, found)
-    return found
+    if cached is None or cached[0] is not tokenizer:
+        cached = _variant_cache[key] = (tokenizer, core_label_token_ids(tokenizer.get_vocab(), wanted))
+    return cached[1]
 
 
 def find_tokenizer(model: Any) -> Any | None:
@@ -256,23 +236,13 @@ def likert_record(
     """The capture record of one judged item from the ``generate`` calls made for it."""
     scale = scale or LikertScale()
     if not calls:
-        return _failed(FLAG_NO_CAPTURE)
+        return failed_record(FLAG_NO_CAPTURE)
     flags = [FLAG_MULTIPLE_CALLS] if len(calls) > 1 else []
     tokens, per_position, more = position_logprobs(calls[-1], tokenizer, scale)
     flags += more
     if FLAG_BEAM_SEARCH in flags:
-        return _failed(*flags)
+        return failed_record(*flags)
     return extraction_record(tokens, per_position, scale=scale, floor=floor, flags=flags, source="hf_generate")
-
-
-_BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
-
-
-def token_letter(token: str) -> str | None:
-    """The single capital letter a raw token spells (``"B"``, ``"▁B"``, ``"ĠB"``, ``<0x42>``), else ``None``."""
-    match = _BYTE_TOKEN.fullmatch(token)
-    text = chr(int(match.group(1), 16)) if match else normalize_token(token)
-    return text if len(text) == 1 and "A" <= text <= "Z" else None
 
 
 def letter_record_from_candidates(
@@ -285,47 +255,16 @@ def letter_record_from_candidates(
     flags: Sequence[str] = (),
     source: str,
 ) -> dict[str, Any]:
-    """A letter record from generated tokens and per-position candidate logprobs (HF and API judges).
-
-    The answer position is the first generated token that is one of
-    ``letters``. There, log P(letter) combines the letter's token variants by
-    log-sum-exp; a letter absent from the candidates (a top-k list) gets
-    ``floor`` and the flag ``missing_token``. The record keeps all letters'
-    values: the reader restricts them to a row's options.
-    """
+    """A letter record from generated tokens and per-position candidate logprobs (HF and API judges):
+    :func:`judgecp.extraction.extract_letter` (the first generated letter; the record keeps all letters'
+    values, the reader restricts them to a row's options)."""
     wanted = [str(x) for x in letters]
-    out_flags = list(flags)
-    position = next((i for i, tok in enumerate(tokens) if token_letter(str(tok)) in wanted), None)
-    if position is None:
-        return _failed(*out_flags, FLAG_NO_LETTER, kind=kind, source=source, letters=wanted,
-                       n_tokens=len(tokens))
-    variants: dict[str, list[float]] = {x: [] for x in wanted}
-    for tok, lp in per_position[position].items():
-        letter = token_letter(str(tok))
-        if letter in variants and lp is not None and not math.isnan(float(lp)):
-            variants[letter].append(float(lp))
-    logprobs: dict[str, float] = {}
-    for letter, values in variants.items():
-        finite = [v for v in values if v > -math.inf]
-        if not finite:
-            logprobs[letter] = floor
-            if "missing_token" not in out_flags:
-                out_flags.append("missing_token")
-            continue
-        m = max(finite)
-        logprobs[letter] = m + math.log(sum(math.exp(v - m) for v in finite))
-    return {
-        "v": RECORD_VERSION,
-        "kind": kind,
-        "source": source,
-        "letters": wanted,
-        "logprobs": logprobs,
-        "answer": token_letter(str(tokens[position])),
-        "stage": "first_letter",
-        "position": position,
-        "n_tokens": len(tokens),
-        "flags": out_flags,
-    }
+    found = extract_letter(tokens, per_position, wanted, floor=floor)
+    if found.logprobs is None:
+        return failed_record(*flags, *found.flags, kind=kind, source=source, letters=wanted, n_tokens=len(tokens))
+    return {"v": RECORD_VERSION, "kind": kind, "source": source, "letters": wanted, "logprobs": found.logprobs,
+            "answer": found.answer, "stage": "first_letter", "position": found.position, "n_tokens": len(tokens),
+            "flags": [*flags, *found.flags]}
 
 
 def letter_record(
@@ -339,33 +278,21 @@ def letter_record(
     """The capture record of one letter answer (pairwise verdict, option letter) from its ``generate`` calls."""
     wanted = [str(x) for x in letters]
     if not calls:
-        return _failed(FLAG_NO_CAPTURE, kind=kind, letters=wanted)
+        return failed_record(FLAG_NO_CAPTURE, kind=kind, letters=wanted)
     flags = [FLAG_MULTIPLE_CALLS] if len(calls) > 1 else []
     tokens, per_position, more = position_logprobs(calls[-1], tokenizer, wanted)
     flags += more
     if FLAG_BEAM_SEARCH in flags:
-        return _failed(*flags, kind=kind, letters=wanted)
+        return failed_record(*flags, kind=kind, letters=wanted)
     return letter_record_from_candidates(tokens, per_position, wanted, kind=kind, floor=floor, flags=flags,
                                          source="hf_generate")
 
 
-def _failed(
+def failed_record(
     *flags: str, kind: str = "likert", source: str = "hf_generate", letters: Sequence[str] | None = None,
     n_tokens: int = 0,
 ) -> dict[str, Any]:
-    if kind != "likert":
-        return {
-            "v": RECORD_VERSION, "kind": kind, "source": source, "letters": list(letters or []), "logprobs": None,
-            "answer": None, "stage": None, "position": None, "n_tokens": n_tokens, "flags": list(flags),
-        }
-    return {
-        "v": RECORD_VERSION,
-        "kind": "likert",
-        "source": "hf_generate",
-        "logprobs": None,
-        "parsed": None,
-        "stage": None,
-        "position": None,
-        "n_tokens": 0,
-        "flags": list(flags),
-    }
+    """A record without logprobs (``flags`` say why)."""
+    shape = {"letters": list(letters or []), "answer": None} if kind != "likert" else {"parsed": None}
+    return {"v": RECORD_VERSION, "kind": kind, "source": source, **shape, "logprobs": None, "stage": None,
+            "position": None, "n_tokens": n_tokens, "flags": list(flags)}

@@ -48,9 +48,18 @@ from typing import Any, ClassVar
 
 from judgecp.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
 from judgecp.ensemble.sources import PreferenceItem, balance_order, read_hpdv2, read_mjbench
+from judgecp.ensemble.study import (
+    STUDY_SETTINGS,
+    displayed,
+    sample_items,
+    select_prompts,
+    single_letter,
+    study_record,
+    study_report,
+    study_settings,
+)
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
-from judgecp.records import pair_record
 
 DATASET_PREFIX = "ImagePrefEnsemble_"
 KIND = "ensemble"
@@ -59,8 +68,6 @@ IMAGE_TOKEN = "<image>"
 COLUMNS = ("index", "image", "image_path", "question", "answer", "item", "prompt_id", "glyphs", "answer_key",
            "preference", "order", "category", "judgecp_kind")
 HEADLINE_SCORES = ("ece", "mce", "auprc", "nll", "accuracy")
-DEFAULT_SETTINGS: dict[str, Any] = {"validation": 50, "clusters": 4, "seeds": 10, "alpha": 0.1, "procedure": "by",
-                                    "embeddings": None}
 
 
 # -- building the TSV ----------------------------------------------------------------------------
@@ -69,25 +76,20 @@ DEFAULT_SETTINGS: dict[str, Any] = {"validation": 50, "clusters": 4, "seeds": 10
 def check_glyphs(prompts: Sequence[JudgePrompt]) -> None:
     """Every prompt answers with single capital letters (what VLMEvalKit's capture reads)."""
     for prompt in prompts:
-        bad = [g for g in prompt.glyphs if not re.fullmatch(r"[A-Z]", g)]
-        if bad:
+        if not single_letter(prompt):
+            bad = next(g for g in prompt.glyphs if not re.fullmatch(r"[A-Z]", g))
             raise InputError(
-                f"prompt {prompt.id!r} answers with {bad[0]!r}: VLMEvalKit's logprob capture reads single capital "
+                f"prompt {prompt.id!r} answers with {bad!r}: VLMEvalKit's logprob capture reads single capital "
                 "letters; choose prompts with glyphs A/B (e.g. build the set with the A/B glyph set only)"
             )
 
 
 def vlmeval_prompts(prompt_set: str | None = None, prompts: Sequence[str] | None = None) -> list[JudgePrompt]:
     """The prompts of a build: ids from the set (default: every single-letter prompt of the shipped parts)."""
-    pool = read_prompt_set(prompt_set) if prompt_set else build_prompt_set()
     if prompts:
-        by_id = {p.id: p for p in pool}
-        unknown = [i for i in prompts if i not in by_id]
-        if unknown:
-            raise InputError(f"unknown prompt {unknown[0]!r}")
-        chosen = [by_id[i] for i in prompts]
+        chosen = select_prompts(prompt_set, list(prompts), where="build")
     else:
-        chosen = [p for p in pool if all(re.fullmatch(r"[A-Z]", g) for g in p.glyphs)]
+        chosen = [p for p in (read_prompt_set(prompt_set) if prompt_set else build_prompt_set()) if single_letter(p)]
     check_glyphs(chosen)
     return chosen
 
@@ -124,30 +126,21 @@ def tsv_rows(
         except Exception as exc:  # a file PIL cannot read: counted, never fatal
             exclusions.add(f"image unreadable ({type(exc).__name__})", item.id)
             continue
-        full_row: dict[tuple[str, ...], str] = {}
+        full_row: dict[str, str] = {}
         for prompt in prompts:
-            shown = [CANDIDATES.index(c) for c in prompt.order]
+            shown, order, answer = displayed(prompt, item.preferred)
             index = str(len(rows))
-            key = tuple(prompt.order)
-            image = full_row.get(key)
+            image = full_row.get(order)
             if image is None:
                 image = str([encoded[k] for k in shown])
-                full_row[key] = index
-            by_candidate = {candidate: glyph for glyph, candidate in prompt.answer_key.items()}
+                full_row[order] = index
             rows.append({
-                "index": index,
-                "image": image,
+                "index": index, "image": image,
                 "image_path": str([f"{_safe(item.id)}_{CANDIDATES[k]}.png" for k in shown]),
-                "question": prompt.render(item.caption, (IMAGE_TOKEN, IMAGE_TOKEN)),
-                "answer": by_candidate[item.preferred],
-                "item": item.id,
-                "prompt_id": prompt.id,
-                "glyphs": ",".join(prompt.glyphs),
-                "answer_key": json.dumps(prompt.answer_key),
-                "preference": item.preferred,
-                "order": "fwd" if key == CANDIDATES else "rev",
-                "category": category,
-                "judgecp_kind": KIND,
+                "question": prompt.render(item.caption, (IMAGE_TOKEN, IMAGE_TOKEN)), "answer": answer,
+                "item": item.id, "prompt_id": prompt.id, "glyphs": ",".join(prompt.glyphs),
+                "answer_key": json.dumps(prompt.answer_key), "preference": item.preferred, "order": order,
+                "category": category, "judgecp_kind": KIND,
             })
     return rows
 
@@ -163,18 +156,13 @@ def write_tsv(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
 
 def source_items(source: str, root: str | None, split: str, exclusions: Exclusions,
                  max_items: int | None, data_seed: int) -> list[PreferenceItem]:
-    import random
-
     if source == "hpdv2":
         items = read_hpdv2(root, exclusions=exclusions)
     elif source == "mjbench":
         items = balance_order(read_mjbench(root, split=split, exclusions=exclusions), random_state=data_seed)
     else:
         raise InputError(f"--source must be hpdv2 or mjbench, got {source!r}")
-    if max_items and max_items < len(items):
-        keep = sorted(random.Random(data_seed).sample(range(len(items)), max_items))
-        items = [items[i] for i in keep]
-    return items
+    return sample_items(items, max_items, data_seed)
 
 
 def build(
@@ -235,42 +223,22 @@ def ensemble_records(table: Any) -> list[dict[str, Any]]:
         letters = row_letters(columns)
         captured = row.record.get("logprobs") or {}
         logprobs = {g: captured.get(g) for g in letters}
-        finite = {g: float(v) for g, v in logprobs.items() if v is not None}
         try:
             answer_key = json.loads(str(columns.get("answer_key")))
         except json.JSONDecodeError:
             answer_key = None
-        item, prompt = columns.get("item"), columns.get("prompt_id")
-        records.append(pair_record(
-            f"{item}/{prompt}", pair_id=item, order=str(columns.get("order") or "fwd"),
-            label=columns.get("preference"), logprobs=logprobs,
-            prediction=max(finite, key=finite.__getitem__) if finite else None,
-            judge=row.record.get("model"), prompt=prompt, task=columns.get("category"),
-            flags=[*row.flags, *(row.record.get("flags") or [])],
-            meta={"item": item, "answer_key": answer_key, "vlmeval_index": row.index},
+        records.append(study_record(
+            columns.get("item"), columns.get("prompt_id"), order=str(columns.get("order") or "fwd"),
+            label=columns.get("preference"), logprobs=logprobs, answer_key=answer_key, judge=row.record.get("model"),
+            task=columns.get("category"), flags=[*row.flags, *(row.record.get("flags") or [])],
+            meta={"vlmeval_index": row.index},
         ))
     return records
 
 
 def settings_from(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """Dataset keyword arguments (VLMEvalKit's ``--config``) as ensemble settings; a bad one is an error naming it."""
-    out = dict(DEFAULT_SETTINGS)
-    unknown = sorted(set(kwargs) - set(out))
-    if unknown:
-        raise InputError(f"{unknown[0]!r} is not a setting of the ensemble datasets ({', '.join(out)})")
-    out.update({k: v for k, v in kwargs.items() if v is not None})
-    try:
-        out["validation"], out["clusters"], out["alpha"] = int(out["validation"]), int(out["clusters"]), float(out["alpha"])
-        seeds = out["seeds"]
-        out["seeds"] = [int(s) for s in seeds] if isinstance(seeds, (list, tuple)) else (
-            [int(s) for s in str(seeds).split(",")] if "," in str(seeds) else list(range(int(seeds))))
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"ensemble dataset settings: {exc}") from None
-    if out["procedure"] not in ("by", "bh"):
-        raise InputError(f"procedure must be 'by' or 'bh', got {out['procedure']!r}")
-    if not 0.0 < out["alpha"] < 1.0:
-        raise InputError(f"alpha must be in (0, 1), got {out['alpha']}")
-    return out
+    return study_settings(kwargs, where="dataset argument", strict=True)
 
 
 def metric_path(prediction_file: str | Path) -> Path:
@@ -284,23 +252,16 @@ def evaluate_file(
 ) -> dict[str, float]:
     """The ensemble study of a prediction file (module docstring); returns the headline."""
     from judgecp.adapters.vlmeval.predictions import read_predictions
-    from judgecp.ensemble.embeddings import read_embeddings
-    from judgecp.ensemble.evaluate import ensemble_report
-    from judgecp.ensemble.records import read_ensemble_records
 
     s = settings_from(settings or {})
     table = read_predictions(prediction_file, dataset=dataset, sidecars=sidecars)
     records = ensemble_records(table)
     if records_out is not None:
         Path(records_out).write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
-    embeddings = read_embeddings(s["embeddings"]) if s["embeddings"] else None
-    data = read_ensemble_records(records, embeddings=embeddings, require_embeddings=embeddings is not None)
-    data.exclusions.merge(table.excluded)
-    report = ensemble_report(data, validation=s["validation"], clusters=s["clusters"] if embeddings else 1,
-                             seeds=s["seeds"], alpha=s["alpha"], procedure=s["procedure"])
+    report = study_report(records, s, excluded=table.excluded)
     report["vlmeval"] = table.summary()
     metric_path(prediction_file).write_text(json.dumps(report, indent=1) + "\n", "utf-8")
-    methods = ("uniform", "bpe", "mixture") if embeddings else ("uniform", "bpe")
+    methods = ("uniform", "bpe", "mixture") if s["embeddings"] else ("uniform", "bpe")
     headline = {f"{m}|{k}": float(report["methods"][m][k]) for m in methods for k in HEADLINE_SCORES}
     headline.update({"n_items": float(report["n_items"]), "n_prompts": float(report["n_prompts"])})
     return headline
@@ -378,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for key in ("validation", "clusters", "seeds", "alpha", "procedure", "embeddings"):
                 p.add_argument(f"--{key}")
             args = p.parse_args(argv[1:])
-            settings = {k: getattr(args, k) for k in DEFAULT_SETTINGS if getattr(args, k) is not None}
+            settings = {k: getattr(args, k) for k in STUDY_SETTINGS if getattr(args, k) is not None}
             headline = evaluate_file(args.predictions, settings=settings, sidecars=args.sidecar, records_out=args.records)
             print(json.dumps(headline, indent=1))
             print(f"full report: {metric_path(args.predictions)}")

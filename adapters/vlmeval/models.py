@@ -19,7 +19,6 @@ builds the models from its registry and calls :func:`attach_capture`.
 
 from __future__ import annotations
 
-import json
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,16 +29,16 @@ from judgecp.adapters.vlmeval.capture import (
     find_tokenizer,
     letter_record,
     likert_record,
-    prediction_sha1,
 )
 from judgecp.adapters.vlmeval.runtime import (
     PROMPTS,
-    append_record,
+    capture_target,
+    deliver,
     is_mcq,
     register_prompt,
-    sidecar_target,
+    row_letters,
 )
-from judgecp.adapters.vlmeval.specs import LETTERS, MCQ_KIND, JudgeSpec, spec_for
+from judgecp.adapters.vlmeval.specs import MCQ_KIND, JudgeSpec, spec_for
 from judgecp.errors import InputError
 
 LP_SUFFIX = "-lp"
@@ -99,7 +98,7 @@ def attach_capture(
 
     def generate(self: Any, message: Any, dataset: str | None = None) -> Any:
         spec = specs(dataset) if dataset else None
-        kind = spec.kind if spec is not None else (MCQ_KIND if is_mcq(dataset) else None)
+        kind = capture_target(spec, dataset)
         if kind is None or dataset is None:
             return inner(message=message, dataset=dataset)
         index, meta = PROMPTS.claim_entry(dataset, message)
@@ -109,15 +108,8 @@ def attach_capture(
         builder = RECORD_BUILDERS.get(kind)
         if builder is None:
             raise InputError(f"{dataset}: no logprob record builder for kind {kind!r}")
-        letters = meta.get("letters") or (spec.letters if spec is not None else ()) or LETTERS
-        record = builder(capture.calls, tok, spec, letters)
-        record.update(index=index, dataset=dataset, model=name, prediction_sha1=prediction_sha1(text))
-        target = sidecar_target(name, dataset)
-        if target is not None and index is not None:
-            append_record(target, record)
-        if spec is None:
-            return text  # VLMEvalKit's own benchmark: plain prediction, the record is in the sidecar
-        return {"prediction": text, "extra_records": json.dumps(record, ensure_ascii=False, allow_nan=False)}
+        record = builder(capture.calls, tok, spec, row_letters(meta, spec))
+        return deliver(record, text, spec=spec, dataset=dataset, index=index, model=name)
 
     model.generate = types.MethodType(generate, model)
     custom_prompt = getattr(model, "build_prompt", None)

@@ -58,9 +58,11 @@ from judgecp.adapters.vlmeval.specs import (
     row_options,
     spec_for,
 )
-from judgecp.errors import InputError, MissingDependencyError
+from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 from judgecp.scale import LikertScale
+from judgecp.tables import read_jsonl
+from judgecp.tables import read_table as core_read_table
 
 #: VLMEvalKit's inference failure marker (``vlmeval.smp.file.INFER_FAIL_MSG``).
 INFER_FAIL_MARKER = "Failed to obtain answer"
@@ -136,63 +138,13 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def read_table(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
-    """Columns and rows of a VLMEvalKit prediction file (xlsx, tsv, csv, json, jsonl)."""
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix == ".xlsx":
-        try:
-            import openpyxl
-        except ImportError as exc:
-            raise MissingDependencyError("openpyxl", "vlmeval", "reading VLMEvalKit .xlsx predictions") from exc
-        try:
-            wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
-        except Exception as exc:  # zipfile/openpyxl errors on a damaged file
-            raise InputError(f"{path}: not a readable .xlsx file ({exc})") from exc
-        try:
-            sheet = wb.worksheets[0]
-            it = sheet.iter_rows(values_only=True)
-            header = next(it, None)
-            if header is None:
-                raise InputError(f"{path}: the file is empty")
-            columns = ["" if h is None else str(h) for h in header]
-            rows = [
-                {c: _cell(v) for c, v in zip(columns, values, strict=False) if c}
-                for values in it
-                if values is not None and any(v is not None for v in values)
-            ]
-        finally:
-            wb.close()
-        return [c for c in columns if c], rows
-    if suffix in (".tsv", ".csv"):
-        text = path.read_text(encoding="utf-8")
-        reader = csv.DictReader(text.splitlines(keepends=True), delimiter="\t" if suffix == ".tsv" else ",")
-        if not reader.fieldnames:
-            raise InputError(f"{path}: no header row")
-        columns = [c for c in reader.fieldnames if c]
-        rows = [{k: v for k, v in r.items() if k} for r in reader]
-        return columns, rows
-    if suffix in (".json", ".jsonl"):
-        text = path.read_text(encoding="utf-8")
-        if suffix == ".jsonl":
-            data: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
-        else:
-            data = json.loads(text)
-        if isinstance(data, dict) and "columns" in data and "data" in data:
-            data = [dict(zip(data["columns"], r, strict=False)) for r in data["data"]]
-        elif isinstance(data, dict) and all(isinstance(v, list) for v in data.values()):
-            keys = list(data)
-            data = [dict(zip(keys, vals, strict=False)) for vals in zip(*data.values(), strict=False)]
-        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-            raise InputError(f"{path}: not a table of records")
-        columns = []
-        for r in data:
-            for k in r:
-                if k not in columns:
-                    columns.append(k)
-        return columns, [{k: _cell(v) for k, v in r.items()} for r in data]
-    raise InputError(f"{path}: unknown prediction format {suffix!r} (xlsx, tsv, csv, json, jsonl)")
+def read_table(path: Path, excluded: Exclusions | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns and rows of a VLMEvalKit prediction file (xlsx, tsv, csv, json, jsonl), read by the core's
+    table reader (every CSV/TSV cell a string; rows it cannot read are counted in ``excluded``)."""
+    table = core_read_table(path, engine="python")
+    if excluded is not None:
+        excluded.merge(table.excluded)
+    return table.names, [{k: _cell(v) for k, v in table.row(i).items()} for i in range(table.n_rows)]
 
 
 def split_stem(stem: str, dataset: str | None = None) -> tuple[str | None, str | None]:
@@ -268,19 +220,11 @@ def read_sidecars(paths: Sequence[Path], excluded: Exclusions) -> dict[str, list
     """Sidecar records by index; unreadable lines are counted as ``sidecar_malformed_line``."""
     by_index: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    excluded.add("sidecar_malformed_line", f"{path.name}:{lineno}")
-                    continue
-                if not isinstance(rec, dict) or rec.get("index") is None:
-                    excluded.add("sidecar_malformed_line", f"{path.name}:{lineno}")
-                    continue
-                by_index.setdefault(str(rec["index"]), []).append(rec)
+        for lineno, rec in read_jsonl(path):
+            if rec is None or rec.get("index") is None:
+                excluded.add("sidecar_malformed_line", f"{path.name}:{lineno}")
+                continue
+            by_index.setdefault(str(rec["index"]), []).append(rec)
     return by_index
 
 
@@ -304,7 +248,8 @@ def read_predictions(
     ``excluded`` with its reason.
     """
     p = Path(path)
-    columns, raw_rows = read_table(p)
+    read_excluded = Exclusions()
+    columns, raw_rows = read_table(p, read_excluded)
     if "index" not in columns or "prediction" not in columns:
         raise InputError(f"{p}: not a VLMEvalKit prediction file (needs index and prediction columns; has {columns})")
     stem = p.stem
@@ -313,7 +258,7 @@ def read_predictions(
     if search_sidecars:
         side_paths += [s for s in find_sidecars(p, stem) if s not in side_paths]
     table = PredictionTable(path=p, stem=stem, dataset=dataset, rows=[], columns=columns, sidecars=side_paths,
-                            n_read=len(raw_rows))
+                            n_read=len(raw_rows) + read_excluded.total, excluded=read_excluded)
     by_index = read_sidecars(side_paths, table.excluded)
     sources = {"embedded": 0, "repaired": 0, "sidecar": 0}
     seen: set[str] = set()

@@ -204,3 +204,33 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
         with path.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
             fh.flush()
+
+
+def capture_target(spec: Any, dataset: str | None) -> str | None:
+    """The kind of record a capturing model writes for ``dataset`` (``None``: pass the call through)."""
+    from judgecp.adapters.vlmeval.specs import MCQ_KIND
+
+    if dataset is None:
+        return None
+    return spec.kind if spec is not None else (MCQ_KIND if is_mcq(dataset) else None)
+
+
+def row_letters(meta: dict[str, Any], spec: Any) -> list[str]:
+    """The letters a row's answer is read among: the row's options, the spec's verdict letters, or A-Z."""
+    from judgecp.adapters.vlmeval.specs import LETTERS
+
+    return list(meta.get("letters") or (spec.letters if spec is not None else ()) or LETTERS)
+
+
+def deliver(record: dict[str, Any], text: str, *, spec: Any, dataset: str, index: str | None, model: str) -> Any:
+    """Label a capture record with its row, append it to the sidecar, and return VLMEvalKit's prediction:
+    ``{"prediction", "extra_records"}`` for judgecp's datasets, plain text for VLMEvalKit's own."""
+    from judgecp.adapters.vlmeval.capture import prediction_sha1
+
+    record.update(index=index, dataset=dataset, model=model, prediction_sha1=prediction_sha1(text))
+    target = sidecar_target(model, dataset)
+    if target is not None and index is not None:
+        append_record(target, record)
+    if spec is None:
+        return text  # VLMEvalKit's own benchmark: plain prediction, the record is in the sidecar
+    return {"prediction": text, "extra_records": json.dumps(record, ensure_ascii=False, allow_nan=False)}

@@ -23,12 +23,11 @@ from judgecp.adapters.vlmeval.capture import (  # noqa: E402
     likert_record,
     position_logprobs,
     prediction_sha1,
-    token_letter,
 )
 from judgecp.adapters.vlmeval.models import attach_capture  # noqa: E402
 from judgecp.adapters.vlmeval.runtime import PROMPTS, mark_mcq, register_prompt, run_context  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
-from judgecp.extraction import DEFAULT_FLOOR  # noqa: E402
+from judgecp.extraction import DEFAULT_FLOOR, token_letter  # noqa: E402
 from judgecp.scale import LikertScale  # noqa: E402
 from tests.vlmeval.tiny_models import tiny_llama  # noqa: E402
 

@@ -311,7 +311,8 @@ def test_letter_logprobs_equal_a_manual_forward_pass(ws: Workspace, letters_mode
     """The pairwise run's records against a forward pass of the same model over the same tokens."""
     import torch
 
-    from judgecp.adapters.vlmeval.capture import GenerateCapture, label_token_ids, token_letter
+    from judgecp.adapters.vlmeval.capture import GenerateCapture, label_token_ids
+    from judgecp.extraction import token_letter
 
     work = ws.root / "out_pair"
     if not work.exists():

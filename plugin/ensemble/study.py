@@ -109,7 +109,7 @@ def select_prompts(prompt_set: str | None = None, prompts: Any = None, prompt_se
         seed = int(prompt_seed)
     except (TypeError, ValueError):
         raise InputError(f"{where} prompt_seed must be an integer, got {prompt_seed!r}") from None
-    distinct: dict[tuple[str, tuple[str, str]], JudgePrompt] = {}
+    distinct: dict[tuple[str, tuple[str, ...]], JudgePrompt] = {}
     for p in pool:  # one prompt per (text, display order): the shipped sample prompt is also a composed one
         distinct.setdefault((p.template, tuple(p.order)), p)
     unique = list(distinct.values())

@@ -78,6 +78,14 @@ def _child(body: str, setup: str = "") -> dict[str, Any]:
     return out
 
 
+def _study(data: str, protocol: str, pick: str) -> dict[str, Any]:
+    """``judgecp.evaluate(<data>, Protocol(<protocol>))<pick>`` in a fresh process, with its cost."""
+    return _child(
+        f"(lambda d: {{'n': d.n, 'value': __import__('judgecp').evaluate(d, __import__('judgecp').Protocol({protocol})){pick}}})"
+        f"({data})", IMPORTED,
+    )
+
+
 def write_likert_csv(path: Path, n: int, seed: int = 0) -> None:
     """The synthetic judge's records as a CSV (ids, five logprob columns, label, group)."""
     import numpy as np
@@ -128,36 +136,23 @@ def bench_scale(
                   f"each measurement in its own process\n")
         plain = _child(f"plain({str(csv)!r})", PLAIN_SETUP)
         results.append({"what": f"plain pandas + numpy split conformal, {rows:,} rows x 10 splits", **plain})
-        ours = _child(
-            "(lambda d: {'n': d.n, 'width': __import__('judgecp').evaluate(d, __import__('judgecp').Protocol("
-            f"methods={LIKERT_METHODS!r}, splits=10))['methods']['naive']['labels']['width']}})"
-            f"(__import__('judgecp').load({str(csv)!r}))", IMPORTED,
-        )
+        load = f"__import__('judgecp').load({str(csv)!r})"
+        ours = _study(load, f"methods={LIKERT_METHODS!r}, splits=10", "['methods']['naive']['labels']['width']")
         # The ratio of CPU seconds: one thread each, so it holds on a busy machine, where wall time does not.
         ours["ratio"] = ours["cpu_seconds"] / plain["cpu_seconds"]
         results.append({"what": f"judgecp: read + {', '.join(LIKERT_METHODS)} x 10 splits, {rows:,} rows", **ours})
         # The same study on both cores (``--jobs 2``: two worker processes, the data sent once to each);
         # its ratio is of wall seconds to the plain pass's, so it needs a quiet machine.
-        both = _child(
-            "(lambda d: {'n': d.n, 'width': __import__('judgecp').evaluate(d, __import__('judgecp').Protocol("
-            f"methods={LIKERT_METHODS!r}, splits=10, jobs=2))['methods']['naive']['labels']['width']}})"
-            f"(__import__('judgecp').load({str(csv)!r}))", IMPORTED,
-        )
+        both = _study(load, f"methods={LIKERT_METHODS!r}, splits=10, jobs=2", "['methods']['naive']['labels']['width']")
         both["wall_ratio"] = both["seconds"] / plain["seconds"]
         results.append({"what": "  the same with --jobs 2 (CPU s: all processes; peak: main / each worker)", **both})
-        pair_run = _child(
-            "(lambda d: {'n': d.n, 'risk': __import__('judgecp').evaluate(d, __import__('judgecp').Protocol("
-            f"splits={pair_splits}))['controllers']['scope']['0.1']['risk']}})"
-            f"(__import__('judgecp').simulate_pairwise_judge({pairs}, seed=0))", IMPORTED,
-        )
+        pair_run = _study(f"__import__('judgecp').simulate_pairwise_judge({pairs}, seed=0)", f"splits={pair_splits}",
+                          "['controllers']['scope']['0.1']['risk']")
         results.append({"what": f"judgecp: {pairs:,} pairs x {pair_splits} splits (5 controllers x 5 levels)", **pair_run})
         names = list(methods) if methods is not None else list(method_classes())
         for name in names:
-            run = _child(
-                "(lambda d: {'n': d.n, 'coverage': __import__('judgecp').evaluate(d, __import__('judgecp').Protocol("
-                f"methods=({name!r},), splits=1))['methods'][{name!r}]['labels']['coverage']}})"
-                f"(__import__('judgecp').simulate_likert_judge(n={method_rows}, seed=1))", IMPORTED,
-            )
+            run = _study(f"__import__('judgecp').simulate_likert_judge(n={method_rows}, seed=1)",
+                         f"methods=({name!r},), splits=1", f"['methods'][{name!r}]['labels']['coverage']")
             time_c, mem_c = COMPLEXITY.get(name, ("?", "?"))
             results.append({"what": f"{name} at {method_rows:,} records (one split)", "time": time_c, "memory": mem_c, **run})
     out.write(f"  {'measurement':76s} {'wall s':>8s} {'CPU s':>8s} {'peak MB':>11s} {'ratio':>12s}\n")

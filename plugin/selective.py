@@ -55,13 +55,22 @@ class RiskController:
     def thresholds(
         self, u_sorted: FloatArray, e_sorted: NDArray[np.bool_], alpha: float, signal: Any
     ) -> FloatArray:
-        """Per-split thresholds from calibration uncertainties sorted ascending (with errors in the same order)."""
-        raise NotImplementedError
+        """Per-split thresholds from calibration uncertainties sorted ascending (with errors in the same order).
+
+        A controller overrides this or :meth:`thresholds_at_levels` (each is
+        written in terms of the other here).
+        """
+        if type(self).thresholds_at_levels is RiskController.thresholds_at_levels:
+            raise NotImplementedError(f"{type(self).__name__} overrides neither thresholds nor thresholds_at_levels")
+        out: FloatArray = self.thresholds_at_levels(u_sorted, e_sorted, [alpha], signal)[0]
+        return out
 
     def thresholds_at_levels(
         self, u_sorted: FloatArray, e_sorted: NDArray[np.bool_], alphas: Sequence[float], signal: Any
     ) -> FloatArray:
         """``(levels, splits)`` thresholds, one row per level; override to share work across levels."""
+        if type(self).thresholds is RiskController.thresholds:
+            raise NotImplementedError(f"{type(self).__name__} overrides neither thresholds nor thresholds_at_levels")
         return np.stack([self.thresholds(u_sorted, e_sorted, a, signal) for a in alphas])
 
 
@@ -103,10 +112,6 @@ class Scope(RiskController):
     guaranteed = True
     #: The budget's finite-sample correction (the ``-1`` of eq. 6).
     slack: ClassVar[float] = 1.0
-
-    def thresholds(self, u_sorted: FloatArray, e_sorted: NDArray[np.bool_], alpha: float, signal: Any) -> FloatArray:
-        out: FloatArray = self.thresholds_at_levels(u_sorted, e_sorted, [alpha], signal)[0]
-        return out
 
     def thresholds_at_levels(
         self, u_sorted: FloatArray, e_sorted: NDArray[np.bool_], alphas: Sequence[float], signal: Any
@@ -169,10 +174,6 @@ class ClopperPearson(RiskController):
         with np.errstate(invalid="ignore", divide="ignore"):
             ub = beta.ppf(1 - delta, k + 1, np.maximum(m - k, 1e-300))
         out: FloatArray = np.where((m == 0) | (k >= m), 1.0, ub)
-        return out
-
-    def thresholds(self, u_sorted: FloatArray, e_sorted: NDArray[np.bool_], alpha: float, signal: Any) -> FloatArray:
-        out: FloatArray = self.thresholds_at_levels(u_sorted, e_sorted, [alpha], signal)[0]
         return out
 
     def thresholds_at_levels(

@@ -32,19 +32,7 @@ from judgecp.reports.figures.choice import (
     parc_heatmaps,
     set_size_hist,
 )
-from judgecp.reports.figures.common import (
-    MARKERS,
-    TARGET_STYLE,
-    WIDTH,
-    Missing,
-    Plot,
-    Result,
-    absent,
-    colors,
-    common_methods,
-    key,
-    new_figure,
-)
+from judgecp.reports.figures.common import Missing, Plot, Result
 from judgecp.reports.figures.common import (
     _matplotlib as _matplotlib,  # for judgecp.reports.write_report
 )
@@ -80,29 +68,21 @@ BUILDERS: dict[str, tuple[Callable[[Sequence[Run], str], Result], ...]] = {
 __all__ = [
     "BUILDERS",
     "FAMILY_ORDER",
-    "MARKERS",
-    "TARGET_STYLE",
-    "WIDTH",
     "Missing",
     "Plot",
     "Result",
-    "absent",
     "accepted_share",
-    "colors",
-    "common_methods",
     "confusion",
     "coverage_by_error",
     "coverage_by_label",
     "group_coverage",
     "judge_reliability",
-    "key",
     "likert_entry",
     "likert_methods",
     "likert_sweep",
     "mcq_groups",
     "mcq_methods",
     "mcq_sweep",
-    "new_figure",
     "parc_heatmaps",
     "risk_coverage",
     "risk_vs_alpha",

@@ -24,10 +24,7 @@ to negate).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,14 +32,19 @@ from typing import Any, Literal
 
 from judgecp.errors import InputError, require, unknown
 from judgecp.exclusions import Exclusions
-from judgecp.parc import family_of
 from judgecp.parc_build import language, vision
+from judgecp.parc_build.output import (
+    FILE,
+    ImageWriter,
+    build_manifest,
+    prepare_output,
+    remove_outputs,
+    variation_record,
+)
 from judgecp.parc_build.rewriters import Rewriter
 from judgecp.parc_build.sources import Original, Originals, load_originals
 
 ALL_VARIATIONS = ("LR-I", "LR-C", "LR-V", "LS-N", "LS-A", "LS-M", "VR-B", "VR-L", "VR-R", "VS-S", "VS-E")
-FORMAT = "judgecp.parc_build/1"
-FILE = "variations.jsonl"
 
 
 @dataclass
@@ -77,98 +79,6 @@ def parse_variations(spec: str | Sequence[str]) -> list[str]:
     if not chosen:
         raise InputError("no variations named (e.g. --variations VR-B,VR-R,VS-S or all)")
     return [v for v in ALL_VARIATIONS if v in chosen]
-
-
-def _stem(source_id: str) -> str:
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", source_id).strip("._") or "item"
-    if safe != source_id:
-        safe += "-" + hashlib.sha256(source_id.encode()).hexdigest()[:8]
-    return safe
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-class _Writer:
-    def __init__(self, out_dir: Path) -> None:
-        self.out_dir = out_dir
-        self.images = out_dir / "images"
-        self.images.mkdir(parents=True, exist_ok=True)
-
-    def original(self, item: Original) -> list[str]:
-        """Write the item's own images; returns their paths relative to the output directory."""
-        rels = []
-        for k, image in enumerate(item.images):
-            suffix = f"_{k}" if len(item.images) > 1 else ""
-            if isinstance(image, Path):
-                ext = image.suffix.lower() or ".img"
-                rel = f"images/{_stem(item.source_id)}_O{suffix}{ext}"
-                shutil.copyfile(image, self.out_dir / rel)
-            else:
-                rel = f"images/{_stem(item.source_id)}_O{suffix}.png"
-                self._save(image, rel)
-            rels.append(rel)
-        return rels
-
-    def _save(self, image: Any, rel: str) -> None:
-        if image.mode not in ("RGB", "RGBA", "L"):
-            image = image.convert("RGB")
-        image.save(self.out_dir / rel, format="PNG")
-
-    def transformed(self, item: Original, rels: Sequence[str], variation: str, settings: vision.TransformSettings) -> list[str]:
-        pil: Any = require("PIL.Image", "parc", "PARC's vision variations")
-        out = []
-        for k, rel in enumerate(rels):
-            with pil.open(self.out_dir / rel) as image:
-                image.load()
-                new = vision.transform(variation, image, settings)
-            suffix = f"_{k}" if len(rels) > 1 else ""
-            target = f"images/{_stem(item.source_id)}_{variation}{suffix}.png"
-            self._save(new, target)
-            out.append(target)
-        return out
-
-
-def _image_field(rels: Sequence[str]) -> str | list[str]:
-    return rels[0] if len(rels) == 1 else list(rels)
-
-
-def _record(item: Original, variation: str, question: str, correct: Sequence[str], rels: Sequence[str],
-            **extra: Any) -> dict[str, Any]:
-    record = {
-        "id": f"{item.source_id}/{variation}", "source_id": item.source_id, "dataset": item.dataset,
-        "variation": variation, "question": question,
-        "options": dict(item.options), "correct": list(correct), "image": _image_field(rels),
-    }
-    if variation != "O":
-        record["family"] = family_of(variation)
-    record.update({k: v for k, v in extra.items() if v})
-    return record
-
-
-OUTPUTS = (FILE, "images", "review.jsonl", "manifest.json")
-
-
-def _remove_outputs(out_dir: Path) -> None:
-    for name in OUTPUTS:
-        p = out_dir / name
-        if p.is_dir():
-            shutil.rmtree(p)
-        elif p.exists():
-            p.unlink()
-
-
-def _prepare_output(out_dir: Path, overwrite: bool) -> None:
-    present = [out_dir / name for name in OUTPUTS if (out_dir / name).exists()]
-    if present and not overwrite:
-        raise InputError(f"{out_dir} already holds a build ({present[0].name}); pass overwrite=True (--overwrite)")
-    _remove_outputs(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
 
 
 def build(
@@ -260,9 +170,9 @@ def build(
                    if isinstance(i, Path) and i.resolve().is_relative_to(out.resolve())), None)
     if inside is not None:
         raise InputError(f"{inside}: the source's images are inside the output directory {out}; choose another -o")
-    _prepare_output(out, overwrite)
+    prepare_output(out, overwrite)
     try:
-        writer = _Writer(out)
+        writer = ImageWriter(out)
         excluded = {v: Exclusions() for v in chosen}
         counts = {v: 0 for v in ("O", *chosen)}
 
@@ -305,7 +215,7 @@ def build(
         records: list[dict[str, Any]] = []
         for item in originals.items:
             rels = written[item.source_id]
-            records.append(_record(item, "O", item.question, item.correct, rels,
+            records.append(variation_record(item, "O", item.question, item.correct, rels,
                                    question_source=item.extra.get("question_source")))
             counts["O"] += 1
             for variation in chosen:
@@ -323,7 +233,7 @@ def build(
         with (out / "review.jsonl").open("w", encoding="utf-8") as handle:
             for entry in review:
                 handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
-        manifest = _manifest(out, originals, chosen, counts, excluded, review, rewriter, settings,
+        manifest = build_manifest(out, originals, chosen, counts, excluded, review, rewriter, settings,
                              exchange_map if "VS-E" in chosen else None, exchange_replace, ls_n_fallback)
         if "LS-M" in chosen:
             manifest["ls_m_scope"] = ls_m_scope
@@ -335,7 +245,7 @@ def build(
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return BuildResult(out, counts, excluded, originals.excluded, review, manifest)
     except BaseException:  # a failed build (rewriter down, interrupted) leaves no half-written directory
-        _remove_outputs(out)
+        remove_outputs(out)
         raise
 
 
@@ -372,7 +282,7 @@ def _variation(
     variation: str,
     rels: list[str],
     *,
-    writer: _Writer,
+    writer: ImageWriter,
     settings: vision.TransformSettings,
     rewriter: Rewriter | None,
     cache: dict[tuple[str, str], str],
@@ -396,7 +306,7 @@ def _variation(
         if isinstance(done, OSError):
             excluded.add("image_unreadable", f"{sid}: {done}")
             return None
-        return _record(item, variation, item.question, item.correct, done)
+        return variation_record(item, variation, item.question, item.correct, done)
     if variation in vision.VISION_SEMANTIC:
         if not item.two_images:
             excluded.add("not_two_images", sid)
@@ -406,7 +316,7 @@ def _variation(
             excluded.add("not_left_right", sid)
             return None
         if variation == "VS-S":
-            return _record(item, variation, item.question, flipped, [rels[1], rels[0]])
+            return variation_record(item, variation, item.question, flipped, [rels[1], rels[0]])
         if sid in exchange_left_out or sid not in exchanges:
             excluded.add(exchange_left_out.get(sid, "no_valid_exchange"), sid)
             return None
@@ -418,7 +328,7 @@ def _variation(
         new_rels = list(rels)
         new_rels[ex.side] = target
         detail = {"side": vision.SIDES[ex.side], "replaced": ex.replaced, "with": ex.image, "role": ex.role}
-        return _record(item, variation, item.question, flipped, new_rels, exchange=detail)
+        return variation_record(item, variation, item.question, flipped, new_rels, exchange=detail)
     # Language variations.
     comparative = ls_m_scope == "comparative" and item.two_images and vision.side_letters(item.options) is not None
     if variation == "LS-M" and not (language.has_more_less(item.question) or comparative):
@@ -443,14 +353,14 @@ def _variation(
                 review.append({"id": f"{sid}/{variation}", "source_id": sid, "dataset": item.dataset,
                                "variation": variation, "original": item.question, "raw_output": raw,
                                "output": output, "checks": flags, "action": "kept_flagged"})
-            return _record(item, variation, output, correct, rels, generated_by="rewriter", flags=flags)
+            return variation_record(item, variation, output, correct, rels, generated_by="rewriter", flags=flags)
     entry = {"id": f"{sid}/{variation}", "source_id": sid, "dataset": item.dataset, "variation": variation,
              "original": item.question, "raw_output": raw, "output": output, "checks": failed}
     if variation == "LS-N" and ls_n_fallback:
         ruled = language.negate_by_rule(item.question)
         if ruled is not None:
             review.append({**entry, "action": "rule_fallback", "fallback": ruled})
-            return _record(item, variation, ruled, correct, rels, generated_by="rule:not-after-auxiliary",
+            return variation_record(item, variation, ruled, correct, rels, generated_by="rule:not-after-auxiliary",
                            flags=["ls_n_rule_fallback"])
         failed = [*failed, "no_auxiliary_verb"]
         entry["checks"] = failed
@@ -458,57 +368,3 @@ def _variation(
     for reason in failed:
         excluded.add(reason, sid)
     return None
-
-
-def _manifest(
-    out: Path,
-    originals: Originals,
-    chosen: Sequence[str],
-    counts: Mapping[str, int],
-    excluded: Mapping[str, Exclusions],
-    review: Sequence[Mapping[str, Any]],
-    rewriter: Rewriter | None,
-    settings: vision.TransformSettings,
-    exchange_map: vision.ExchangeMap | str | Path | None,
-    exchange_replace: str,
-    ls_n_fallback: bool,
-) -> dict[str, Any]:
-    from judgecp import __version__
-
-    files = [out / FILE, *sorted(p for p in (out / "images").rglob("*") if p.is_file())]
-    hashes = {str(p.relative_to(out)): _sha256(p) for p in files}
-    content = hashlib.sha256("".join(f"{h}  {rel}\n" for rel, h in sorted(hashes.items())).encode()).hexdigest()
-    language_used = [v for v in chosen if v in language.LANGUAGE_VARIATIONS]
-    vision_used = [v for v in chosen if v in vision.VISION_REFORMULATIONS]
-    try:
-        import PIL
-
-        pillow = PIL.__version__
-    except ImportError:  # pragma: no cover - a language-only build
-        pillow = None
-    review_reasons = Exclusions()
-    for entry in review:
-        for reason in entry.get("checks") or [entry.get("action")]:
-            review_reasons.add(str(reason), entry["id"])
-    return {
-        "format": FORMAT,
-        "judgecp_version": __version__,
-        "pillow_version": pillow,
-        "source": {**originals.description, "items_read": originals.n_read, "items_kept": len(originals.items),
-                   "excluded": originals.excluded.to_json()},
-        "datasets": sorted({i.dataset for i in originals.items}),
-        "variations": list(chosen),
-        "counts": dict(counts),
-        "excluded": {v: e.to_json() for v, e in excluded.items() if e},
-        "rewriter": rewriter.identity() if rewriter is not None else None,
-        "prompts": {v: {"file": f"judgecp/parc_build/prompts/{v}.txt", "sha256": language.prompt_digest(v),
-                        "text": language.prompt_template(v)} for v in language_used} if rewriter is not None else {},
-        "ls_n_fallback": "rule: 'not' after the first auxiliary verb, flagged per record" if ls_n_fallback else None,
-        "transforms": {v: settings.describe()[v] for v in vision_used},
-        "exchange": ({"source": exchange_map.source, "sha256": exchange_map.digest(), "replace": exchange_replace}
-                     if isinstance(exchange_map, vision.ExchangeMap) else None),
-        "review": {"file": "review.jsonl", "entries": len(review), "reasons": review_reasons.to_json()},
-        "files": len(hashes),
-        "variations_sha256": hashes[FILE],
-        "content_hash": content,
-    }

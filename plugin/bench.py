@@ -10,10 +10,9 @@ import numpy as np
 
 from judgecp.data import ScoreData, load
 from judgecp.evaluation import evaluate
-from judgecp.evaluation.pair import Splits, make_controller
+from judgecp.evaluation.pair import Splits, make_controller, run_controllers
 from judgecp.evaluation.score import method_specs, run_split
 from judgecp.protocol import Protocol
-from judgecp.selective import apply
 from judgecp.signals import signals
 from judgecp.simulate import simulate_likert_judge, simulate_pairwise_judge
 
@@ -54,7 +53,7 @@ def bench_protocol(path: str | None, protocol: Protocol, out: TextIO) -> None:
 
 
 def bench_scope(n_pairs: int, protocol: Protocol, out: TextIO) -> None:
-    """SCOPE (and every controller) over splits x levels on a simulated pool."""
+    """SCOPE (and every controller) over splits x levels on a simulated pool, as the study runs them."""
     data = simulate_pairwise_judge(n_pairs, seed=0)
     sig = signals(data)["bpe"]
     alphas = protocol.levels("pairwise")
@@ -66,12 +65,9 @@ def bench_scope(n_pairs: int, protocol: Protocol, out: TextIO) -> None:
     for name in protocol.controller_names():
         ctrl = make_controller(name, protocol.delta)
         t0 = time.perf_counter()
-        for alpha in alphas:
-            apply(ctrl.thresholds(sp.u_sorted, sp.e_sorted, alpha, sig), sp.u_test, sp.e_test)
+        for thresholds in ctrl.thresholds_at_levels(sp.u_sorted, sp.e_sorted, alphas, sig):
+            sp.test_risk(thresholds)
         out.write(f"  {name:16s} {time.perf_counter() - t0:7.3f} s (thresholds + test risk, all levels)\n")
     t0 = time.perf_counter()
-    sp = Splits.of(sig, data.labels, n_splits, protocol.cal_fraction, protocol.random_state)
-    ctrl = make_controller("scope", protocol.delta)
-    for alpha in alphas:
-        apply(ctrl.thresholds(sp.u_sorted, sp.e_sorted, alpha, sig), sp.u_test, sp.e_test)
+    run_controllers(sig, data.labels, protocol.with_(controllers=("scope",)))
     out.write(f"  SCOPE end to end (splits, sorting, {len(alphas)} levels): {time.perf_counter() - t0:.3f} s\n")

@@ -1,0 +1,29 @@
+"""The benchmark commands run and write their tables (what they measure lives in the README, never here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from judgecp.cli import main
+
+
+def test_bench_scope_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "scope", "--pairs", "300", "--splits", "20"]) == 0
+    out = capsys.readouterr().out
+    for name in ("scope", "clopper_pearson", "naive", "heuristic", "vanilla", "SCOPE end to end"):
+        assert name in out
+
+
+def test_bench_scale_runs_each_measurement_in_its_own_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "scale.json"
+    assert main(["bench", "scale", "--rows", "3000", "--pairs", "2000", "--pair-splits", "5", "--method-rows", "1000",
+                 "--methods", "naive,lac", "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "x CPU" in out and "x wall" in out and "--jobs 2" in out
+    rows = json.loads(report.read_text())
+    assert [r["n"] for r in rows[1:4]] == [3000, 3000, 2000]
+    assert all(r["peak_mb"] > 0 and r["cpu_seconds"] >= 0 for r in rows)
+    assert rows[1]["value"] == rows[2]["value"]  # --jobs 2 gives the same study

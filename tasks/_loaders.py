@@ -20,8 +20,6 @@ from typing import Any
 from judgecp.adapters.lm_eval import data_sources
 from judgecp.adapters.lm_eval.choice_task import documents_dataset, indexed_image_questions
 from judgecp.adapters.lm_eval.pairwise_task import (
-    SYSTEM_CONVERSATION,
-    SYSTEM_SINGLE_TURN,
     Pair,
     conversation_turns,
     is_tie,
@@ -29,6 +27,7 @@ from judgecp.adapters.lm_eval.pairwise_task import (
     pairwise_dataset,
     winner_label,
 )
+from judgecp.prompts import PAIRWISE_SYSTEM_CONVERSATION, PAIRWISE_SYSTEM_SINGLE_TURN
 
 Row = Mapping[str, Any]
 
@@ -45,7 +44,7 @@ def load_pairs(
 
 def vote_pairs(
     rows: list[Row | None], name: str, fields_of: Callable[[Row], dict[str, Any]], *,
-    turn_of: Callable[[Row], int] | None = None, later_turns_system: str = SYSTEM_CONVERSATION,
+    turn_of: Callable[[Row], int] | None = None, later_turns_system: str = PAIRWISE_SYSTEM_CONVERSATION,
 ) -> list[Pair]:
     """One pair per vote row, ``{name}/{index:05d}``; a row that cannot be judged stays as a left-out pair.
 
@@ -75,7 +74,7 @@ def vote_pairs(
             continue
         pairs.append(Pair(
             pair_id, questions[:turns], first[:turns], second[:turns], winner_label(winner),
-            SYSTEM_SINGLE_TURN if turns == 1 else later_turns_system,
+            PAIRWISE_SYSTEM_SINGLE_TURN if turns == 1 else later_turns_system,
             fields if turn_of is None else {**fields, "turn": turns},
         ))
     return pairs

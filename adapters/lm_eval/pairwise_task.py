@@ -31,50 +31,16 @@ from judgecp.adapters.lm_eval.metrics import Metric, pairwise_metrics
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.prompts import (
+    PAIRWISE_SINGLE_TURN_TEMPLATE,
+    PAIRWISE_SYSTEM_SINGLE_TURN,
+)
 from judgecp.records import pair_record
 
 logger = logging.getLogger("lm_eval.judgecp")
 
 #: The two choices, in the order ``doc_to_choice`` lists them.
 LABELS = ("A", "B")
-
-_COMMON = (
-    "Your evaluation should consider factors such as the helpfulness, relevance, accuracy, depth, creativity, "
-    "and level of detail of their responses. {focus}Avoid any positional biases and ensure that the order in which "
-    "the responses were presented does not influence your decision. Do not allow the length of the responses to "
-    "influence your evaluation. Do not favor certain names of the assistants. Be as objective as possible. "
-    'Output your final verdict by strictly following this format: "A" if assistant A is better, "B" if assistant B '
-    "is better. Output only the letter, with no explanation."
-)
-
-#: ``pair-v2``'s system prompt, reduced to the letter (one question, one answer each).
-SYSTEM_SINGLE_TURN = (
-    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants to "
-    "the user question displayed below. You should choose the assistant that follows the user's instructions and "
-    "answers the user's question better. " + _COMMON.format(focus="")
-)
-
-#: ``pair-v2-multi-turn``'s system prompt, reduced the same way (MT-Bench's second turn).
-SYSTEM_SECOND_TURN = (
-    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants to "
-    "the user questions. You should choose the assistant that follows the user's instructions and answers the "
-    "user's questions better. "
-    + _COMMON.format(focus="You should focus on who provides a better answer to the second user question. ")
-)
-
-#: The multi-turn prompt for a whole conversation judged as one (Chatbot Arena votes).
-SYSTEM_CONVERSATION = (
-    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants to "
-    "the user questions. You should choose the assistant that follows the user's instructions and answers the "
-    "user's questions better. " + _COMMON.format(focus="")
-)
-
-SINGLE_TURN_TEMPLATE = (
-    "[User Question]\n{question}\n\n"
-    "[The Start of Assistant A's Answer]\n{answer_a}\n[The End of Assistant A's Answer]\n\n"
-    "[The Start of Assistant B's Answer]\n{answer_b}\n[The End of Assistant B's Answer]"
-)
-
 
 def conversation_text(name: str, questions: Sequence[str], answers: Sequence[str]) -> str:
     """One assistant's conversation as ``pair-v2-multi-turn`` lays it out (any number of turns)."""
@@ -88,7 +54,7 @@ def conversation_text(name: str, questions: Sequence[str], answers: Sequence[str
 def judge_prompt(questions: Sequence[str], answers_a: Sequence[str], answers_b: Sequence[str]) -> str:
     """The user turn: ``pair-v2``'s template for one turn, ``pair-v2-multi-turn``'s for more."""
     if len(questions) == 1:
-        return SINGLE_TURN_TEMPLATE.format(question=questions[0], answer_a=answers_a[0], answer_b=answers_b[0])
+        return PAIRWISE_SINGLE_TURN_TEMPLATE.format(question=questions[0], response_a=answers_a[0], response_b=answers_b[0])
     return conversation_text("A", questions, answers_a) + "\n\n\n" + conversation_text("B", questions, answers_b)
 
 
@@ -122,7 +88,7 @@ class Pair:
     second: list[str]
     #: Human preference in the original order: "A", "B", or the raw value (the core counts it).
     label: str | None
-    system_prompt: str = SYSTEM_SINGLE_TURN
+    system_prompt: str = PAIRWISE_SYSTEM_SINGLE_TURN
     fields: dict[str, Any] = field(default_factory=dict)
     #: Why the source row cannot be judged (a tie vote, a malformed line, ...), or None.
     exclude: str | None = None

@@ -16,6 +16,7 @@ from typing import Any
 
 from judgecp.adapters.lm_eval import data_sources, images
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
+from judgecp.prompts import MLLM_JUDGE_PROMPT
 from judgecp.tables import read_jsonl
 
 logger = logging.getLogger("lm_eval.judgecp")
@@ -42,31 +43,9 @@ CATEGORIES = {
     "wit": "WIT",
 }
 
-#: Prompt 1 of the seed paper (appendix B.1), verbatim; the image goes through the vision input.
-PROMPT = """System role: Please serve as an unbiased judge in assessing the quality of the response from an AI assistant regarding the user’s instruction and the provided image.
+#: Prompt 1 of the seed paper (appendix B.1), the one text both harnesses use (:mod:`judgecp.prompts`).
+PROMPT = MLLM_JUDGE_PROMPT
 
-Evaluation steps: Please examine the provided image attentively. Begin by conducting a comprehensive analysis of the figure provided. Then, utilize the insights from your analysis to critically evaluate the response. Finally, based on your figure analysis and response evaluation, form a well-reasoned judgement.
-
-Scoring rubric:
-
-• Poor (1): The response significantly deviates from the user’s instruction and fails to address the query effectively. It shows a lack of relevance, accuracy, and comprehensiveness. Creativity and granularity are absent or poorly executed.
-
-• Fair (2): The response addresses the user’s instruction partially, with evident shortcomings in relevance, accuracy, or comprehensiveness. It lacks depth in creativity and granularity.
-
-• Average (3): The response adequately addresses the user’s instruction, showing a fair level of relevance, accuracy, and comprehensiveness. It reflects a basic level of creativity and granularity but may lack sophistication.
-
-• Good (4): The response is well-aligned with the user’s instruction, demonstrating a high degree of relevance, accuracy, and comprehensiveness. It shows creativity and nuanced understanding.
-
-• Excellent (5): The response perfectly adheres to the user’s instruction, excelling in relevance, accuracy, comprehensiveness, creativity, and granularity.
-
-Notice: In your evaluation, weigh factors such as relevance, accuracy, comprehensiveness, creativity, and the granularity of the response. Do not allow the length of the response to influence your evaluation. Be as objective as possible.
-
-Input:
-[The Start of User Instruction] {question} [The End of User Instruction]
-
-[The Start of Assistant’s Answer] {actor_answer} [The End of Assistant’s Answer]
-
-Output format: First, provide your analysis of the image and the response. Then, at the very end of your response, provide your final score in exactly this format on its own line: ‘‘Score: X’’ where X is a single integer from 1 to 5."""
 
 
 class MLLMJudgeTask(LikertJudgeTask):

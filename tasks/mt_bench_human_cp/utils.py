@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from judgecp.adapters.lm_eval.pairwise_task import SYSTEM_SECOND_TURN, Pair, PairwiseJudgeTask
+from judgecp.adapters.lm_eval.pairwise_task import Pair, PairwiseJudgeTask
+from judgecp.prompts import PAIRWISE_SYSTEM_SECOND_TURN
 from judgecp.tasks._loaders import load_pairs, vote_pairs
 
 __all__ = ["MTBenchHumanTask", "load_docs"]
@@ -56,7 +57,7 @@ def pairs_from_rows(rows: list[dict[str, Any] | None]) -> list[Pair]:
     """
     return vote_pairs(rows, "mt_bench_human",
                       lambda row: {"category": category(row.get("question_id")), "turn": row.get("turn")},
-                      turn_of=judged_turn, later_turns_system=SYSTEM_SECOND_TURN)
+                      turn_of=judged_turn, later_turns_system=PAIRWISE_SYSTEM_SECOND_TURN)
 
 
 def load_docs(data_dir: str | None = None, max_pairs: Any = None, data_seed: Any = 0, **_: Any) -> Any:

@@ -1,0 +1,26 @@
+"""One prompt text per benchmark for both harnesses (judgecp.prompts): the same item judged in
+lm-eval and in VLMEvalKit sees the same words."""
+
+from __future__ import annotations
+
+from judgecp import prompts
+from judgecp.adapters.lm_eval.pairwise_task import PAIRWISE_SYSTEM_SINGLE_TURN, judge_prompt
+from judgecp.adapters.vlmeval import specs
+
+
+def test_likert_prompts_are_the_core_texts_in_both_harnesses() -> None:
+    from tasks.mllm_judge_cp import utils as mllm
+    from tasks.polaris_cp import utils as polaris
+
+    assert mllm.PROMPT is prompts.MLLM_JUDGE_PROMPT is specs.MLLM_JUDGE.prompt
+    assert polaris.PROMPT is prompts.POLARIS_PROMPT is specs.POLARIS.prompt
+    # the seed's layout: a blank line between rubric bullets, the quotes around Score: X
+    assert "\n\n• Fair (2)" in prompts.MLLM_JUDGE_PROMPT and "‘‘Score: X’’" in prompts.POLARIS_PROMPT
+
+
+def test_a_pair_reads_the_same_in_lm_eval_and_vlmevalkit() -> None:
+    question, a, b = "What is {x}?", "It is 4.", "Four, surely."
+    lm_eval = PAIRWISE_SYSTEM_SINGLE_TURN + "\n\n" + judge_prompt([question], [a], [b])  # system turn, then user turn
+    vlmeval = specs.MLLM_JUDGE_PAIR.prompt.format(question=question, response_a=a, response_b=b)  # one user turn
+    assert lm_eval == vlmeval
+    assert "position biases" in vlmeval and "Output only the letter, without any explanation." in vlmeval

@@ -9,8 +9,8 @@ from judgecp.adapters.vlmeval import specs
 
 
 def test_likert_prompts_are_the_core_texts_in_both_harnesses() -> None:
-    from tasks.mllm_judge_cp import utils as mllm
-    from tasks.polaris_cp import utils as polaris
+    from judgecp.tasks.mllm_judge_cp import utils as mllm
+    from judgecp.tasks.polaris_cp import utils as polaris
 
     assert mllm.PROMPT is prompts.MLLM_JUDGE_PROMPT is specs.MLLM_JUDGE.prompt
     assert polaris.PROMPT is prompts.POLARIS_PROMPT is specs.POLARIS.prompt

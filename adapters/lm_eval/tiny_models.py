@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 #: Text the tokenizer is trained on: digits, option letters, the rating words and the prompt vocabulary.
 _CORPUS = [
@@ -70,34 +71,42 @@ def _llama_config(tokenizer: object, hidden: int, layers: int, max_positions: in
     )
 
 
-def build_tiny_llama(
-    path: str | Path,
-    *,
-    hidden: int = 64,
-    layers: int = 2,
-    max_positions: int = 2048,
-    seed: int = 0,
-    script: str | None = None,
-    after: str = ".",
-    vocab: int | None = None,
-) -> Path:
-    """Save a random tiny LlamaForCausalLM and its tokenizer to ``path`` (scripted: see :func:`script_judge`).
+def build_tiny_llama(path: str | Path, **options: Any) -> Path:
+    """Save a random tiny LlamaForCausalLM and its tokenizer to ``path``.
 
-    ``vocab`` widens the output layer to a real judge's vocabulary size (see :func:`pad_vocabulary`).
+    ``options``: ``hidden`` (64), ``layers`` (2), ``max_positions`` (2048),
+    ``seed`` (0); ``script`` and ``after`` (None, "."): the answer it is made
+    to give after a prompt ending in ``after`` (see :func:`script_judge`);
+    ``vocab`` (None) widens the output layer to a real judge's vocabulary
+    size (see :func:`pad_vocabulary`).
     """
+    return _build(Path(path), None, **options)
+
+
+def build_tiny_llava(path: str | Path, *, image_size: int = 32, patch_size: int = 8, **options: Any) -> Path:
+    """Save a random tiny LLaVA (CLIP vision tower + Llama) with a PIL-only processor to ``path``.
+
+    ``options``: those of :func:`build_tiny_llama`, for its language model
+    (the vision tower has as many layers).
+    """
+    return _build(Path(path), {"image_size": image_size, "patch_size": patch_size}, **options)
+
+
+def _build(path: Path, vision: dict[str, int] | None, *, hidden: int = 64, layers: int = 2, max_positions: int = 2048,
+           seed: int = 0, script: str | None = None, after: str = ".", vocab: int | None = None) -> Path:
+    """A tiny Llama, or with ``vision`` a tiny LLaVA around it: built, scripted and widened (both
+    optional), saved with its tokenizer or processor."""
     import torch
-    from transformers import LlamaForCausalLM
 
-    path = Path(path)
     tokenizer = train_tokenizer()
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(_llama_config(tokenizer, hidden, layers, max_positions))
-    return _save(model, tokenizer, tokenizer, path, script=script, after=after, vocab=vocab)
+    text = _llama_config(tokenizer, hidden, layers, max_positions)
+    if vision is None:
+        from transformers import LlamaForCausalLM
 
-
-def _save(model: object, tokenizer: object, processor: object, path: Path, *, script: str | None, after: str,
-          vocab: int | None) -> Path:
-    """Script the model, widen its vocabulary (both optional), save it with its tokenizer or processor."""
+        torch.manual_seed(seed)
+        model, processor = LlamaForCausalLM(text), tokenizer
+    else:
+        model, processor = _llava(tokenizer, text, layers, seed, **vision)
     if script is not None:
         script_judge(model, tokenizer, script, after=after)
     if vocab is not None:
@@ -108,20 +117,9 @@ def _save(model: object, tokenizer: object, processor: object, path: Path, *, sc
     return path
 
 
-def build_tiny_llava(
-    path: str | Path,
-    *,
-    hidden: int = 64,
-    layers: int = 2,
-    image_size: int = 32,
-    patch_size: int = 8,
-    max_positions: int = 2048,
-    seed: int = 0,
-    script: str | None = None,
-    after: str = ".",
-    vocab: int | None = None,
-) -> Path:
-    """Save a random tiny LLaVA (CLIP vision tower + Llama) with a PIL-only processor to ``path``."""
+def _llava(tokenizer: object, text: object, layers: int, seed: int, *, image_size: int,
+           patch_size: int) -> tuple[object, object]:
+    """A LLaVA with a ``layers``-layer CLIP vision tower around the language model ``text``, and its processor."""
     import torch
     from transformers import (
         CLIPVisionConfig,
@@ -131,8 +129,6 @@ def build_tiny_llava(
     )
     from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
 
-    path = Path(path)
-    tokenizer = train_tokenizer()
     vision = CLIPVisionConfig(
         hidden_size=32,
         intermediate_size=64,
@@ -144,7 +140,7 @@ def build_tiny_llava(
     )
     config = LlavaConfig(
         vision_config=vision,
-        text_config=_llama_config(tokenizer, hidden, layers, max_positions),
+        text_config=text,
         image_token_index=tokenizer.convert_tokens_to_ids("<image>"),  # type: ignore[attr-defined]
         vision_feature_select_strategy="default",
         vision_feature_layer=-1,
@@ -162,7 +158,7 @@ def build_tiny_llava(
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,
     )
-    return _save(model, tokenizer, processor, path, script=script, after=after, vocab=vocab)
+    return model, processor
 
 
 def pad_vocabulary(model: object, tokenizer: object, vocab: int) -> None:

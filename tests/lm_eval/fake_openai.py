@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any
+
+from tests.json_server import JSONServer
 
 #: The judge's answer, token by token; at the score token the top-k list lacks "1" and "2".
 TOKENS = [" Fine", ".", " Score", ":", " 4"]
@@ -29,38 +28,13 @@ def _completion(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class _Handler(BaseHTTPRequestHandler):
-    requests: ClassVar[list[dict[str, Any]]] = []
+class FakeOpenAI(JSONServer):
+    """``with FakeOpenAI() as server: server.url``, the chat completions endpoint; ``server.requests``: see JSONServer."""
 
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append(body)
-        payload = json.dumps(_completion(body)).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-class FakeOpenAI:
-    """``with FakeOpenAI() as server: server.url``; ``server.requests`` holds the request bodies."""
+    def __init__(self) -> None:
+        super().__init__(lambda body, path, headers: _completion(body))
 
     def __enter__(self) -> FakeOpenAI:
-        _Handler.requests = []
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1/chat/completions"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        super().__enter__()
+        self.url += "/v1/chat/completions"
         return self
-
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        return _Handler.requests
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()

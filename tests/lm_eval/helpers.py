@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,25 @@ def lm_eval_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "lm_eval", *args]
 
 
+def run_lm_eval(home: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 300,
+                check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``python -m lm_eval ARGS`` as a user starts it: offline, caches under ``home``, ``env`` added."""
+    return run(lm_eval_cmd(*args), offline_env(home, **(env or {})), timeout=timeout, check=check)
+
+
+def judge_run(home: Path, model: str, model_args: str, tasks: str | Sequence[str], output: Path, metadata: Any,
+              *more: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    """A judge's CPU run that logs its samples: ``--model MODEL --model_args MODEL_ARGS --device cpu
+    --tasks TASKS --output_path OUTPUT --log_samples --metadata METADATA MORE`` (``metadata``: a dict
+    or its JSON), through :func:`run_lm_eval` with ``options``."""
+    return run_lm_eval(
+        home, "--model", model, "--model_args", model_args, "--device", "cpu",
+        "--tasks", tasks if isinstance(tasks, str) else ",".join(tasks), "--output_path", str(output),
+        "--log_samples", "--metadata", metadata if isinstance(metadata, str) else json.dumps(metadata), *more,
+        **options,
+    )
+
+
 def results_file(output: Path) -> dict[str, Any]:
     files = sorted(output.rglob("results_*.json"))
     assert files, f"no results file under {output}"
@@ -68,6 +89,13 @@ def samples(output: Path, task: str) -> list[dict[str, Any]]:
 
 def metric(results: dict[str, Any], task: str, name: str) -> Any:
     return results["results"][task][f"{name},none"]
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal, NaN included (lm-eval writes "N/A" for a metric without a stderr)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
 
 
 def samples_records(files: list[Path]) -> list[dict[str, Any]]:

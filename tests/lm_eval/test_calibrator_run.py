@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lm_eval.helpers import lm_eval_cmd, offline_env, run, skip_without_lm_eval
+from tests.lm_eval.helpers import judge_run, skip_without_lm_eval
 
 skip_without_lm_eval()
 
@@ -17,11 +17,8 @@ from judgecp.cli import main  # noqa: E402
 @pytest.fixture(scope="module")
 def direct_run(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path, text_tasks: Path) -> Path:
     out = tmp_path_factory.mktemp("calibrator_run")
-    run(lm_eval_cmd(
-        "--model", "hf-judge", "--model_args", f"pretrained={tiny_llama},dtype=float32",
-        "--device", "cpu", "--tasks", "judge_text", "--include_path", str(text_tasks),
-        "--output_path", str(out / "results"), "--log_samples", "--metadata", json.dumps({"seeds": 2}),
-    ), offline_env(out))
+    judge_run(out, "hf-judge", f"pretrained={tiny_llama},dtype=float32", "judge_text", out / "results", {"seeds": 2},
+              "--include_path", str(text_tasks))
     return out
 
 
@@ -73,11 +70,8 @@ def test_unlabeled_run_with_a_calibrator_in_metadata(direct_run: Path, text_task
     (folder / "utils.py").write_text(TEXT_TASK_UTILS)
     (folder / "judge_text_unlabeled.yaml").write_text(_text_task_yaml("judge_text_unlabeled", data, cot=False))
     out = tmp_path / "out"
-    run(lm_eval_cmd(
-        "--model", "hf-judge", "--model_args", f"pretrained={tiny_llama},dtype=float32",
-        "--device", "cpu", "--tasks", "judge_text_unlabeled", "--include_path", str(folder),
-        "--output_path", str(out), "--log_samples", "--metadata", json.dumps({"calibrator": str(cal)}),
-    ), offline_env(tmp_path))
+    judge_run(tmp_path, "hf-judge", f"pretrained={tiny_llama},dtype=float32", "judge_text_unlabeled", out,
+              {"calibrator": str(cal)}, "--include_path", str(folder))
     results_path = sorted(out.rglob("results_*.json"))[-1]
     got = {k.split(",")[0]: v for k, v in json.loads(results_path.read_text())["results"]["judge_text_unlabeled"].items()}
     assert got["n"] == 40 and got["excluded"] == 0

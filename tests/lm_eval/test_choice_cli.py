@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 
 from tests.lm_eval.helpers import (
-    lm_eval_cmd,
+    judge_run,
     metric,
-    offline_env,
     results_file,
-    run,
+    same,
     samples,
     skip_without_lm_eval,
 )
@@ -45,17 +44,21 @@ def task_metrics(results: dict[str, Any], task: str) -> dict[str, float]:
     return {k.split(",")[0]: v for k, v in results["results"][task].items() if k.endswith(",none") and v != "N/A"}
 
 
-def same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return bool(a == b)
-
-
 def one_pass_per_document(stderr: str) -> None:
     found = ONE_PASS.findall(stderr)
     assert found, stderr[-3000:]
     documents, passes, fallbacks = (int(x) for x in found[-1])
     assert documents == passes and fallbacks == 0 and documents > 0
+
+
+def checked_results(output: Path, stderr: str, counts: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """The run's results, once every document took one pass and every task's ``counts`` are as given."""
+    one_pass_per_document(stderr)
+    results = results_file(output)
+    for task, expected in counts.items():
+        got = task_metrics(results, task)
+        assert {name: got[name] for name in expected} == expected, task
+    return results
 
 
 def exclusions(output: Path, task: str) -> dict[str, int]:
@@ -86,22 +89,16 @@ def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def pairwise_run(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path, data_dirs: dict[str, str]) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("pairwise_run")
-    proc = run(lm_eval_cmd(
-        "--model", "hf-judge", "--model_args", f"pretrained={tiny_llama},dtype=float32", "--device", "cpu",
-        "--tasks", ",".join(PAIRWISE_TASKS), "--output_path", str(out / "results"), "--log_samples",
-        "--metadata", json.dumps(PAIRWISE_METADATA),
-    ), offline_env(out, **data_dirs))
+    proc = judge_run(out, "hf-judge", f"pretrained={tiny_llama},dtype=float32", PAIRWISE_TASKS, out / "results",
+                     PAIRWISE_METADATA, env=data_dirs)
     return out / "results", proc.stderr
 
 
 @pytest.fixture(scope="module")
 def image_run(tmp_path_factory: pytest.TempPathFactory, tiny_llava: Path, data_dirs: dict[str, str]) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("image_choice_run")
-    proc = run(lm_eval_cmd(
-        "--model", "hf-multimodal-judge", "--model_args", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
-        "--device", "cpu", "--tasks", ",".join(CHOICE_TASKS + PARC_TASKS), "--output_path", str(out / "results"),
-        "--log_samples", "--metadata", json.dumps(IMAGE_METADATA),
-    ), offline_env(out, **data_dirs))
+    proc = judge_run(out, "hf-multimodal-judge", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
+                     CHOICE_TASKS + PARC_TASKS, out / "results", IMAGE_METADATA, env=data_dirs)
     return out / "results", proc.stderr
 
 
@@ -110,12 +107,11 @@ def image_run(tmp_path_factory: pytest.TempPathFactory, tiny_llava: Path, data_d
 
 def test_pairwise_tasks_report_bpe_and_selective_risk(pairwise_run: tuple[Path, str]) -> None:
     output, stderr = pairwise_run
-    results = results_file(output)
-    one_pass_per_document(stderr)
     expected = {"mt_bench_human_cp": (16, 4), "rewardbench_cp": (12, 0), "chatbot_arena_cp": (8, 4)}
-    for task, (pairs, excluded) in expected.items():
+    results = checked_results(output, stderr, {
+        task: {"n_pairs": pairs, "excluded": excluded, "single_order": 0} for task, (pairs, excluded) in expected.items()})
+    for task in expected:
         got = task_metrics(results, task)
-        assert (got["n_pairs"], got["excluded"], got["single_order"]) == (pairs, excluded, 0), task
         assert 0.0 <= got["bpe"] <= math.log(2) + 1e-9
         for controller in ("scope", "clopper_pearson", "naive", "heuristic", "vanilla"):
             for level in ("0.1", "0.2"):
@@ -177,11 +173,8 @@ def test_stock_hf_gives_the_same_letter_logprobs(
     """``--model hf`` (one pass per option) and hf-judge (one pass per document) on the same pairs:
     the same log P(" A"), log P(" B") in every document's record."""
     output, _ = pairwise_run
-    run(lm_eval_cmd(
-        "--model", "hf", "--model_args", f"pretrained={tiny_llama},dtype=float32", "--device", "cpu",
-        "--tasks", "rewardbench_cp", "--output_path", str(tmp_path), "--log_samples",
-        "--metadata", json.dumps(PAIRWISE_METADATA),
-    ), offline_env(tmp_path, **data_dirs))
+    judge_run(tmp_path, "hf", f"pretrained={tiny_llama},dtype=float32", "rewardbench_cp", tmp_path, PAIRWISE_METADATA,
+              env=data_dirs)
     stock = {s["doc"]["id"]: s["n_pairs"] for s in samples(tmp_path, "rewardbench_cp")}
     ours = {s["doc"]["id"]: s["n_pairs"] for s in samples(output, "rewardbench_cp")}
     assert stock.keys() == ours.keys() and len(ours) == 24
@@ -198,12 +191,11 @@ def test_stock_hf_gives_the_same_letter_logprobs(
 
 def test_image_choice_tasks_report_conformal_sets(image_run: tuple[Path, str]) -> None:
     output, stderr = image_run
-    results = results_file(output)
-    one_pass_per_document(stderr)
     expected = {"scienceqa_img_cp": (9, 3), "ai2d_cp": (10, 0), "mmmu_val_cp": (12, 2)}
-    for task, (n, excluded) in expected.items():
+    results = checked_results(output, stderr, {
+        task: {"n": n, "excluded": excluded} for task, (n, excluded) in expected.items()})
+    for task in expected:
         got = task_metrics(results, task)
-        assert (got["n"], got["excluded"]) == (n, excluded), task
         for m in ("lac", "aps_randomized_False"):
             assert 0.0 <= got[f"coverage_{m}"] <= 1.0 and got[f"coverage_{m}_stderr"] >= 0.0
             assert 0.0 <= got[f"set_size_{m}"] <= 5.0 and 0.0 <= got[f"empty_{m}"] <= 1.0

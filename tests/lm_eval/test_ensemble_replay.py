@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.lm_eval.helpers import lm_eval_cmd, offline_env, results_file, run, skip_without_lm_eval
+from tests.lm_eval.helpers import results_file, run_lm_eval, skip_without_lm_eval
 
 skip_without_lm_eval()
 
@@ -88,9 +88,9 @@ def replay_run(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) ->
     hpdv2, recording, embeddings = build(root)
     metadata = {"prompts": ",".join(RELIABLE), "embeddings": str(embeddings), "validation": 80, "clusters": 2,
                 "seeds": 5, "max_items": 0}
-    run(lm_eval_cmd("--model", "judgecp-replay", "--model_args", f"recording={recording}", "--tasks", TASK,
-                    "--output_path", str(root / "results"), "--log_samples", "--metadata", json.dumps(metadata)),
-        offline_env(root, JUDGECP_HPDV2_DIR=str(hpdv2)), timeout=600)
+    run_lm_eval(root, "--model", "judgecp-replay", "--model_args", f"recording={recording}", "--tasks", TASK,
+                "--output_path", str(root / "results"), "--log_samples", "--metadata", json.dumps(metadata),
+                env={"JUDGECP_HPDV2_DIR": str(hpdv2)}, timeout=600)
     return root / "results", embeddings, root
 
 

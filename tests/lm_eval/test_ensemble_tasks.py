@@ -19,14 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.lm_eval.helpers import (
-    lm_eval_cmd,
-    offline_env,
-    results_file,
-    run,
-    samples,
-    skip_without_lm_eval,
-)
+from tests.lm_eval.helpers import judge_run, results_file, samples, skip_without_lm_eval
 
 skip_without_lm_eval()
 
@@ -115,11 +108,9 @@ def ensemble_run(tmp_path_factory: pytest.TempPathFactory, tiny_llava: Path) -> 
     hpdv2 = build_hpdv2_dir(root / "hpdv2")
     mjbench = build_mjbench_dir(root / "mjbench")
     metadata = {**SETTINGS, "prompts": ",".join(PROMPTS), "embeddings": str(colour_embeddings(hpdv2, mjbench, root / "emb.npz"))}
-    proc = run(lm_eval_cmd(
-        "--model", "hf-multimodal-judge", "--model_args", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
-        "--device", "cpu", "--tasks", f"{HPDV2},{MJBENCH}", "--output_path", str(root / "results"),
-        "--log_samples", "--metadata", json.dumps(metadata),
-    ), offline_env(root, JUDGECP_HPDV2_DIR=str(hpdv2), JUDGECP_MJBENCH_DIR=str(mjbench)), timeout=600)
+    proc = judge_run(root, "hf-multimodal-judge", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
+                     (HPDV2, MJBENCH), root / "results", metadata,
+                     env={"JUDGECP_HPDV2_DIR": str(hpdv2), "JUDGECP_MJBENCH_DIR": str(mjbench)}, timeout=600)
     return root / "results", proc.stderr, metadata
 
 

@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 
 from tests.lm_eval.helpers import (
-    lm_eval_cmd,
+    judge_run,
     metric,
     offline_env,
     results_file,
     run,
+    run_lm_eval,
+    same,
     samples,
     samples_records,
     skip_without_lm_eval,
@@ -40,21 +42,11 @@ def judgecp_metrics(results: dict[str, Any], task: str) -> dict[str, float]:
     return {k.split(",")[0]: v for k, v in results["results"][task].items() if k.endswith(",none") and not k.split(",")[0].endswith("_stderr_stderr")}
 
 
-def same(a: Any, b: Any) -> bool:
-    """Equal, NaN included (lm-eval writes "N/A" for a metric without a stderr)."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return bool(a == b)
-
-
 @pytest.fixture(scope="module")
 def text_run(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path, text_tasks: Path) -> Path:
     out = tmp_path_factory.mktemp("text_run")
-    run(lm_eval_cmd(
-        "--model", "hf-judge", "--model_args", f"pretrained={tiny_llama},dtype=float32,record={out / 'recording.jsonl'}",
-        "--device", "cpu", "--tasks", "judge_text,judge_text_cot", "--include_path", str(text_tasks),
-        "--output_path", str(out / "results"), "--log_samples", "--metadata", METADATA,
-    ), offline_env(out))
+    judge_run(out, "hf-judge", f"pretrained={tiny_llama},dtype=float32,record={out / 'recording.jsonl'}",
+              "judge_text,judge_text_cot", out / "results", METADATA, "--include_path", str(text_tasks))
     return out
 
 
@@ -108,11 +100,8 @@ def test_cot_responses_are_judge_outputs(text_run: Path) -> None:
 def test_stock_hf_still_works_and_agrees(text_run: Path, tiny_llama: Path, text_tasks: Path, tmp_path: Path) -> None:
     """``--model hf`` with judgecp installed: same log-likelihoods as hf-judge; its plain-text
     answers to the CoT task are counted as response_not_json, the run does not fail."""
-    run(lm_eval_cmd(
-        "--model", "hf", "--model_args", f"pretrained={tiny_llama},dtype=float32", "--device", "cpu",
-        "--tasks", "judge_text,judge_text_cot", "--include_path", str(text_tasks),
-        "--output_path", str(tmp_path), "--log_samples", "--metadata", METADATA,
-    ), offline_env(tmp_path))
+    judge_run(tmp_path, "hf", f"pretrained={tiny_llama},dtype=float32", "judge_text,judge_text_cot", tmp_path, METADATA,
+              "--include_path", str(text_tasks))
     stock = {s["doc"]["id"]: s["n"]["logprobs"] for s in samples(tmp_path, "judge_text")}
     ours = {s["doc"]["id"]: s["n"]["logprobs"] for s in samples(text_run / "results", "judge_text")}
     assert stock.keys() == ours.keys()
@@ -152,11 +141,9 @@ def test_two_process_accelerate_run_gives_the_same_metrics(text_run: Path, tiny_
 
 def test_image_judge_on_the_shipped_tasks(tiny_llava: Path, mllm_dir: Path, polaris_dir: Path, tmp_path: Path) -> None:
     """MLLM-as-a-Judge (14 categories + pooled, direct), its CoT variant, Polaris; bad documents counted."""
-    proc = run(lm_eval_cmd(
-        "--model", "hf-multimodal-judge", "--model_args", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
-        "--device", "cpu", "--tasks", "mllm_judge_cp,mllm_judge_cp_cot_chartqa,polaris_cp",
-        "--output_path", str(tmp_path), "--log_samples", "--metadata", METADATA,
-    ), offline_env(tmp_path, JUDGECP_MLLM_JUDGE_DIR=str(mllm_dir), JUDGECP_POLARIS_DIR=str(polaris_dir)))
+    proc = judge_run(tmp_path, "hf-multimodal-judge", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
+                     "mllm_judge_cp,mllm_judge_cp_cot_chartqa,polaris_cp", tmp_path, METADATA,
+                     env={"JUDGECP_MLLM_JUDGE_DIR": str(mllm_dir), "JUDGECP_POLARIS_DIR": str(polaris_dir)})
     results = results_file(tmp_path)
     # 28 MLLM-as-a-Judge documents in 15 tasks and 10 Polaris ones, each scored once in one
     # forward pass: the pooled task shares the category tasks' passes.
@@ -181,7 +168,7 @@ def test_image_judge_on_the_shipped_tasks(tiny_llava: Path, mllm_dir: Path, pola
 
 
 def test_all_judgecp_tasks_listed_without_flags(tmp_path: Path) -> None:
-    listed = run(lm_eval_cmd("ls", "tasks"), offline_env(tmp_path)).stdout
+    listed = run_lm_eval(tmp_path, "ls", "tasks").stdout
     names = {p.stem for p in tasks_path().rglob("*.yaml") if not p.name.startswith("_")}
     names |= {"mllm_judge_cp", "mllm_judge_cp_cot", "judgecp_demo"}
     assert len(names) > 30
@@ -190,7 +177,7 @@ def test_all_judgecp_tasks_listed_without_flags(tmp_path: Path) -> None:
 
 
 def test_embedded_demo_runs_with_plain_lm_eval(tmp_path: Path) -> None:
-    run(lm_eval_cmd("--model", "judgecp-replay", "--tasks", "judgecp_demo", "--output_path", str(tmp_path)), offline_env(tmp_path))
+    run_lm_eval(tmp_path, "--model", "judgecp-replay", "--tasks", "judgecp_demo", "--output_path", str(tmp_path))
     results = results_file(tmp_path)
     for task, n in (("judgecp_demo_all", 600), ("judgecp_demo_easy", 205), ("judgecp_demo_medium", 212), ("judgecp_demo_hard", 183)):
         assert metric(results, task, "n") == n and metric(results, task, "excluded") == 0
@@ -199,11 +186,11 @@ def test_embedded_demo_runs_with_plain_lm_eval(tmp_path: Path) -> None:
 
 
 def test_autoload_switch_and_the_wrapper(tmp_path: Path) -> None:
-    env = offline_env(tmp_path, JUDGECP_LM_EVAL_AUTOLOAD="0")
-    off = run(lm_eval_cmd("--model", "judgecp-replay", "--tasks", "judgecp_demo_easy"), env, check=False)
+    env = {"JUDGECP_LM_EVAL_AUTOLOAD": "0"}
+    off = run_lm_eval(tmp_path, "--model", "judgecp-replay", "--tasks", "judgecp_demo_easy", env=env, check=False)
     assert off.returncode != 0 and "Tasks not found: judgecp_demo_easy" in off.stderr
     run([sys.executable, "-m", "judgecp.cli", "lm-eval", "--model", "judgecp-replay", "--tasks", "judgecp_demo_easy",
-         "--output_path", str(tmp_path)], env)
+         "--output_path", str(tmp_path)], offline_env(tmp_path, **env))
     assert metric(results_file(tmp_path), "judgecp_demo_easy", "n") == 205
 
 
@@ -211,12 +198,12 @@ def test_api_judge_against_a_local_server(text_tasks: Path, tmp_path: Path) -> N
     from tests.lm_eval.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as server:
-        run(lm_eval_cmd(
-            "--model", "openai-judge", "--model_args", f"base_url={server.url},model=judge,top_logprobs=5,num_concurrent=1,max_retries=1",
+        run_lm_eval(
+            tmp_path, "--model", "openai-judge", "--model_args", f"base_url={server.url},model=judge,top_logprobs=5,num_concurrent=1,max_retries=1",
             "--apply_chat_template", "--tasks", "judge_text_cot", "--include_path", str(text_tasks),
             "--output_path", str(tmp_path), "--log_samples", "--metadata", METADATA,
-        ), offline_env(tmp_path))
-        sent = server.requests
+        )
+        sent = [r["body"] for r in server.requests]
     assert len(sent) == 40 and sent[0]["logprobs"] is True and sent[0]["top_logprobs"] == 5
     record = samples(tmp_path, "judge_text_cot")[0]["n"]
     assert record["prediction"] == 4 and record["flags"] == ["missing_token"]
@@ -226,11 +213,11 @@ def test_api_judge_against_a_local_server(text_tasks: Path, tmp_path: Path) -> N
 
 
 def test_a_bad_metadata_value_ends_lm_eval_with_one_line(tiny_llama: Path, text_tasks: Path, tmp_path: Path) -> None:
-    proc = run(lm_eval_cmd(
-        "--model", "hf-judge", "--model_args", f"pretrained={tiny_llama},dtype=float32", "--device", "cpu",
+    proc = run_lm_eval(
+        tmp_path, "--model", "hf-judge", "--model_args", f"pretrained={tiny_llama},dtype=float32", "--device", "cpu",
         "--tasks", "judge_text", "--include_path", str(text_tasks), "--output_path", str(tmp_path),
-        "--metadata", json.dumps({"methods": "naiv,lac"}),
-    ), offline_env(tmp_path), check=False)
+        "--metadata", json.dumps({"methods": "naiv,lac"}), check=False,
+    )
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]

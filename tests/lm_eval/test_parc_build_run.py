@@ -18,14 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.lm_eval.helpers import (
-    lm_eval_cmd,
-    offline_env,
-    results_file,
-    run,
-    samples,
-    skip_without_lm_eval,
-)
+from tests.lm_eval.helpers import judge_run, results_file, samples, skip_without_lm_eval
 
 skip_without_lm_eval()
 
@@ -80,11 +73,9 @@ def parc_run(tmp_path_factory: pytest.TempPathFactory, tiny_llava: Path) -> tupl
     result = build(source, root / "parc", variations="all", rewriter=FunctionRewriter(_rewrite, "scripted"),
                    exchange_map=exchange)
     out = root / "results"
-    proc = run(lm_eval_cmd(
-        "--model", "hf-multimodal-judge", "--model_args", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
-        "--device", "cpu", "--tasks", "parc_cp,parc_cp_mit_states", "--output_path", str(out), "--log_samples",
-        "--metadata", json.dumps({"seeds": 3}),
-    ), offline_env(root, JUDGECP_PARC_DIR=str(root / "parc")), timeout=600)
+    proc = judge_run(root, "hf-multimodal-judge", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
+                     "parc_cp,parc_cp_mit_states", out, {"seeds": 3}, env={"JUDGECP_PARC_DIR": str(root / "parc")},
+                     timeout=600)
     return root, out, result, proc.stderr
 
 

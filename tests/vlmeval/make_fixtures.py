@@ -31,21 +31,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.vlmeval.runs import (
-    LETTERS,
-    MCQ,
-    TINY,
-    Workspace,
-    build_letter_sources,
-    build_sources,
-    run_dir,
-    workspace,
-)
+from tests.vlmeval.runs import LETTERS, MCQ, TINY, run_dir, workspace
 from tests.vlmeval.tiny_models import tiny_idefics3
 
 KEEP = ("_MLLMJudge_CP.xlsx", "_Polaris_CP.xlsx", "_MLLMJudgePair_CP.xlsx", "_PARC_toy.xlsx", f"_{MCQ}.xlsx",
         "_lprecords.jsonl", "status.json")
-ALL = ("clean", "plain", "resume", "polaris", "pairwise", "pairwise_resume", "parc", "mcq")
+LP, LLP = f"{TINY}-lp", f"{LETTERS}-lp"
+#: Each fixture's run: the TSV built (none: it is in $LMUData already), the dataset, the model, the
+#: --limit of a first inference-only run (a resumed run) and further arguments.
+RUNS: dict[str, tuple[str, str, str, str | None, tuple[str, ...]]] = {
+    "clean": ("mllm_judge", "MLLMJudge_CP", LP, None, ()),
+    "plain": ("mllm_judge", "MLLMJudge_CP", TINY, None, ()),
+    "resume": ("mllm_judge", "MLLMJudge_CP", LP, "10", ()),
+    "polaris": ("polaris", "Polaris_CP", LP, None, ()),
+    "pairwise": ("mllm_judge_pair", "MLLMJudgePair_CP", LLP, None, ()),
+    "pairwise_resume": ("mllm_judge_pair", "MLLMJudgePair_CP", LLP, "4", ()),
+    "parc": ("parc", "PARC_toy", LLP, None, ()),
+    "mcq": ("", MCQ, LLP, None, ("--judge", "exact_matching")),
+}
+ALL = tuple(RUNS)
 
 
 def check(proc: object) -> None:
@@ -64,11 +68,6 @@ def copy_runs(work: Path, model: str, dest: Path) -> None:
                 shutil.copy2(f, target / f.name)
 
 
-def build(ws: Workspace, *extra: str) -> None:
-    check(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out",
-                 str(ws.lmu), *extra))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(Path(__file__).parent / "fixtures"))
@@ -82,51 +81,21 @@ def main() -> int:
         root = Path(tmp)
         ws = workspace(root / "ws", tiny_idefics3(root / "tiny-idefics3") if likert else root / "unused",
                        letters_dir=tiny_idefics3(root / "tiny-letters", task="letters") if letters else None)
-        build_sources(ws, n=24, n_pairs=16)
-        build_letter_sources(ws)
-        lp, llp = f"{TINY}-lp", f"{LETTERS}-lp"
         made: list[tuple[str, str]] = []
-
-        if "clean" in only or "plain" in only:
-            build(ws)
-        if "clean" in only:
-            check(ws.vlmeval("--data", "MLLMJudge_CP", "--model", lp, work_dir=root / "clean"))
-            made.append(("clean", lp))
-        if "plain" in only:
-            check(ws.vlmeval("--data", "MLLMJudge_CP", "--model", TINY, work_dir=root / "plain"))
-            made.append(("plain", TINY))
-        if "resume" in only:
-            build(ws, "--limit", "10")
-            check(ws.vlmeval("--data", "MLLMJudge_CP", "--model", lp, "--mode", "infer", work_dir=root / "resume"))
-            time.sleep(1.1)
-            build(ws)
-            check(ws.vlmeval("--data", "MLLMJudge_CP", "--model", lp, "--reuse", work_dir=root / "resume"))
-            made.append(("resume", lp))
-        if "polaris" in only:
-            check(ws.run("vlmeval", "build-tsv", "polaris", "--source", str(ws.root / "polaris_src"), "--out",
-                         str(ws.lmu)))
-            check(ws.vlmeval("--data", "Polaris_CP", "--model", lp, work_dir=root / "polaris"))
-            made.append(("polaris", lp))
-        pair = ("vlmeval", "build-tsv", "mllm_judge_pair", "--source", str(ws.root / "pair_src"), "--out", str(ws.lmu))
-        if "pairwise" in only:
-            check(ws.run(*pair))
-            check(ws.vlmeval("--data", "MLLMJudgePair_CP", "--model", llp, work_dir=root / "pairwise"))
-            made.append(("pairwise", llp))
-        if "pairwise_resume" in only:
-            check(ws.run(*pair, "--limit", "4"))
-            check(ws.vlmeval("--data", "MLLMJudgePair_CP", "--model", llp, "--mode", "infer",
-                             work_dir=root / "pairwise_resume"))
-            time.sleep(1.1)
-            check(ws.run(*pair))
-            check(ws.vlmeval("--data", "MLLMJudgePair_CP", "--model", llp, "--reuse", work_dir=root / "pairwise_resume"))
-            made.append(("pairwise_resume", llp))
-        if "parc" in only:
-            check(ws.run("vlmeval", "build-tsv", "parc", "--source", str(ws.root / "parc_src"), "--out", str(ws.lmu)))
-            check(ws.vlmeval("--data", "PARC_toy", "--model", llp, work_dir=root / "parc"))
-            made.append(("parc", llp))
-        if "mcq" in only:
-            check(ws.vlmeval("--data", MCQ, "--model", llp, "--judge", "exact_matching", work_dir=root / "mcq"))
-            made.append(("mcq", llp))
+        for name in ALL:
+            if name not in only:
+                continue
+            benchmark, dataset, model, first, extra = RUNS[name]
+            flags = ("--data", dataset, "--model", model, *extra)
+            if first is not None:  # an inference-only run on the first rows, then --reuse on all
+                check(ws.build_tsv(benchmark, "--limit", first))
+                check(ws.vlmeval(*flags, "--mode", "infer", work_dir=root / name))
+                time.sleep(1.1)  # VLMEvalKit's run ids have one-second resolution
+                flags = (*flags, "--reuse")
+            if benchmark:
+                check(ws.build_tsv(benchmark))
+            check(ws.vlmeval(*flags, work_dir=root / name))
+            made.append((name, model))
 
         for name, model in made:
             if (out / name).exists():

@@ -31,6 +31,8 @@ TINY = "tiny-docling"
 LETTERS = "tiny-letters"
 #: The multiple-choice TSV VLMEvalKit treats as its own (a custom MCQ dataset: TYPE "MCQ").
 MCQ = "TinyMCQ"
+#: Each ``judgecp vlmeval build-tsv`` benchmark's stand-in source, a folder in the workspace.
+SOURCES = {"mllm_judge": "mllm_src", "polaris": "polaris_src", "mllm_judge_pair": "pair_src", "parc": "parc_src"}
 
 
 def judgecp_cmd() -> list[str]:
@@ -55,9 +57,19 @@ class Workspace:
     def vlmeval(self, *args: str, work_dir: Path, **kw: object) -> subprocess.CompletedProcess[str]:
         return self.run("vlmeval", *args, "--work-dir", str(work_dir), **kw)  # type: ignore[arg-type]
 
+    def build_tsv(self, benchmark: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """``judgecp vlmeval build-tsv BENCHMARK ARGS`` from the workspace's stand-in source into ``$LMUData``."""
+        return self.run("vlmeval", "build-tsv", benchmark, "--source", str(self.root / SOURCES[benchmark]),
+                        "--out", str(self.lmu), *args)
+
 
 def workspace(root: Path, model_dir: Path, max_new_tokens: int = 12, letters_dir: Path | None = None) -> Workspace:
-    """Folders, the model registry file and the environment of a run."""
+    """Folders, the model registry file, the environment of a run and every stand-in source.
+
+    The sources: MLLM-as-a-Judge (24 rows and the bad ones), Polaris (16
+    pairs), the pairwise one (12 pairs), PARC (20 items) and the
+    multiple-choice TSV (24 rows, in ``$LMUData``).
+    """
     root.mkdir(parents=True, exist_ok=True)
     lmu = root / "LMUData"
     lmu.mkdir(exist_ok=True)
@@ -75,20 +87,12 @@ def workspace(root: Path, model_dir: Path, max_new_tokens: int = 12, letters_dir
         "TOKENIZERS_PARALLELISM": "false",
         "PYTHONWARNINGS": "ignore",
     })
+    mllm_judge_source(root / SOURCES["mllm_judge"], n=24)
+    polaris_source(root / SOURCES["polaris"], n_pairs=16)
+    mllm_judge_pair_source(root / SOURCES["mllm_judge_pair"], n_pairs=12)
+    parc_source(root / SOURCES["parc"], n_items=20)
+    mcq_tsv(lmu / f"{MCQ}.tsv", n=24)
     return Workspace(root=root, model_dir=model_dir, lmu=lmu, env=env)
-
-
-def build_sources(ws: Workspace, n: int = 24, n_pairs: int = 16) -> tuple[Path, Path]:
-    mllm = mllm_judge_source(ws.root / "mllm_src", n=n)
-    polaris = polaris_source(ws.root / "polaris_src", n_pairs=n_pairs)
-    return mllm, polaris
-
-
-def build_letter_sources(ws: Workspace, n_pairs: int = 12, n_items: int = 20, n_mcq: int = 24) -> None:
-    """The pairwise and PARC stand-in sources, and the multiple-choice TSV in ``$LMUData``."""
-    mllm_judge_pair_source(ws.root / "pair_src", n_pairs=n_pairs)
-    parc_source(ws.root / "parc_src", n_items=n_items)
-    mcq_tsv(ws.lmu / f"{MCQ}.tsv", n=n_mcq)
 
 
 def mcq_tsv(path: Path, n: int = 24) -> Path:

@@ -32,6 +32,14 @@ def png_bytes(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
 
 
+def mllm_judge_folders(root: Path) -> tuple[Path, Path]:
+    """MLLM-as-a-Judge's ``Dataset/Benchmark`` and ``Dataset/image`` under ``root``, made."""
+    bench, images = root / "Dataset" / "Benchmark", root / "Dataset" / "image"
+    for folder in (bench, images):
+        folder.mkdir(parents=True, exist_ok=True)
+    return bench, images
+
+
 def mllm_judge_source(root: Path, n: int = 12, bad_rows: bool = True) -> Path:
     """``n`` good rows (two per image, labels cycling 1..5) plus, with ``bad_rows``, one of each bad kind.
 
@@ -39,10 +47,7 @@ def mllm_judge_source(root: Path, n: int = 12, bad_rows: bool = True) -> Path:
     an image that does not exist (``image_missing``), a repeated score_id
     (``duplicate_id``), a line cut in the middle (``malformed_json_line``).
     """
-    bench = root / "Dataset" / "Benchmark"
-    images = root / "Dataset" / "image"
-    bench.mkdir(parents=True, exist_ok=True)
-    images.mkdir(parents=True, exist_ok=True)
+    bench, images = mllm_judge_folders(root)
     lines = []
     for i in range(n):
         image_id = 100 + i // 2
@@ -104,10 +109,7 @@ def mllm_judge_pair_source(root: Path, n_pairs: int = 12, bad_rows: bool = True)
     pair_id (``duplicate_id``), a pair without its second answer
     (``field_missing``) and a cut line (``malformed_json_line``).
     """
-    bench = root / "Dataset" / "Benchmark"
-    images = root / "Dataset" / "image"
-    bench.mkdir(parents=True, exist_ok=True)
-    images.mkdir(parents=True, exist_ok=True)
+    bench, images = mllm_judge_folders(root)
     lines = []
     for i in range(n_pairs):
         image_id = 200 + i // 2

@@ -5,9 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from judgecp.adapters.vlmeval.api_judge import FAIL_MSG, JudgeCPOpenAI
 from judgecp.adapters.vlmeval.capture import prediction_sha1
 from judgecp.adapters.vlmeval.runtime import PROMPTS, run_context
 from judgecp.extraction import DEFAULT_FLOOR
+from tests.json_server import JSONServer
 from tests.vlmeval.sources import png_bytes
 
 #: A chat completion whose last tokens are "Score", ":", " 4"; at " 4" the top-3 omit "1" and "5".
@@ -35,16 +34,21 @@ TOKENS = [
 ]
 
 
-class Server:
+class Server(JSONServer):
+    """The chat completions endpoint at ``/v1/chat/completions``: 503 while ``fail_first`` lasts, 404 elsewhere."""
+
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
+        super().__init__(self.answer)
         self.fail_first = 0
         self.with_logprobs = True
-        self.status = 200
         self.tokens = TOKENS
 
-    def reply(self) -> dict[str, Any]:
+    def answer(self, body: dict[str, Any], path: str, headers: dict[str, str]) -> dict[str, Any] | int:
+        if self.fail_first > 0:
+            self.fail_first -= 1
+            return 503
+        if path != "/v1/chat/completions":
+            return 404
         choice: dict[str, Any] = {
             "index": 0,
             "message": {"role": "assistant", "content": "".join(t["token"] for t in self.tokens)},
@@ -57,41 +61,8 @@ class Server:
 
 @pytest.fixture
 def server() -> Iterator[tuple[Server, str]]:
-    state = Server()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append(body)
-            state.headers.append(dict(self.headers))
-            if state.fail_first > 0:
-                state.fail_first -= 1
-                self.send_response(503)
-                self.end_headers()
-                return
-            if self.path != "/v1/chat/completions":
-                self.send_response(404)
-                self.end_headers()
-                return
-            data = json.dumps(state.reply()).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with Server() as state:
+        yield state, f"{state.url}/v1"
 
 
 @pytest.fixture
@@ -107,14 +78,14 @@ def test_request_and_record(server: tuple[Server, str], message: list[dict[str, 
     PROMPTS.register("MLLMJudge_CP", message, "7")
     with run_context(tmp_path, "judge-7b"):
         out = judge.generate(message, dataset="MLLMJudge_CP")
-    body = state.requests[0]
+    body = state.requests[0]["body"]
     assert body["logprobs"] is True and body["top_logprobs"] == 5 and body["temperature"] == 0.0
     assert body["model"] == "judge-7b" and body["max_tokens"] == 64
     content = body["messages"][0]["content"]
     assert content[0]["type"] == "image_url"
     assert base64.b64decode(content[0]["image_url"]["url"].split(",", 1)[1]) == png_bytes(4, 4, (255, 0, 0))
     assert content[1] == {"type": "text", "text": "Judge this. Score: X"}
-    assert state.headers[0]["Authorization"] == "Bearer sk-test"
+    assert state.requests[0]["headers"]["Authorization"] == "Bearer sk-test"
 
     record = json.loads(out["extra_records"])
     assert out["prediction"].endswith("Score: 4")

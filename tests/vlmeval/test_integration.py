@@ -15,6 +15,7 @@ import importlib.util
 import json
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +32,7 @@ pytestmark = [
 ]
 
 from judgecp.adapters.vlmeval.specs import MLLM_JUDGE, MLLM_JUDGE_PAIR  # noqa: E402
-from tests.vlmeval.runs import (  # noqa: E402
-    LETTERS,
-    MCQ,
-    TINY,
-    Workspace,
-    build_letter_sources,
-    build_sources,
-    run_dir,
-    workspace,
-)
+from tests.vlmeval.runs import LETTERS, MCQ, TINY, Workspace, run_dir, workspace  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 LP = f"{TINY}-lp"
@@ -64,10 +56,7 @@ def letters_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, letters_model: Path) -> Workspace:
-    space = workspace(tmp_path_factory.mktemp("vlmeval"), tiny_model, letters_dir=letters_model)
-    build_sources(space, n=24, n_pairs=16)
-    build_letter_sources(space)
-    return space
+    return workspace(tmp_path_factory.mktemp("vlmeval"), tiny_model, letters_dir=letters_model)
 
 
 def ok(proc: Any) -> str:
@@ -85,8 +74,16 @@ def sidecar_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def shipped_config(name: str, model: str, model_dir: Path, max_new_tokens: int) -> dict[str, Any]:
+    """The config ``configs/NAME``, its model replaced by the tiny one at ``model_dir`` (the -lp wrapper)."""
+    config = json.loads((REPO / "configs" / name).read_text())
+    config["model"] = {model: {"class": "JudgeCPLogprobs", "base_class": "DOCLING", "model_path": str(model_dir),
+                               "max_new_tokens": max_new_tokens}}
+    return config
+
+
 def test_launcher_runs_mllm_judge_end_to_end(ws: Workspace) -> None:
-    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu)))
+    ok(ws.build_tsv("mllm_judge"))
     work = ws.root / "out_cli"
     log = ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, work_dir=work))
     assert "Run Summary Report" in log
@@ -122,31 +119,39 @@ def test_launcher_runs_mllm_judge_end_to_end(ws: Workspace) -> None:
     assert (work / LP / f"{LP}_MLLMJudge_CP_cp.json").exists()
 
 
-def test_captured_logprobs_equal_a_manual_forward_pass(ws: Workspace, tiny_model: Path) -> None:
-    """The sidecar of the launcher run against a forward pass of the same model over the same tokens."""
+def launcher_judge(ws: Workspace, work: str, model: str, model_dir: Path, max_new_tokens: int,
+                   needs: str) -> tuple[Any, Path]:
+    """VLMEvalKit's DOCLING on ``model_dir``, and the run folder of ``model`` that the test ``needs`` made in ``work``."""
+    if not (ws.root / work).exists():
+        pytest.skip(f"needs {needs}")
+    from vlmeval.vlm import DOCLING
+
+    (run,) = run_dir(ws.root / work, model)
+    return DOCLING(model_path=str(model_dir), max_new_tokens=max_new_tokens), run
+
+
+def records_match_a_forward_pass(ws: Workspace, run: Path, model: str, dataset: str, judge: Any, spec: Any,
+                                  labels: Sequence[str], label_of: Callable[[str], str | None]) -> int:
+    """Each sidecar record of a launcher run against one forward pass of the same model over the same
+    tokens without a cache: log P(label) is the log-sum-exp over the tokens that ``label_of`` reads as
+    that label, at the record's position. Returns how many records were checked (those with logprobs)."""
     import torch
 
     from judgecp.adapters.vlmeval.capture import GenerateCapture, label_token_ids
-    from judgecp.scale import LikertScale
 
-    work = ws.root / "out_cli"
-    if not work.exists():
-        pytest.skip("needs test_launcher_runs_mllm_judge_end_to_end")
-    from vlmeval.vlm import DOCLING
-
-    (run,) = run_dir(work, LP)
-    _, rows = read_xlsx(run / f"{LP}_MLLMJudge_CP.xlsx")
-    side = {r["index"]: r for r in sidecar_lines(run / f"{LP}_MLLMJudge_CP_lprecords.jsonl")}
-    judge = DOCLING(model_path=str(tiny_model), max_new_tokens=12)
+    stem = f"{model}_{dataset}"
+    _, rows = read_xlsx(run / f"{stem}.xlsx")
+    side = {r["index"]: r for r in sidecar_lines(run / f"{stem}_lprecords.jsonl")}
+    variants = label_token_ids(judge.processor.tokenizer, labels)
     checked = 0
     for row in rows:
         record = side[str(row["index"])]
         if record["logprobs"] is None:
             continue
-        image = ws.lmu / "images" / "MLLMJudge_CP" / f"{row['index']}.png"
-        message = [dict(type="image", value=str(image)), dict(type="text", value=MLLM_JUDGE.render(row))]
+        image = ws.lmu / "images" / dataset / f"{row['index']}.png"
+        message = [dict(type="image", value=str(image)), dict(type="text", value=spec.render(row))]
         with GenerateCapture() as cap:
-            text = judge.generate(message, dataset="MLLMJudge_CP")
+            text = judge.generate(message, dataset=dataset)
         assert text == row["prediction"]  # the same generation as in the launcher run
         sequence = cap.calls[0].sequences[0]
         steps = len(cap.calls[0].logits)
@@ -159,23 +164,31 @@ def test_captured_logprobs_equal_a_manual_forward_pass(ws: Workspace, tiny_model
                               use_cache=False)
         logp = torch.log_softmax(out.logits[0].float(), dim=-1)
         row_at = len(sequence) - steps + record["position"] - 1
-        variants = label_token_ids(judge.processor.tokenizer, LikertScale())
-        for label in "12345":
-            ids = [i for t, i in variants.items() if t.lstrip("Ġ▁ ") == label]
+        for label in labels:
+            ids = [i for t, i in variants.items() if label_of(t) == label]
             manual = float(torch.logsumexp(logp[row_at, ids], dim=0))
             assert record["logprobs"][label] == pytest.approx(manual, abs=1e-4)  # measured: 4e-7 (bf16 model)
         checked += 1
-    assert checked >= 20
+    return checked
+
+
+def test_captured_logprobs_equal_a_manual_forward_pass(ws: Workspace, tiny_model: Path) -> None:
+    """The sidecar of the launcher run against a forward pass of the same model over the same tokens."""
+    from judgecp.scale import LikertScale
+
+    judge, run = launcher_judge(ws, "out_cli", LP, tiny_model, 12, "test_launcher_runs_mllm_judge_end_to_end")
+    scale = list(LikertScale().tokens)
+    assert records_match_a_forward_pass(ws, run, LP, "MLLMJudge_CP", judge, MLLM_JUDGE, scale,
+                                         lambda t: t.lstrip("Ġ▁ ")) >= 20
 
 
 def test_resume_after_a_partial_run_is_repaired(ws: Workspace) -> None:
     """VLMEvalKit's --reuse writes str(dict) into prediction for new rows; the reader repairs them."""
     work = ws.root / "out_resume"
-    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu),
-              "--limit", "10"))
+    ok(ws.build_tsv("mllm_judge", "--limit", "10"))
     ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, "--mode", "infer", work_dir=work))
     time.sleep(1.1)  # VLMEvalKit's run ids have one-second resolution
-    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu)))
+    ok(ws.build_tsv("mllm_judge"))
     ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, "--reuse", work_dir=work))
     first, second = run_dir(work, LP)
     columns, rows = read_xlsx(second / f"{LP}_MLLMJudge_CP.xlsx")
@@ -191,9 +204,7 @@ def test_resume_after_a_partial_run_is_repaired(ws: Workspace) -> None:
 
 
 def test_config_file_mode_with_the_shipped_config(ws: Workspace, tiny_model: Path) -> None:
-    config = json.loads((REPO / "configs" / "vlmeval_mllm_judge_cp.json").read_text())
-    config["model"] = {"tiny-config-lp": {"class": "JudgeCPLogprobs", "base_class": "DOCLING",
-                                          "model_path": str(tiny_model), "max_new_tokens": 12}}
+    config = shipped_config("vlmeval_mllm_judge_cp.json", "tiny-config-lp", tiny_model, 12)
     config["data"]["MLLMJudge_CP"]["seeds"] = 5
     path = ws.root / "config.json"
     path.write_text(json.dumps(config))
@@ -208,7 +219,7 @@ def test_config_file_mode_with_the_shipped_config(ws: Workspace, tiny_model: Pat
 
 
 def test_polaris_end_to_end(ws: Workspace) -> None:
-    ok(ws.run("vlmeval", "build-tsv", "polaris", "--source", str(ws.root / "polaris_src"), "--out", str(ws.lmu)))
+    ok(ws.build_tsv("polaris"))
     work = ws.root / "out_polaris"
     ok(ws.vlmeval("--data", "Polaris_CP", "--model", LP, work_dir=work))
     (run,) = run_dir(work, LP)
@@ -221,8 +232,7 @@ def test_polaris_end_to_end(ws: Workspace) -> None:
 
 
 def test_model_without_capture_and_rows_without_image_are_reported_not_fatal(ws: Workspace) -> None:
-    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu),
-              "--limit", "8"))
+    ok(ws.build_tsv("mllm_judge", "--limit", "8"))
     # break the TSV: the image of rows 6 and 9 emptied, the one of rows 12 and 15 made undecodable
     tsv = ws.lmu / "MLLMJudge_CP.tsv"
     with tsv.open(encoding="utf-8", newline="") as fh:
@@ -271,7 +281,7 @@ def test_reuse_of_a_complete_run_takes_the_records_from_the_sidecar(ws: Workspac
     source = ws.root / "out_cli"
     if not source.exists():
         pytest.skip("needs test_launcher_runs_mllm_judge_end_to_end")
-    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu)))
+    ok(ws.build_tsv("mllm_judge"))
     work = ws.root / "out_reuse_complete"
     shutil.copytree(source, work, symlinks=True)
     time.sleep(1.1)
@@ -285,7 +295,7 @@ def test_reuse_of_a_complete_run_takes_the_records_from_the_sidecar(ws: Workspac
 
 
 def test_pairwise_judging_in_both_orders_end_to_end(ws: Workspace) -> None:
-    ok(ws.run("vlmeval", "build-tsv", "mllm_judge_pair", "--source", str(ws.root / "pair_src"), "--out", str(ws.lmu)))
+    ok(ws.build_tsv("mllm_judge_pair"))
     work = ws.root / "out_pair"
     ok(ws.vlmeval("--data", PAIR, "--model", LLP, work_dir=work))
     (run,) = run_dir(work, LLP)
@@ -309,66 +319,25 @@ def test_pairwise_judging_in_both_orders_end_to_end(ws: Workspace) -> None:
 
 def test_letter_logprobs_equal_a_manual_forward_pass(ws: Workspace, letters_model: Path) -> None:
     """The pairwise run's records against a forward pass of the same model over the same tokens."""
-    import torch
-
-    from judgecp.adapters.vlmeval.capture import GenerateCapture, label_token_ids
     from judgecp.extraction import token_letter
 
-    work = ws.root / "out_pair"
-    if not work.exists():
-        pytest.skip("needs test_pairwise_judging_in_both_orders_end_to_end")
-    from vlmeval.vlm import DOCLING
-
-    (run,) = run_dir(work, LLP)
-    _, rows = read_xlsx(run / f"{LLP}_{PAIR}.xlsx")
-    side = {r["index"]: r for r in sidecar_lines(run / f"{LLP}_{PAIR}_lprecords.jsonl")}
-    judge = DOCLING(model_path=str(letters_model), max_new_tokens=4)
-    variants = label_token_ids(judge.processor.tokenizer, ["A", "B"])
-    checked = 0
-    for row in rows:
-        record = side[str(row["index"])]
-        if record["logprobs"] is None:
-            continue
-        image = ws.lmu / "images" / PAIR / f"{row['index']}.png"
-        message = [dict(type="image", value=str(image)), dict(type="text", value=MLLM_JUDGE_PAIR.render(row))]
-        with GenerateCapture() as cap:
-            text = judge.generate(message, dataset=PAIR)
-        assert text == row["prediction"]
-        sequence = cap.calls[0].sequences[0]
-        steps = len(cap.calls[0].logits)
-        content, images = judge.build_prompt_default(message)
-        prompt = judge.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True)
-        inputs = judge._process(prompt, images)
-        with torch.no_grad():
-            out = judge.model(input_ids=sequence[None, :], attention_mask=torch.ones_like(sequence)[None, :],
-                              pixel_values=inputs["pixel_values"], pixel_attention_mask=inputs.get("pixel_attention_mask"),
-                              use_cache=False)
-        logp = torch.log_softmax(out.logits[0].float(), dim=-1)
-        row_at = len(sequence) - steps + record["position"] - 1
-        for letter in "AB":
-            ids = [i for t, i in variants.items() if token_letter(t) == letter]
-            manual = float(torch.logsumexp(logp[row_at, ids], dim=0))
-            assert record["logprobs"][letter] == pytest.approx(manual, abs=1e-4)
-        checked += 1
-    assert checked == 24
+    judge, run = launcher_judge(ws, "out_pair", LLP, letters_model, 4, "test_pairwise_judging_in_both_orders_end_to_end")
+    assert records_match_a_forward_pass(ws, run, LLP, PAIR, judge, MLLM_JUDGE_PAIR, ["A", "B"], token_letter) == 24
 
 
 def test_pairwise_partial_resume_and_the_shipped_config(ws: Workspace, letters_model: Path) -> None:
     work = ws.root / "out_pair_resume"
-    build = ("vlmeval", "build-tsv", "mllm_judge_pair", "--source", str(ws.root / "pair_src"), "--out", str(ws.lmu))
-    ok(ws.run(*build, "--limit", "4"))
+    ok(ws.build_tsv("mllm_judge_pair", "--limit", "4"))
     ok(ws.vlmeval("--data", PAIR, "--model", LLP, "--mode", "infer", work_dir=work))
     time.sleep(1.1)
-    ok(ws.run(*build))
+    ok(ws.build_tsv("mllm_judge_pair"))
     ok(ws.vlmeval("--data", PAIR, "--model", LLP, "--reuse", work_dir=work))
     _, second = run_dir(work, LLP)
     metrics = json.loads((second / f"{LLP}_{PAIR}_selective.json").read_text())
     assert metrics["vlmeval"]["record_sources"] == {"embedded": 0, "repaired": 16, "sidecar": 8}
     assert metrics["n"] == 12 and metrics["vlmeval"]["excluded_by_reader"] == []
     # --config mode with the shipped file (its model replaced by the tiny one)
-    config = json.loads((REPO / "configs" / "vlmeval_mllm_judge_pair_cp.json").read_text())
-    config["model"] = {"tiny-pair-lp": {"class": "JudgeCPLogprobs", "base_class": "DOCLING",
-                                        "model_path": str(letters_model), "max_new_tokens": 4}}
+    config = shipped_config("vlmeval_mllm_judge_pair_cp.json", "tiny-pair-lp", letters_model, 4)
     config["data"][PAIR]["n_splits"] = 50
     path = ws.root / "pair_config.json"
     path.write_text(json.dumps(config))
@@ -379,7 +348,7 @@ def test_pairwise_partial_resume_and_the_shipped_config(ws: Workspace, letters_m
 
 
 def test_parc_variation_dataset_end_to_end(ws: Workspace) -> None:
-    ok(ws.run("vlmeval", "build-tsv", "parc", "--source", str(ws.root / "parc_src"), "--out", str(ws.lmu)))
+    ok(ws.build_tsv("parc"))
     work = ws.root / "out_parc"
     ok(ws.vlmeval("--data", "PARC_toy", "--model", LLP, work_dir=work))
     (run,) = run_dir(work, LLP)
@@ -428,10 +397,8 @@ def test_vlmeval_multiple_choice_with_an_lp_model_gets_conformal_sets_post_hoc(w
 
 def test_calibrator_setting_in_a_real_run(ws: Workspace, tiny_model: Path) -> None:
     """Calibrate on one run's prediction file, then a second run with the `calibrator` dataset setting."""
-    ok(ws.run("vlmeval", "build-tsv", "mllm_judge", "--source", str(ws.root / "mllm_src"), "--out", str(ws.lmu)))
-    config = json.loads((REPO / "configs" / "vlmeval_mllm_judge_cp.json").read_text())
-    config["model"] = {"tiny-cal-lp": {"class": "JudgeCPLogprobs", "base_class": "DOCLING",
-                                       "model_path": str(tiny_model), "max_new_tokens": 12}}
+    ok(ws.build_tsv("mllm_judge"))
+    config = shipped_config("vlmeval_mllm_judge_cp.json", "tiny-cal-lp", tiny_model, 12)
     config["data"]["MLLMJudge_CP"]["seeds"] = 3
     first = ws.root / "cal_config.json"
     first.write_text(json.dumps(config))

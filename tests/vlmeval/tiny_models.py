@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,19 @@ def tiny_idefics3(path: Path, seed: int = 0, teach_steps: int = 150, task: str =
 
 def teach_score_format(model: Any, processor: Any, steps: int = 120, seed: int = 0) -> None:
     """A few Adam steps so the model answers ``Score: N<end_of_utterance>`` (N random per example)."""
+
+    def example(rng: random.Random) -> tuple[str, str]:
+        question = " ".join(rng.choice(WORDS) for _ in range(8))
+        answer = " ".join(rng.choice(WORDS) for _ in range(10))
+        return MLLM_JUDGE_PROMPT.format(question=question, actor_answer=answer), f" Score: {rng.randint(1, 5)}"
+
+    _teach(model, processor, example, steps, seed)
+
+
+def _teach(model: Any, processor: Any, example: Callable[[random.Random], tuple[str, str]], steps: int,
+           seed: int) -> None:
+    """``steps`` Adam steps on ``example(rng)``'s (prompt text, answer) pairs, each with a random image;
+    the loss is on the answer and ``<end_of_utterance>`` only."""
     import numpy as np
     import torch
     from PIL import Image
@@ -175,12 +189,10 @@ def teach_score_format(model: Any, processor: Any, steps: int = 120, seed: int =
     optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
     model.train()
     for _ in range(steps):
-        question = " ".join(rng.choice(WORDS) for _ in range(8))
-        answer = " ".join(rng.choice(WORDS) for _ in range(10))
-        text = MLLM_JUDGE_PROMPT.format(question=question, actor_answer=answer)
+        text, answer = example(rng)
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
         prompt = processor.apply_chat_template(messages, add_generation_prompt=True)
-        target = f" Score: {rng.randint(1, 5)}<end_of_utterance>"
+        target = f"{answer}<end_of_utterance>"
         image = Image.fromarray(gen.integers(0, 255, (24, 24, 3), dtype=np.uint8))
         inputs = processor(text=prompt + target, images=[image], return_tensors="pt")
         n_target = len(tokenizer(target, add_special_tokens=False)["input_ids"])
@@ -209,26 +221,9 @@ def letter_prompt(rng: random.Random) -> tuple[str, str]:
 
 def teach_letter_format(model: Any, processor: Any, steps: int = 150, seed: int = 0) -> None:
     """A few Adam steps so the model answers `` X<end_of_utterance>`` with X one of the prompt's letters."""
-    import numpy as np
-    import torch
-    from PIL import Image
 
-    rng = random.Random(seed)
-    gen = np.random.default_rng(seed)
-    tokenizer = processor.tokenizer
-    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
-    model.train()
-    for _ in range(steps):
+    def example(rng: random.Random) -> tuple[str, str]:
         text, letters = letter_prompt(rng)
-        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
-        prompt = processor.apply_chat_template(messages, add_generation_prompt=True)
-        target = f" {rng.choice(letters)}<end_of_utterance>"
-        image = Image.fromarray(gen.integers(0, 255, (24, 24, 3), dtype=np.uint8))
-        inputs = processor(text=prompt + target, images=[image], return_tensors="pt")
-        n_target = len(tokenizer(target, add_special_tokens=False)["input_ids"])
-        labels = inputs["input_ids"].clone()
-        labels[:, :-n_target] = -100
-        loss = model(**inputs, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+        return text, f" {rng.choice(letters)}"
+
+    _teach(model, processor, example, steps, seed)

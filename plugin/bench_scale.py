@@ -158,6 +158,6 @@ def bench_scale(
     out.write(f"  {'measurement':76s} {'wall s':>8s} {'CPU s':>8s} {'peak MB':>11s} {'ratio':>12s}\n")
     for r in results:
         ratio = f"{r['ratio']:.1f}x CPU" if "ratio" in r else f"{r['wall_ratio']:.1f}x wall" if "wall_ratio" in r else ""
-        peak = f"{r['peak_mb']:.0f}" + (f"/{r['worker_peak_mb']:.0f}" if r.get("worker_peak_mb", 0) > 100 else "")
+        peak = f"{r['peak_mb']:.0f}" + (f"/{r['worker_peak_mb']:.0f}" if r.get("worker_peak_mb", 0) > 0 else "")
         out.write(f"  {r['what']:76s} {r['seconds']:8.2f} {r['cpu_seconds']:8.2f} {peak:>11s} {ratio:>12s}\n")
     return results

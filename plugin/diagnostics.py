@@ -23,35 +23,22 @@ def average_ranks(a: FloatArray) -> FloatArray:
     """``scipy.stats.rankdata(a)`` (ties get their average rank), by counting when it can.
 
     Scores, labels and label-set midpoints are multiples of 1/2 over a short
-    range: counting them is O(n) where ``rankdata`` sorts; other data is
-    sorted once, in about half ``rankdata``'s memory. The ranks
-    (half-integers) are exactly the same.
+    range: counting them is O(n) where ``rankdata`` sorts, and the ranks
+    (half-integers) are exactly the same. Other data goes to ``rankdata``.
     """
-    a = np.asarray(a, dtype=np.float64)
-    if np.isnan(a).any():  # scipy's NaN policy, not ours to reinvent
-        from scipy import stats
+    from scipy import stats
 
-        return np.asarray(stats.rankdata(a), dtype=np.float64)
+    a = np.asarray(a, dtype=np.float64)
     doubled = 2.0 * a
     if a.size and np.isfinite(doubled).all():
         low, high = doubled.min(), doubled.max()
         if high - low <= 4 * a.size and np.array_equal(doubled, np.round(doubled)):
             codes = (doubled - low).astype(np.int64)
             counts = np.bincount(codes)
-            below = np.cumsum(counts) - counts
-            per_value: FloatArray = below + (counts + 1) / 2.0
+            per_value: FloatArray = np.cumsum(counts) - counts + (counts + 1) / 2.0
             ranks: FloatArray = per_value[codes]
             return ranks
-    # Otherwise sort once: a tie's average rank is its first position plus (its size + 1) / 2.
-    order = np.argsort(a, kind="stable")
-    ordered = a[order]
-    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    del ordered
-    sizes = np.diff(np.append(starts, a.size))
-    tie = np.repeat(np.arange(starts.size, dtype=np.int64), sizes)
-    out = np.empty(a.size)
-    out[order] = (starts + (sizes + 1) / 2.0)[tie]
-    return out
+    return np.asarray(stats.rankdata(a), dtype=np.float64)
 
 
 def correlation(kind: str, a: FloatArray, b: FloatArray) -> float | None:

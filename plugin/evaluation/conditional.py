@@ -49,8 +49,7 @@ def judge_error(logprobs: NDArray[np.float64], labels: NDArray[np.float64], scal
 def cells(covered: NDArray[np.bool_], width: NDArray[Any], strata: NDArray[Any], n_splits: int) -> dict[str, Any]:
     """Coverage, its standard error and width within each value of ``strata`` (sorted)."""
     out: dict[str, Any] = {}
-    values = sorted(set(np.unique(strata).tolist()))
-    for value, means in stratum_means(strata, values, {"coverage": covered, "width": width}).items():
+    for value, means in stratum_means(strata, np.unique(strata).tolist(), {"coverage": covered, "width": width}).items():
         n, c = int(means["n"]), means["coverage"]
         out[str(value)] = {
             "n": n,
@@ -89,5 +88,5 @@ def conditional_coverage(
     }
     if groups is not None:
         tables["by_group"] = cells(covered, width, np.asarray(groups).astype(str), len(rows))
-    tables["by_judge_error"] = cells(covered, width, np.asarray(error, dtype=np.int64), len(rows))
+    tables["by_judge_error"] = cells(covered, width, np.asarray(error), len(rows))
     return {**tables, "min_cell": MIN_CELL, "worst": worst_cell(tables)}

@@ -55,12 +55,7 @@ def shuffled_rows(values: NDArray[Any], count: int, seed: int) -> Iterator[Itera
                     return
                 row = values.copy()
                 rng.shuffle(row)
-                while not stop.is_set():
-                    try:
-                        ready.put(row, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                ready.put(row)
         except BaseException as exc:  # handed to the caller, not lost in the thread
             ready.put(exc)
 
@@ -77,6 +72,11 @@ def shuffled_rows(values: NDArray[Any], count: int, seed: int) -> Iterator[Itera
         yield consume()
     finally:
         stop.set()
+        while worker.is_alive():  # a caller that stopped early: free the thread's blocked put
+            try:
+                ready.get(timeout=0.05)
+            except queue.Empty:
+                pass
         worker.join()
 
 

@@ -198,3 +198,24 @@ def test_rows_of_any_shape_in_memory() -> None:
     assert d.field("group").tolist() == ["chart", "chart"]
     with pytest.raises(InputError, match="no usable records"):
         from_records([], "likert")
+
+
+def test_xlsx_tables_read_like_csv(tmp_path: Path) -> None:
+    """VLMEvalKit's default prediction format: the first sheet, header row first, blank rows skipped,
+    missing cells as blanks, a damaged file a one-line error."""
+    openpyxl = pytest.importorskip("openpyxl")
+    from judgecp.tables import read_table
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row in (["index", "prediction", "answer"], [1, "Score: 4", 4], [None, None, None], [2, "B", None]):
+        sheet.append(row)
+    path = tmp_path / "pred.xlsx"
+    book.save(path)
+    table = read_table(path)
+    assert table.n_rows == 2 and table.names == ["index", "prediction", "answer"]
+    assert [table.columns["prediction"][i] for i in range(2)] == ["Score: 4", "B"]
+    assert table.columns["answer"][1] is None
+    (tmp_path / "bad.xlsx").write_bytes(b"not a zip")
+    with pytest.raises(InputError, match="bad.xlsx: not a readable .xlsx file"):
+        read_table(tmp_path / "bad.xlsx")

@@ -29,13 +29,11 @@ def mcq_sweep(runs: Sequence[Run], focus: str) -> Result:
                         extra_width=(1.6, 1.6))
 
 
-
 def mcq_methods(runs: Sequence[Run], focus: str) -> Result:
     return _method_bars(runs, "mcq_methods", "Coverage and set size by method", lambda e: e,
                         size=("set_size", "set_size_std"),
                         labels=("coverage of the option sets", "mean set size (options)", "set size (± std over splits)"),
                         height=(2.8, 0.35))
-
 
 
 def mcq_groups(runs: Sequence[Run], focus: str) -> Result:
@@ -75,7 +73,6 @@ def mcq_groups(runs: Sequence[Run], focus: str) -> Result:
     return Plot(fid, title, cap, fig)
 
 
-
 def set_size_hist(runs: Sequence[Run], focus: str) -> Result:
     fid, title = "set_size_hist", "Set-size distribution"
     have = [r for r in runs if r.report.get("set_size_distribution")]
@@ -102,12 +99,10 @@ def set_size_hist(runs: Sequence[Run], focus: str) -> Result:
     return Plot(fid, title, cap, fig)
 
 
-
 # -- PARC -------------------------------------------------------------------------------------------
 
 #: PARC's variation families in the seed's order (others follow, by name).
 FAMILY_ORDER = ("O", "LR", "LS", "VR", "VS")
-
 
 
 def parc_heatmaps(runs: Sequence[Run], focus: str) -> Result:
@@ -170,7 +165,6 @@ def parc_heatmaps(runs: Sequence[Run], focus: str) -> Result:
     return Plot(fid, title, cap, fig)
 
 
-
 def _variation_order(cells: dict[str, Any]) -> list[tuple[str, str]]:
     seen: dict[str, str] = {}
     for k, v in cells.items():
@@ -183,7 +177,6 @@ def _variation_order(cells: dict[str, Any]) -> list[tuple[str, str]]:
         return (rank, fam, var)
 
     return sorted(seen.items(), key=order)
-
 
 
 def _cell_value(cell: dict[str, Any] | None, metric: str) -> float | None:

@@ -17,10 +17,8 @@ TARGET_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2, "zorder":
 WIDTH = 7.6  # inches: readable at 100% in the HTML page and on a paper column pair
 
 
-
 def _matplotlib() -> Any:
     return require("matplotlib", "report", "judgecp report (figures)")
-
 
 
 def new_figure(width: float = WIDTH, height: float = 4.2) -> Any:
@@ -33,14 +31,12 @@ def new_figure(width: float = WIDTH, height: float = 4.2) -> Any:
     return fig
 
 
-
 @dataclass
 class Plot:
     id: str
     title: str
     caption: str
     figure: Any
-
 
 
 @dataclass
@@ -50,9 +46,7 @@ class Missing:
     reason: str
 
 
-
 Result = Plot | Missing
-
 
 
 def colors(n: int) -> list[Any]:
@@ -62,9 +56,7 @@ def colors(n: int) -> list[Any]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
-
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d", "8", "H", "1")
-
 
 
 def _legend(ax: Any, n_entries: int) -> None:
@@ -72,7 +64,6 @@ def _legend(ax: Any, n_entries: int) -> None:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     else:
         ax.legend(fontsize=8, frameon=False)
-
 
 
 def _fig_legend(fig: Any, axes: Sequence[Any]) -> None:
@@ -86,24 +77,20 @@ def _fig_legend(fig: Any, axes: Sequence[Any]) -> None:
     fig.legend(handles, labels, loc="outside right upper", fontsize=7 if len(labels) > 6 else 8, frameon=False)
 
 
-
 def absent(runs: Sequence[Run], have: Sequence[Run], what: str) -> str:
     """A caption sentence naming the reports a figure had to leave out."""
     names = [r.name for r in runs if r not in have]
     return f" Not shown ({what} missing): {', '.join(names)}." if names else ""
 
 
-
 def key(alpha: float) -> str:
     return f"{alpha:g}"
-
 
 
 def common_methods(runs: Sequence[Run], section: str = "methods") -> list[str]:
     """Methods (or controllers) every run has, in the first run's order."""
     first = list(runs[0].report.get(section, {}))
     return [m for m in first if all(m in r.report.get(section, {}) for r in runs[1:])]
-
 
 
 def _alpha_sweep(
@@ -147,7 +134,6 @@ def _alpha_sweep(
     cap = (f"Mean over the splits{what_is_shown} ({what}); dashed: the promised coverage 1 − α."
            + absent(runs, swept, "alpha_sweep"))
     return Plot(fid, title, cap, fig)
-
 
 
 def _method_bars(
@@ -194,7 +180,6 @@ def _method_bars(
     fig.legend(handles, names, loc="outside lower center", ncols=min(len(names), 4), fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=11)
     return Plot(fid, title, f"Headline level α = {alpha:g}, mean over the splits.", fig)
-
 
 
 def _reliability(

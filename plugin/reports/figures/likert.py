@@ -30,12 +30,10 @@ def likert_entry(method: dict[str, Any]) -> dict[str, Any]:
     return dict(method["labels"])
 
 
-
 def likert_sweep(runs: Sequence[Run], focus: str) -> Result:
     return _alpha_sweep(runs, focus, "likert_sweep", "Coverage and width against α", likert_entry, size="width",
                         labels=("coverage of the label sets", "mean label-set width (scale points)", "width"),
                         extra_width=(1.6, 1.2), what_is_shown=" of label-set coverage and width at each α")
-
 
 
 def likert_methods(runs: Sequence[Run], focus: str) -> Result:
@@ -44,7 +42,6 @@ def likert_methods(runs: Sequence[Run], focus: str) -> Result:
                         labels=("coverage of the label sets", "mean label-set width (scale points)",
                                 "width (± std over splits)"),
                         height=(3.0, 0.28))
-
 
 
 def group_coverage(runs: Sequence[Run], focus: str) -> Result:
@@ -83,12 +80,10 @@ def group_coverage(runs: Sequence[Run], focus: str) -> Result:
     return Plot(fid, title, cap, fig)
 
 
-
 def _series_label(run: Run, focus: str, n_runs: int) -> str:
     """A bar series: the report's name (one report: the method) and its calibration, unless the name says it."""
     name = run.name if n_runs > 1 else focus
     return name if run.calibration.lower() in name.lower() else f"{name} ({run.calibration} calibration)"
-
 
 
 def _by_stratum(runs: Sequence[Run], focus: str, section: str, fid: str, title: str, xlabel: str) -> Result:
@@ -123,16 +118,13 @@ def _by_stratum(runs: Sequence[Run], focus: str, section: str, fid: str, title: 
     return Plot(fid, title, cap, fig)
 
 
-
 def coverage_by_label(runs: Sequence[Run], focus: str) -> Result:
     return _by_stratum(runs, focus, "coverage_by_label", "coverage_by_label", "Coverage by human label", "human label")
-
 
 
 def coverage_by_error(runs: Sequence[Run], focus: str) -> Result:
     return _by_stratum(runs, focus, "coverage_by_error", "coverage_by_error", "Coverage by judge error",
                        "judge error |judge score − human label| (scale points)")
-
 
 
 def width_distribution(runs: Sequence[Run], focus: str) -> Result:
@@ -167,7 +159,6 @@ def width_distribution(runs: Sequence[Run], focus: str) -> Result:
     return Plot(fid, title, cap, fig)
 
 
-
 def confusion(runs: Sequence[Run], focus: str) -> Result:
     fid, title = "confusion", "Judge against human: confusion matrix"
     have = [r for r in runs if r.report.get("confusion")]
@@ -200,7 +191,6 @@ def confusion(runs: Sequence[Run], focus: str) -> Result:
     return Plot(fid, title, "Each row: how the judge scored the items humans gave that label (row percent).", fig)
 
 
-
 def rsg(runs: Sequence[Run], focus: str) -> Result:
     fid, title = "rsg", "Ranking-scoring gap per group"
     have = [r for r in runs if r.report.get("groups")
@@ -227,7 +217,6 @@ def rsg(runs: Sequence[Run], focus: str) -> Result:
            f"of judge and human scores in the group; w: mean width of {focus}'s sets; K: number of labels)."
            + absent(runs, have, "per-group table"))
     return Plot(fid, title, cap, fig)
-
 
 
 def judge_reliability(runs: Sequence[Run], focus: str) -> Result:

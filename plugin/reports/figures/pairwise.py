@@ -59,7 +59,6 @@ def risk_coverage(runs: Sequence[Run], focus: str) -> Result:
     return Plot(fid, title, cap, fig)
 
 
-
 def _controllers_vs_alpha(runs: Sequence[Run], focus: str, field: str, fid: str, title: str, ylabel: str) -> Result:
     have = [r for r in runs if r.report.get("controllers")]
     if not have:
@@ -91,17 +90,14 @@ def _controllers_vs_alpha(runs: Sequence[Run], focus: str, field: str, fid: str,
     return Plot(fid, title, cap, fig)
 
 
-
 def risk_vs_alpha(runs: Sequence[Run], focus: str) -> Result:
     return _controllers_vs_alpha(runs, focus, "risk", "risk_vs_alpha", "Test risk against α",
                                  "test risk (error rate among accepted)")
 
 
-
 def accepted_share(runs: Sequence[Run], focus: str) -> Result:
     return _controllers_vs_alpha(runs, focus, "coverage", "accepted_share", "Accepted share against α",
                                  "accepted share of test judgments")
-
 
 
 def signal_reliability(runs: Sequence[Run], focus: str) -> Result:

@@ -12,8 +12,11 @@ def test_likert_prompts_are_the_core_texts_in_both_harnesses() -> None:
     from judgecp.tasks.mllm_judge_cp import utils as mllm
     from judgecp.tasks.polaris_cp import utils as polaris
 
-    assert mllm.PROMPT is prompts.MLLM_JUDGE_PROMPT is specs.MLLM_JUDGE.prompt
-    assert polaris.PROMPT is prompts.POLARIS_PROMPT is specs.POLARIS.prompt
+    doc = {"question": "What is {x}?", "answer": "A cat.", "caption": "A cat on a mat."}
+    assert mllm.doc_to_text(doc) == "<image>\n" + prompts.MLLM_JUDGE_PROMPT.format(question=doc["question"],
+                                                                                  actor_answer=doc["answer"])
+    assert polaris.doc_to_text(doc) == "<image>\n" + prompts.POLARIS_PROMPT.format(caption=doc["caption"])
+    assert specs.MLLM_JUDGE.prompt is prompts.MLLM_JUDGE_PROMPT and specs.POLARIS.prompt is prompts.POLARIS_PROMPT
     # the seed's layout: a blank line between rubric bullets, the quotes around Score: X
     assert "\n\n• Fair (2)" in prompts.MLLM_JUDGE_PROMPT and "‘‘Score: X’’" in prompts.POLARIS_PROMPT
 

@@ -43,9 +43,6 @@ CATEGORIES = {
     "wit": "WIT",
 }
 
-#: Prompt 1 of the seed paper (appendix B.1), the one text both harnesses use (:mod:`judgecp.prompts`).
-PROMPT = MLLM_JUDGE_PROMPT
-
 
 
 class MLLMJudgeTask(LikertJudgeTask):
@@ -98,7 +95,7 @@ def load_docs(data_dir: str | None = None, category: str | None = None, **_: Any
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:
-    return "<image>\n" + PROMPT.format(question=doc["question"], actor_answer=doc["answer"])
+    return "<image>\n" + MLLM_JUDGE_PROMPT.format(question=doc["question"], actor_answer=doc["answer"])
 
 
 def doc_to_image(doc: dict[str, Any]) -> list[Any]:

@@ -22,9 +22,6 @@ from judgecp.tables import read_jsonl
 HUB_DATASET = "yuwd/Polaris"
 ENV_VAR = "JUDGECP_POLARIS_DIR"
 
-#: Prompt 2 of the seed paper (appendix B.2), the one text both harnesses use (:mod:`judgecp.prompts`).
-PROMPT = POLARIS_PROMPT
-
 
 
 class PolarisTask(LikertJudgeTask):
@@ -92,7 +89,7 @@ def load_docs(data_dir: str | None = None, **_: Any) -> Any:
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:
-    return "<image>\n" + PROMPT.format(caption=doc["caption"])
+    return "<image>\n" + POLARIS_PROMPT.format(caption=doc["caption"])
 
 
 def doc_to_image(doc: dict[str, Any]) -> list[Any]:

@@ -6,6 +6,7 @@ so every method sees the judge the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -73,16 +74,84 @@ PREDICT_BLOCK = 8192
 
 
 def predict_in_blocks(model: Any, F: FloatArray, block: int = PREDICT_BLOCK) -> FloatArray:
-    """``model.predict(F)`` a block of rows at a time: the same numbers, faster for tree ensembles.
+    """``model.predict(F)`` a block of rows at a time: the same numbers, faster for tree ensembles."""
+    return predict_many_in_blocks([model], F, block)[0]
+
+
+def predict_many_in_blocks(models: Sequence[Any], F: FloatArray, block: int = PREDICT_BLOCK) -> list[FloatArray]:
+    """Each model's ``predict(F)``, bit for bit, computed a block of rows at a time.
 
     scikit-learn's gradient boosting predicts tree by tree, each tree passing
     over every row; at half a million rows the features no longer fit in the
     cache and every tree reads them from memory again. Blocks of 8,192 rows
-    stay cached: about 1.4x faster on this machine, with identical output.
+    stay cached. Histogram gradient boosting (CQR's quantile models, the
+    default regressor) goes further: its trees split only at its bin
+    thresholds, so the rows are binned once (one byte a feature, shared by
+    models with the same bins) and the trees walk the bins, as scikit-learn's
+    own training does; each model's output is checked against ``predict`` on
+    the first block and computed by ``predict`` if it differs. About 2x faster
+    on a million rows, identical output (``tests/test_fast_paths.py``).
     """
-    if F.shape[0] <= block:
-        return np.asarray(model.predict(F), dtype=np.float64)
-    return np.concatenate([np.asarray(model.predict(F[i : i + block]), dtype=np.float64) for i in range(0, F.shape[0], block)])
+    out: list[FloatArray] = [np.empty(F.shape[0]) for _ in models]
+    binned = [_BinnedTrees.of(m) for m in models]
+    for start in range(0, F.shape[0], block):
+        rows = F[start : start + block]
+        bins: list[tuple[_BinnedTrees, Any]] = []  # this block's bins, one per distinct bin mapper
+        for i, (model, trees) in enumerate(zip(models, binned, strict=True)):
+            values = None
+            if trees is not None:
+                row_bins = next((b for t, b in bins if trees.same_bins(t)), None)
+                if row_bins is None:
+                    row_bins = trees.bin(rows)
+                    bins.append((trees, row_bins))
+                values = trees.predict(row_bins)
+                if start == 0 and not np.array_equal(values, np.asarray(model.predict(rows), dtype=np.float64)):
+                    binned[i] = values = None  # not what predict gives (another scikit-learn): use predict
+            out[i][start : start + rows.shape[0]] = np.asarray(model.predict(rows), dtype=np.float64) if values is None else values
+    return out
+
+
+class _BinnedTrees:
+    """A fitted single-output ``HistGradientBoostingRegressor`` predicted from binned rows.
+
+    ``predict`` is the baseline plus each tree's leaf value, added tree by
+    tree in scikit-learn's order; a tree compares a row's bin with its split's
+    bin, which is the same as comparing the value with the bin's threshold.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.mapper = model._bin_mapper
+        self.missing = self.mapper.missing_values_bin_idx_
+        self.trees = [predictors[0] for predictors in model._predictors]
+        self.baseline = float(np.asarray(model._baseline_prediction).ravel()[0])
+
+    @classmethod
+    def of(cls, model: Any) -> _BinnedTrees | None:
+        """The binned form of ``model``, or ``None`` for any other model (predicted by ``predict``)."""
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        try:
+            if (type(model) is not HistGradientBoostingRegressor or model._preprocessor is not None
+                    or model.n_trees_per_iteration_ != 1 or type(model._loss.link).__name__ != "IdentityLink"):
+                return None  # not fitted here, categorical features, several outputs or a link to invert
+            return cls(model)
+        except (AttributeError, IndexError, TypeError):
+            return None
+
+    def same_bins(self, other: _BinnedTrees) -> bool:
+        a, b = self.mapper.bin_thresholds_, other.mapper.bin_thresholds_
+        return self.mapper is other.mapper or (
+            len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True)) and self.missing == other.missing
+        )
+
+    def bin(self, rows: FloatArray) -> Any:
+        return self.mapper.transform(rows)
+
+    def predict(self, binned: Any) -> FloatArray:
+        raw = np.zeros(binned.shape[0]) + self.baseline
+        for tree in self.trees:
+            raw += tree.predict_binned(binned, self.missing, 1)
+        return raw
 
 
 class RecalibratedJudge:

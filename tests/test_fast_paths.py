@@ -99,3 +99,67 @@ def test_bench_fitted_command_writes_its_table(capsys: pytest.CaptureFixture[str
     assert main(["bench", "fitted", "--rows", "400", "--repeats", "1", "--methods", "chr,lvd(cv=2)"]) == 0
     out = capsys.readouterr().out
     assert "| naive |" in out and "| chr |" in out and "| lvd(cv=2) |" in out
+
+
+def _hgb_rows(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """CQR's model features of a simulated judge, plus a column with NaN, infinities and ties."""
+    from judgecp.features import model_features
+    from judgecp.simulate import simulate_likert_judge
+
+    data = simulate_likert_judge(n=n, seed=seed)
+    rng = np.random.default_rng(seed)
+    odd = rng.integers(0, 6, n).astype(float)
+    odd[rng.random(n) < 0.05] = np.nan
+    odd[rng.random(n) < 0.02] = np.inf
+    odd[rng.random(n) < 0.02] = -np.inf
+    return np.column_stack([model_features(data.logprobs, LikertScale()), odd]), data.labels.astype(float)
+
+
+def test_binned_tree_prediction_is_bit_identical_to_predict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Histogram boosting predicted from bins, in blocks, with bins shared: exactly ``predict``."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    import judgecp.features as features
+    from judgecp.methods.quantile_regression import quantile_regressor
+
+    F, y = _hgb_rows(3000, seed=5)
+    lower = quantile_regressor("gbm", 0.05, 1).fit(F[:1000], y[:1000])
+    upper = quantile_regressor("gbm", 0.95, 1).fit(F[:1000], y[:1000])
+    other = HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(F[1000:1400], y[1000:1400])  # other bins
+    for model in (lower, upper, other):  # the binned path itself, without the first block's check
+        trees = features._BinnedTrees.of(model)
+        assert trees is not None and np.array_equal(trees.predict(trees.bin(F)), model.predict(F))
+    binned = 0
+    bin_rows = features._BinnedTrees.bin
+
+    def counted(self: features._BinnedTrees, rows: np.ndarray) -> object:
+        nonlocal binned
+        binned += 1
+        return bin_rows(self, rows)
+
+    monkeypatch.setattr(features._BinnedTrees, "bin", counted)
+    got = features.predict_many_in_blocks([lower, upper, other], F, block=256)
+    for model, values in zip([lower, upper, other], got, strict=True):
+        assert np.array_equal(values, model.predict(F))
+    assert binned == 2 * len(range(0, F.shape[0], 256))  # lower and upper share their bins; other has its own
+    assert np.array_equal(features.predict_in_blocks(upper, F[:100]), upper.predict(F[:100]))
+
+
+def test_tree_prediction_falls_back_to_predict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another model, or binned trees that disagree with ``predict``, are predicted by ``predict``."""
+    from sklearn.linear_model import LinearRegression
+
+    import judgecp.features as features
+    from judgecp.methods.quantile_regression import quantile_regressor
+
+    F, y = _hgb_rows(1500, seed=6)
+    F = np.nan_to_num(F, posinf=9.0, neginf=-9.0)
+    linear = LinearRegression().fit(F, y)
+    assert features._BinnedTrees.of(linear) is None
+    assert np.array_equal(features.predict_in_blocks(linear, F, block=100), linear.predict(F))
+    model = quantile_regressor("gbm", 0.5, 2).fit(F, y)
+    trees = features._BinnedTrees.of(model)
+    assert trees is not None
+    trees.baseline += 1.0  # what a changed scikit-learn could do: the first block's check catches it
+    monkeypatch.setattr(features._BinnedTrees, "of", classmethod(lambda cls, m: trees))
+    assert np.array_equal(features.predict_in_blocks(model, F, block=100), model.predict(F))

@@ -8,7 +8,7 @@ import numpy as np
 
 from judgecp.conformal import ConformalMethod, FloatArray, Prediction
 from judgecp.errors import InputError
-from judgecp.features import model_features, predict_in_blocks
+from judgecp.features import model_features, predict_many_in_blocks
 from judgecp.scale import LikertScale
 
 #: Rows the quantile regressors are fitted on at most (the fit parts of ../shared/data are under 2,200).
@@ -80,7 +80,7 @@ class CQR(ConformalMethod):
     def quantiles(self, X: FloatArray) -> tuple[FloatArray, FloatArray]:
         """The fitted lower and upper quantile predictions (before conformalization)."""
         F = model_features(X, self.scale)
-        lo, hi = predict_in_blocks(self.lower_model_, F), predict_in_blocks(self.upper_model_, F)
+        lo, hi = predict_many_in_blocks([self.lower_model_, self.upper_model_], F)
         return np.minimum(lo, hi), np.maximum(lo, hi)
 
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:

@@ -20,11 +20,14 @@ FloatArray = NDArray[np.float64]
 
 
 def average_ranks(a: FloatArray) -> FloatArray:
-    """``scipy.stats.rankdata(a)`` (ties get their average rank), by counting when it can.
+    """``scipy.stats.rankdata(a)`` (ties get their average rank), in less time or memory.
 
     Scores, labels and label-set midpoints are multiples of 1/2 over a short
-    range: counting them is O(n) where ``rankdata`` sorts, and the ranks
-    (half-integers) are exactly the same. Other data goes to ``rankdata``.
+    range: counting them is O(n) where ``rankdata`` sorts. Other finite data
+    is sorted once and ranked in place (about half of ``rankdata``'s
+    temporary memory: it ranks five million pooled interval midpoints). The
+    ranks are half-integers, so both give exactly ``rankdata``'s numbers;
+    data with NaN goes to ``rankdata``.
     """
     from scipy import stats
 
@@ -38,7 +41,33 @@ def average_ranks(a: FloatArray) -> FloatArray:
             per_value: FloatArray = np.cumsum(counts) - counts + (counts + 1) / 2.0
             ranks: FloatArray = per_value[codes]
             return ranks
+        del doubled
+        return _sorted_average_ranks(a)
     return np.asarray(stats.rankdata(a), dtype=np.float64)
+
+
+def _sorted_average_ranks(a: FloatArray) -> FloatArray:
+    """Average ranks of finite ``a`` by one stable sort: ordinal ranks, then each tie's mean."""
+    n = a.size
+    order = np.argsort(a, kind="stable")
+    ordered = a[order]
+    new_value = np.empty(n, dtype=bool)
+    new_value[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new_value[1:])
+    del ordered
+    by_position: FloatArray = np.arange(1, n + 1, dtype=np.float64)  # the ranks in sorted order
+    if not new_value.all():
+        starts = np.flatnonzero(new_value)
+        counts = np.diff(starts, append=n)
+        tied = counts > 1
+        starts, counts = starts[tied], counts[tied]
+        # a tie of c values from sorted position s shares rank s + 1 + (c - 1) / 2
+        first = np.repeat(starts, counts)
+        within = np.arange(first.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        by_position[first + within] = np.repeat(starts + 1 + (counts - 1) / 2.0, counts)
+    ranks: FloatArray = np.empty(n, dtype=np.float64)
+    ranks[order] = by_position
+    return ranks
 
 
 def correlation(kind: str, a: FloatArray, b: FloatArray) -> float | None:
@@ -54,7 +83,9 @@ def correlation(kind: str, a: FloatArray, b: FloatArray) -> float | None:
     if kind == "pearson":
         return float(stats.pearsonr(a, b)[0])
     if kind == "spearman":
-        ranked = np.column_stack([average_ranks(a), average_ranks(b)])
+        ranked = np.empty((a.size, 2))  # what column_stack gives, without a second copy of the ranks
+        ranked[:, 0] = average_ranks(a)
+        ranked[:, 1] = average_ranks(b)
         matrix: FloatArray = np.asarray(np.corrcoef(ranked, rowvar=False))
         return float(matrix[1, 0])
     return float(stats.kendalltau(a, b)[0])  # tau-b

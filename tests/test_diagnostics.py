@@ -65,6 +65,14 @@ def test_counted_ranks_and_spearman_are_scipys() -> None:
     for a in (rng.integers(1, 6, 1000).astype(float), rng.integers(0, 11, 5000) / 2, rng.normal(size=300),
               np.array([3.0]), np.array([1.5, 1.5, 2.0]), np.array([1e9, -1e9, 0.5])):
         assert np.array_equal(average_ranks(a), stats.rankdata(a))
+    # sorted in place: continuous data with ties of every length, infinities, and NaN (scipy's own)
+    mixed = np.concatenate([rng.normal(size=3000), np.round(rng.normal(size=3000), 1), [np.inf, -np.inf, np.inf]])
+    for a in (rng.permutation(mixed), np.repeat(rng.normal(size=50), rng.integers(1, 30, 50)), np.full(7, 0.3),
+              rng.normal(size=2) + 0.1, np.array([np.nan, 1.0, 2.0])):
+        assert np.array_equal(average_ranks(a), stats.rankdata(a), equal_nan=True)
+    for _ in range(20):
+        a, b = rng.normal(size=2000), np.round(rng.normal(size=2000), 1)
+        assert correlation("spearman", a, b) == float(stats.spearmanr(a, b)[0])
     for _ in range(20):
         a = rng.integers(1, 6, 2000).astype(float)
         b = np.round(a + rng.normal(size=2000)) / 2

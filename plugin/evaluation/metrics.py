@@ -12,7 +12,7 @@ holds ten splits of half a million test rows and five methods in about 400 MB.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,16 +178,24 @@ def agreement(est: NDArray[np.float64], y: NDArray[np.float64]) -> dict[str, Any
 
 
 def midpoint_table(
-    rows: list[RowMetrics], y: NDArray[np.float64], raw: NDArray[np.float64], raw_row: dict[str, Any] | None = None
+    rows: list[RowMetrics],
+    y: NDArray[np.float64],
+    raw: Callable[[], NDArray[Any]],
+    raw_row: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The judge's raw score and a method's set or interval midpoints as estimates of the label.
 
     Rows without a midpoint (empty sets) are left out of both rows of the
     table. ``raw_row``, the raw score's row over every pooled row, saves
-    recomputing it for each method when no row is left out.
+    recomputing it for each method when no row is left out; ``raw`` gives the
+    raw scores of the pooled rows when they are needed. With no row left
+    out, no pooled column is copied.
     """
-    mid = pooled(rows, "midpoint").astype(np.float64)
+    mid = pooled(rows, "midpoint").astype(np.float64, copy=False)
     ok = ~np.isnan(mid)
-    if raw_row is None or not ok.all():
-        raw_row = agreement(raw[ok].astype(np.float64), y[ok])
+    if ok.all():
+        if raw_row is None:
+            raw_row = agreement(raw().astype(np.float64), y)
+        return {"raw": raw_row, "midpoint": agreement(mid, y)}
+    raw_row = agreement(raw()[ok].astype(np.float64), y[ok])
     return {"raw": raw_row, "midpoint": agreement(mid[ok], y[ok])}

@@ -212,7 +212,7 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         entry["coverage_by_label"] = stratified(per_seed, label_pool, list(scale.labels))
         entry["coverage_by_error"] = stratified(per_seed, parsed_error, list(range(scale.k)))
         entry["informativeness"] = informativeness(pooled(per_seed, "labels_width"))
-        entry["midpoint"] = midpoint_table(per_seed, y_pool, data.parsed[test_idx], raw_row)
+        entry["midpoint"] = midpoint_table(per_seed, y_pool, lambda: data.parsed[test_idx], raw_row)
         report["methods"][spec] = entry
         report["conditional_coverage"][spec] = conditional_coverage(per_seed, y_pool, judge_error_pool, group_pool)
 

@@ -8,6 +8,21 @@ from typing import Any, TextIO
 
 import numpy as np
 
+#: The scalars JSON can hold, Python's or numpy's (what :func:`python_scalar` takes).
+SCALAR_TYPES = (bool, np.bool_, int, np.integer, float, np.floating, str, type(None))
+
+
+def python_scalar(value: Any) -> bool | int | float | str | None:
+    """One of :data:`SCALAR_TYPES` as Python's own type (numpy's bool, integers and floats converted)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    out: str | None = value
+    return out
+
 
 def to_strict(obj: Any) -> Any:
     """Plain-Python, strictly JSON-serialisable copy: NaN/inf -> ``None``, numpy -> Python."""
@@ -17,15 +32,9 @@ def to_strict(obj: Any) -> Any:
         return [to_strict(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return [to_strict(v) for v in obj.tolist()]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        value = float(obj)
-        return value if math.isfinite(value) else None
-    if obj is None or isinstance(obj, str):
-        return obj
+    if isinstance(obj, SCALAR_TYPES):
+        value = python_scalar(obj)
+        return None if isinstance(value, float) and not math.isfinite(value) else value
     return str(obj)
 
 

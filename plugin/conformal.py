@@ -19,6 +19,7 @@ Conventions (also in the README):
 from __future__ import annotations
 
 import abc
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -180,6 +181,23 @@ class Prediction:
         return Prediction(lower[inv], upper[inv], sets[inv], full[inv], scale)
 
 
+def init_parameters(cls: type) -> list[inspect.Parameter]:
+    """The named parameters of ``cls.__init__`` and its bases' (a subclass's first, each name once).
+
+    Methods may pass their bases' parameters on through ``**kwargs``, so the
+    parameters a method takes are those of every ``__init__`` in its MRO.
+    """
+    params: dict[str, inspect.Parameter] = {}
+    for klass in cls.__mro__:
+        init = vars(klass).get("__init__")
+        if klass is object or init is None:
+            continue
+        for p in inspect.signature(init).parameters.values():
+            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                params.setdefault(p.name, p)
+    return list(params.values())
+
+
 class ConformalMethod(abc.ABC):
     """Base class of every interval and set method.
 
@@ -226,16 +244,7 @@ class ConformalMethod(abc.ABC):
     # -- parameters -----------------------------------------------------
     def get_params(self) -> dict[str, Any]:
         """Constructor arguments (scikit-learn convention), for specs and reports."""
-        import inspect
-
-        names: list[str] = []
-        for klass in type(self).__mro__:
-            init = vars(klass).get("__init__")
-            if klass is object or init is None:
-                continue
-            for p in inspect.signature(init).parameters.values():
-                if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in names:
-                    names.append(p.name)
+        names = [p.name for p in init_parameters(type(self))]
         return {n: getattr(self, n) for n in names if hasattr(self, n)}
 
     # -- stages ---------------------------------------------------------

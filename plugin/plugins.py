@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import importlib.util
-import inspect
 import os
 import re
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from judgecp import hookspecs
-from judgecp.conformal import ConformalMethod
+from judgecp.conformal import ConformalMethod, init_parameters
 from judgecp.errors import InputError, MissingDependencyError, did_you_mean, unknown
 from judgecp.exclusions import Exclusions
 from judgecp.scale import LikertScale
@@ -248,16 +247,8 @@ def sniff_format(path: Path, pm: pluggy.PluginManager | None = None) -> str:
 
 def method_parameters(cls: type[ConformalMethod]) -> list[str]:
     """The keyword arguments a method class takes (its and its bases' ``__init__``)."""
-    names: list[str] = []
-    for klass in cls.__mro__:
-        init = vars(klass).get("__init__")
-        if klass is object or init is None:
-            continue
-        for p in inspect.signature(init).parameters.values():
-            if p.name not in ("self", "alpha", "scale", "random_state") and p.kind is p.KEYWORD_ONLY:
-                if p.name not in names:
-                    names.append(p.name)
-    return names
+    return [p.name for p in init_parameters(cls)
+            if p.name not in ("alpha", "scale", "random_state") and p.kind is p.KEYWORD_ONLY]
 
 
 def check_method_spec(spec: str, *, kind: str = "likert", flag: str = "--methods") -> str:

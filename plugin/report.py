@@ -4,9 +4,25 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import numpy as np
+
+#: The scalars JSON can hold, Python's or numpy's (what :func:`python_scalar` takes).
+SCALAR_TYPES = (bool, np.bool_, int, np.integer, float, np.floating, str, type(None))
+
+
+def python_scalar(value: Any) -> bool | int | float | str | None:
+    """One of :data:`SCALAR_TYPES` as Python's own type (numpy's bool, integers and floats converted)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    out: str | None = value
+    return out
 
 
 def to_strict(obj: Any) -> Any:
@@ -17,15 +33,9 @@ def to_strict(obj: Any) -> Any:
         return [to_strict(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return [to_strict(v) for v in obj.tolist()]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        value = float(obj)
-        return value if math.isfinite(value) else None
-    if obj is None or isinstance(obj, str):
-        return obj
+    if isinstance(obj, SCALAR_TYPES):
+        value = python_scalar(obj)
+        return None if isinstance(value, float) and not math.isfinite(value) else value
     return str(obj)
 
 
@@ -159,7 +169,9 @@ def write_report(report: dict[str, Any], out: TextIO, *, detail: str | None = No
         if detail is not None:
             write_detail(report, detail, out)
     else:
-        {"pairwise": write_pairwise_table, "mcq": write_mcq_table, "parc": write_parc_table}[kind](report, out)
+        noun, write_body = _TABLES[kind]
+        _head(report, out, noun)
+        write_body(report, out)
 
 
 def _head(report: dict[str, Any], out: TextIO, title: str) -> None:
@@ -171,9 +183,8 @@ def _head(report: dict[str, Any], out: TextIO, title: str) -> None:
 
 
 def write_pairwise_table(report: dict[str, Any], out: TextIO) -> None:
-    """Uncertainty quality per signal and risk/coverage per controller and level."""
+    """Uncertainty quality per signal and risk/coverage per controller and level (below the head)."""
     w = out.write
-    _head(report, out, "pairs")
     p = report["protocol"]
     w(f"  {p['n_splits']} random splits, {p['cal_fraction']:.0%} calibration; controllers use {p['signal']}\n\n")
     w(f"  {'signal':12s} {'accuracy':>9s} {'ECE':>7s} {'AUROC':>7s} {'AUPRC':>7s}\n")
@@ -188,9 +199,8 @@ def write_pairwise_table(report: dict[str, Any], out: TextIO) -> None:
 
 
 def write_mcq_table(report: dict[str, Any], out: TextIO) -> None:
-    """Coverage and set sizes per method."""
+    """Coverage and set sizes per method (below the head)."""
     w = out.write
-    _head(report, out, "items")
     w(f"  alpha {report['alpha']}, {len(report['protocol']['seeds'])} seeds; model accuracy {report['accuracy']:.3f}; "
       f"options per item {report['options']['mean']:.2f}\n\n")
     w(f"  {'method':24s} {'coverage':>14s} {'set size':>14s} {'size|correct':>13s} {'size|wrong':>11s} {'empty':>6s}\n")
@@ -200,9 +210,8 @@ def write_mcq_table(report: dict[str, Any], out: TextIO) -> None:
 
 
 def write_parc_table(report: dict[str, Any], out: TextIO) -> None:
-    """PARC's calibrated scores by variation."""
+    """PARC's calibrated scores by variation (below the head)."""
     w = out.write
-    _head(report, out, "records")
     p = report["protocol"]
     w(f"  certainty from {1 - p['alpha']:.0%} LAC sets, threshold from the {p['reference']} prompts, {len(p['seeds'])} seeds\n\n")
     w(f"  {'variation':10s} {'reliability':>12s} {'accuracy':>9s} {'certainty':>10s} {'consistency':>12s}   (calibrated)\n")
@@ -212,3 +221,11 @@ def write_parc_table(report: dict[str, Any], out: TextIO) -> None:
             entry = report[score]["variation"].get(v)
             cells.append(fmt(entry.get("calibrated")) if entry else "-")
         w(f"  {v:10s} {cells[0]:>12s} {cells[1]:>9s} {cells[2]:>10s} {cells[3]:>12s}\n")
+
+
+#: The table of each kind other than Likert: the noun its head counts, and the body below the head.
+_TABLES: dict[str, tuple[str, Callable[[dict[str, Any], TextIO], None]]] = {
+    "pairwise": ("pairs", write_pairwise_table),
+    "mcq": ("items", write_mcq_table),
+    "parc": ("records", write_parc_table),
+}

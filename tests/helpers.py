@@ -37,6 +37,17 @@ def write_likert_csv(path: Path, data: ScoreData, **extra: Sequence[Any]) -> Pat
     return path
 
 
+def cheap_spec(name: str, *, epochs: int, rounds: int, levels: int) -> str:
+    """The method spec ``name`` with its cost knob turned down, where it has one; any other spec as it is.
+
+    The knobs: r2ccp's ``epochs``, the boosted methods' ``max_rounds`` (``rounds``), chr's ``n_levels``
+    (``levels``). Their guarantee holds at any value; each test module picks what its checks need.
+    """
+    knob = {"r2ccp": f"epochs={epochs}", "boosted_cqr": f"max_rounds={rounds}", "boosted_lcp": f"max_rounds={rounds}",
+            "chr": f"n_levels={levels}"}
+    return f"{name}({knob[name]})" if name in knob else name
+
+
 def repeated_coverage(
     spec: str,
     draw: Callable[[int], tuple[np.ndarray, np.ndarray]],

@@ -18,20 +18,14 @@ from judgecp.conformal import (
 from judgecp.errors import InputError
 from judgecp.plugins import build_method, method_classes
 from judgecp.scale import LikertScale
-from tests.helpers import judge_draw
+from tests.helpers import cheap_spec, judge_draw
 
 SCALE = LikertScale()
-FAST = {
-    "r2ccp": "r2ccp(epochs=5)",
-    "boosted_cqr": "boosted_cqr(max_rounds=5)",
-    "boosted_lcp": "boosted_lcp(max_rounds=5)",
-    "chr": "chr(n_levels=100)",
-}
 ALL = list(method_classes())
 
 
 def spec(name: str) -> str:
-    return FAST.get(name, name)
+    return cheap_spec(name, epochs=5, rounds=5, levels=100)
 
 
 # -- quantile ---------------------------------------------------------------

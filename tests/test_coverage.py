@@ -34,16 +34,16 @@ import pytest
 
 from judgecp.plugins import build_method
 from judgecp.scale import LikertScale
-from tests.helpers import judge_draw, repeated_coverage
+from tests.helpers import cheap_spec, judge_draw, repeated_coverage
 
 SCALE = LikertScale()
-# Cheaper settings where the guarantee does not depend on them.
-FAST = {
-    "r2ccp": "r2ccp(epochs=25)",
-    "boosted_cqr": "boosted_cqr(max_rounds=15)",
-    "boosted_lcp": "boosted_lcp(max_rounds=15)",
-    "chr": "chr(n_levels=200)",
-}
+
+
+def fast(name: str) -> str:
+    """Cheaper settings where the guarantee does not depend on them."""
+    return cheap_spec(name, epochs=25, rounds=15, levels=200)
+
+
 ALL = ["naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp",
        "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin"]
 INTERVAL = ["naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp"]
@@ -88,7 +88,7 @@ def test_band_given_fit(name: str, labels: str, n: int, alpha: float) -> None:
         pytest.skip("set methods need integer labels")
     reps, n_test = 150, 400
     rng = np.random.default_rng([ALL.index(name), n, int(alpha * 100), int(continuous)])
-    method = build_method(FAST.get(name, name), alpha=alpha, scale=SCALE, random_state=7)
+    method = build_method(fast(name), alpha=alpha, scale=SCALE, random_state=7)
     X_fit, y_fit = judge_draw(500, rng, continuous=continuous)
     method.fit(X_fit, y_fit)
     covs = []
@@ -106,9 +106,9 @@ def test_band_given_fit(name: str, labels: str, n: int, alpha: float) -> None:
 def test_calibrate_end_to_end(name: str) -> None:
     alpha, reps = 0.1, 25
     rng = np.random.default_rng([ALL.index(name), 99])
-    covs = repeated_coverage(FAST.get(name, name), lambda n: judge_draw(n, rng), covered, n_cal=600, n_test=1000,
+    covs = repeated_coverage(fast(name), lambda n: judge_draw(n, rng), covered, n_cal=600, n_test=1000,
                              alpha=alpha, reps=reps, scale=SCALE)
-    n_conf = 600 if not build_method(FAST.get(name, name), alpha=alpha, scale=SCALE).fits_model else 300
+    n_conf = 600 if not build_method(fast(name), alpha=alpha, scale=SCALE).fits_model else 300
     check_band(name, list(covs), alpha, n_conf, two_sided=False)
 
 
@@ -120,7 +120,7 @@ def test_r2ccp_exact_set_band(labels: str) -> None:
     continuous = labels == "continuous"
     alpha, n, reps = 0.2, 200, 150
     rng = np.random.default_rng([3, int(continuous)])
-    method = build_method(FAST["r2ccp"], alpha=alpha, scale=SCALE, random_state=7)
+    method = build_method(fast("r2ccp"), alpha=alpha, scale=SCALE, random_state=7)
     method.fit(*judge_draw(500, rng, continuous=continuous))
     covs = []
     for _ in range(reps):
@@ -168,7 +168,7 @@ def test_mondrian_group_conditional_coverage(name: str) -> None:
         X, y, groups = np.vstack(Xs), np.concatenate(ys), np.concatenate(gs)
         perm = rng.permutation(y.size)
         cal, test = perm[:300], perm[300:]
-        m = Mondrian(lambda i, r=r: build_method(FAST.get(name, name), alpha=alpha, scale=SCALE, random_state=r * 10 + i))
+        m = Mondrian(lambda i, r=r: build_method(fast(name), alpha=alpha, scale=SCALE, random_state=r * 10 + i))
         pred = m.calibrate(X[cal], y[cal], groups[cal]).predict(X[test], groups[test])
         hit = pred.sets[np.arange(test.size), SCALE.index(y[test])]
         for g in (0, 1):

@@ -28,16 +28,10 @@ from judgecp.errors import InputError
 from judgecp.methods.variants import Variant, make_variant
 from judgecp.plugins import build_method, check_method_spec, method_classes, parse_method_spec
 from judgecp.scale import LikertScale
-from tests.helpers import judge_draw, repeated_coverage
+from tests.helpers import cheap_spec, judge_draw, repeated_coverage
 
 SCALE = LikertScale()
 Z = 4.0
-FAST = {
-    "r2ccp": "r2ccp(epochs=10)",
-    "boosted_cqr": "boosted_cqr(max_rounds=10)",
-    "boosted_lcp": "boosted_lcp(max_rounds=10)",
-    "chr": "chr(n_levels=200)",
-}
 UNFITTED = ["naive", "lac", "aps", "ordinal_aps", "ordinal_set", "margin", "raps(lam=0.01, k_reg=1)"]
 FITTED = ["naive(predictor=regressor)", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp",
           "r2ccp", "raps", "lac(probabilities=recalibrated)"]
@@ -45,8 +39,12 @@ FITTED = ["naive(predictor=regressor)", "cqr", "cqr_asym", "chr", "lvd", "booste
 TWO_SIDED = {"naive", "lac", "aps", "ordinal_set", "margin", "raps(lam=0.01, k_reg=1)"}
 
 
+def fast(spec: str) -> str:
+    return cheap_spec(spec, epochs=10, rounds=10, levels=200)
+
+
 def with_option(spec: str, option: str) -> str:
-    name, kwargs = parse_method_spec(FAST.get(spec, spec))
+    name, kwargs = parse_method_spec(fast(spec))
     inner = ", ".join([*(f"{k}={v}" for k, v in kwargs.items()), option])
     return f"{name}({inner})"
 
@@ -237,8 +235,8 @@ def test_label_scores_reproduce_the_method(spec: str) -> None:
     rng = np.random.default_rng(9)
     Xc, yc = judge_draw(500, rng)
     Xt, _ = judge_draw(700, rng)
-    name, kwargs = parse_method_spec(FAST.get(spec, spec))
-    base = build_method(FAST.get(spec, spec), alpha=0.1, scale=SCALE, random_state=3).calibrate(Xc, yc).predict(Xt)
+    name, kwargs = parse_method_spec(fast(spec))
+    base = build_method(fast(spec), alpha=0.1, scale=SCALE, random_state=3).calibrate(Xc, yc).predict(Xt)
     v = make_variant(method_classes()[name], kwargs, {}, alpha=0.1, scale=SCALE, random_state=3)
     v.scores_only, v.output = True, "set"  # the marginal count-based path, one cell
     sets = v.calibrate(Xc, yc).predict(Xt).sets

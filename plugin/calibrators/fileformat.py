@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.errors import InputError
+from judgecp.report import SCALAR_TYPES, python_scalar
 
 SCHEMA = "judgecp.calibrator/1"
 #: Calibration kinds: what the estimator is (``parc`` records are calibrated as ``mcq``).
@@ -32,15 +33,11 @@ SUMMARY_QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 def _encode(value: Any, where: str) -> Any:
     """A JSON value for a fitted attribute, or an InputError when it is not plain data."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return v if math.isfinite(v) else repr(v)  # "inf", "-inf", "nan": JSON has no such numbers
-    if isinstance(value, str) or value is None:
-        return value
+    if isinstance(value, SCALAR_TYPES):
+        scalar = python_scalar(value)
+        if isinstance(scalar, float) and not math.isfinite(scalar):
+            return repr(scalar)  # "inf", "-inf", "nan": JSON has no such numbers
+        return scalar
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         return {"array": [_encode(v, where) for v in value.ravel().tolist()], "shape": list(value.shape),
                 "dtype": value.dtype.str}

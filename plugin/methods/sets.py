@@ -124,26 +124,33 @@ class _SetMethod(ProbabilityMethod):
         return Prediction.from_sets(sets_at(scores, self.threshold_), self.scale)
 
 
-class LAC(_SetMethod):
+class _DeterministicSetMethod(_SetMethod):
+    """Sets from a score that depends on the probabilities only (no randomisation): ``score_function(P)``."""
+
+    randomized = False
+
+    @staticmethod
+    def score_function(P: FloatArray) -> FloatArray:
+        raise NotImplementedError
+
+    def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
+        return self.score_function(P)
+
+
+class LAC(_DeterministicSetMethod):
     """Least ambiguous set-valued classifier: ``{k : p_k >= 1 - q}``."""
 
     name = "lac"
     reference = "Sadinle, Lei & Wasserman (2019), JASA"
-    randomized = False
-
-    def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
-        return lac_scores(P)
+    score_function = staticmethod(lac_scores)
 
 
-class Margin(_SetMethod):
+class Margin(_DeterministicSetMethod):
     """Margin sets: ``{k : max_{j != k} p_j - p_k <= q}``."""
 
     name = "margin"
     reference = "Angelopoulos & Bates (2021); the margin score of the VLM conformal benchmark (2025), label-dependent form"
-    randomized = False
-
-    def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
-        return margin_scores(P)
+    score_function = staticmethod(margin_scores)
 
 
 class APS(_SetMethod):

@@ -18,7 +18,9 @@ from judgecp.reports.figures.common import (
     _method_bars,
     absent,
     colors,
+    drawn_per,
     new_figure,
+    series_by_method_or_report,
 )
 from judgecp.reports.load import Run
 
@@ -67,7 +69,7 @@ def mcq_groups(runs: Sequence[Run], focus: str) -> Result:
         ax.grid(axis="y", alpha=0.3)
     _fig_legend(fig, list(axes))
     fig.suptitle(title, fontsize=11)
-    what = "one bar per method" if len(runs) == 1 else f"one bar per report, method {focus}"
+    what = drawn_per(runs, focus, "bar")
     cap = (f"α = {alpha:g}, test rows of every split pooled per group ({what}); the guarantee is marginal, "
            "groups can fall below the target.")
     return Plot(fid, title, cap, fig)
@@ -78,10 +80,7 @@ def set_size_hist(runs: Sequence[Run], focus: str) -> Result:
     have = [r for r in runs if r.report.get("set_size_distribution")]
     if not have:
         return Missing(fid, title, "no `set_size_distribution` in the report (made by judgecp evaluate from this version on)")
-    if len(runs) == 1:
-        series = list(have[0].report["set_size_distribution"].items())
-    else:
-        series = [(r.name, r.report["set_size_distribution"][focus]) for r in have if focus in r.report["set_size_distribution"]]
+    series = series_by_method_or_report(runs, have, focus, lambda r: r.report["set_size_distribution"])
     sizes = sorted({int(k) for _, d in series for k in d})
     fig = new_figure(WIDTH + (1.0 if len(series) > 4 else 0), 3.8)
     ax = fig.subplots()

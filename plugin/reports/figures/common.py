@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from judgecp.errors import require
 from judgecp.reports.load import Run
+
+T = TypeVar("T")
 
 TARGET_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2, "zorder": 3}
 
@@ -93,6 +95,21 @@ def common_methods(runs: Sequence[Run], section: str = "methods") -> list[str]:
     return [m for m in first if all(m in r.report.get(section, {}) for r in runs[1:])]
 
 
+def series_by_method_or_report(
+    runs: Sequence[Run], have: Sequence[Run], focus: str, entries: Callable[[Run], Mapping[str, T]],
+) -> list[tuple[str, T]]:
+    """A figure's series as the package docstring says: one report, one per entry of ``entries(report)``
+    (a method, a controller, ...); several, one per report of ``have`` that has ``focus``, that entry."""
+    if len(runs) == 1:
+        return list(entries(have[0]).items())
+    return [(r.name, entries(r)[focus]) for r in have if focus in entries(r)]
+
+
+def drawn_per(runs: Sequence[Run], focus: str, mark: str = "line") -> str:
+    """What each line (or bar) stands for, for a caption."""
+    return f"one {mark} per method" if len(runs) == 1 else f"one {mark} per report, method {focus}"
+
+
 def _alpha_sweep(
     runs: Sequence[Run], focus: str, fid: str, title: str, entry: Callable[[Any], Mapping[str, Any]], *,
     size: str, labels: tuple[str, str, str], extra_width: tuple[float, float], what_is_shown: str = "",
@@ -109,13 +126,8 @@ def _alpha_sweep(
         return Missing(fid, title, "no `alpha_sweep` in the report: run `judgecp evaluate` with `--alphas 0.05,0.1,0.2`")
     fig = new_figure(WIDTH + extra_width[0 if len(runs) == 1 else 1], 3.8)
     ax_cov, ax_s = fig.subplots(1, 2)
-    if len(runs) == 1:
-        series = list(swept[0].report["alpha_sweep"]["methods"].items())
-        what = "one line per method"
-    else:
-        series = [(r.name, r.report["alpha_sweep"]["methods"][focus]) for r in swept
-                  if focus in r.report["alpha_sweep"]["methods"]]
-        what = f"one line per report, method {focus}"
+    series = series_by_method_or_report(runs, swept, focus, lambda r: r.report["alpha_sweep"]["methods"])
+    what = drawn_per(runs, focus)
     all_alphas: set[float] = set()
     for i, ((label, per), c) in enumerate(zip(series, colors(len(series)), strict=True)):
         alphas = sorted(float(a) for a in per)

@@ -20,7 +20,9 @@ from judgecp.reports.figures.common import (
     _reliability,
     absent,
     colors,
+    drawn_per,
     new_figure,
+    series_by_method_or_report,
 )
 from judgecp.reports.load import Run
 
@@ -86,16 +88,17 @@ def _series_label(run: Run, focus: str, n_runs: int) -> str:
     return name if run.calibration.lower() in name.lower() else f"{name} ({run.calibration} calibration)"
 
 
+def _method_sections(run: Run, section: str) -> dict[str, Any]:
+    """``section`` of each of the report's methods that has one."""
+    return {m: e[section] for m, e in run.report["methods"].items() if section in e}
+
+
 def _by_stratum(runs: Sequence[Run], focus: str, section: str, fid: str, title: str, xlabel: str) -> Result:
     have = [r for r in runs if r.report.get("methods") and any(section in m for m in r.report["methods"].values())]
     if not have:
         return Missing(fid, title, f"no `{section}` in the report's methods")
-    if len(runs) == 1:
-        series = [(m, e[section]) for m, e in have[0].report["methods"].items()]
-        what = "one line per method"
-    else:
-        series = [(r.name, r.report["methods"][focus][section]) for r in have if focus in r.report["methods"]]
-        what = f"one line per report, method {focus}"
+    series = series_by_method_or_report(runs, have, focus, lambda r: _method_sections(r, section))
+    what = drawn_per(runs, focus)
     strata = sorted({s for _, per in series for s in per}, key=lambda s: float(s))
     fig = new_figure(WIDTH + (1.4 if len(series) > 6 else 0), 4.0)
     ax = fig.subplots()
@@ -132,10 +135,7 @@ def width_distribution(runs: Sequence[Run], focus: str) -> Result:
     have = [r for r in runs if any("informativeness" in m for m in r.report.get("methods", {}).values())]
     if not have:
         return Missing(fid, title, "no `informativeness` in the report's methods")
-    if len(runs) == 1:
-        rows = [(m, e["informativeness"]) for m, e in have[0].report["methods"].items()]
-    else:
-        rows = [(r.name, r.report["methods"][focus]["informativeness"]) for r in have if focus in r.report["methods"]]
+    rows = series_by_method_or_report(runs, have, focus, lambda r: _method_sections(r, "informativeness"))
     bins = (("decisive", "decisive (width ≤ 1)"), ("moderate", "moderate (1 < width ≤ 3)"),
             ("uninformative", "uninformative (width > 3)"))
     fig = new_figure(WIDTH + 1.0, max(2.6, 0.3 * len(rows) + 1.5))

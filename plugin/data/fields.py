@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from judgecp.errors import InputError, did_you_mean, unknown
-from judgecp.tables import ArrowColumn, Table, read_table
+from judgecp.tables import ArrowColumn, Table, arrow_pool, read_table
 
 ID_CANDIDATES = ("id", "sample_id", "doc_id", "index")
 CANDIDATES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -169,7 +169,7 @@ def numbers(cells: Any) -> tuple[Any, Any]:
         import pyarrow.compute as pc
 
         try:
-            cast = pc.cast(cells.array, pa.float64())
+            cast = pc.cast(cells.array, pa.float64(), memory_pool=arrow_pool())
         except pa.ArrowInvalid:  # a cell Arrow does not read as a number: the cell-by-cell rules decide
             cells = cells.cells()
         else:

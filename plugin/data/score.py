@@ -43,7 +43,7 @@ from judgecp.errors import InputError, NoUsableRecords, unknown
 from judgecp.exclusions import Exclusions
 from judgecp.extraction import DEFAULT_FLOOR
 from judgecp.scale import LikertScale
-from judgecp.tables import ArrowColumn, Table
+from judgecp.tables import ArrowColumn, Table, arrow_pool
 
 _TRAILING_INT = re.compile(r"^(.*?)(-?\d+)$")
 #: Record fields that are not groupable fields of a row.
@@ -194,7 +194,10 @@ def _ids(table: Table, id_col: str | None) -> list[str]:
     if isinstance(column, ArrowColumn):
         import pyarrow.compute as pc
 
-        ids: list[str] = pc.utf8_trim_whitespace(pc.fill_null(column.array, "")).to_pylist()
+        pool = arrow_pool()
+        filled = pc.coalesce(column.array, "", memory_pool=pool)  # fill_null, in judgecp's pool
+        ids: list[str] = pc.utf8_trim_whitespace(filled, memory_pool=pool).to_pylist()
+        del filled
     else:
         ids = [("" if v is None else str(v)).strip() for v in column]
     if not all(ids):

@@ -189,6 +189,7 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         "reliability_diagram": likert_reliability(P, data.labels, scale.labels.tolist()),
         "methods": {},
     }
+    del P  # 8 bytes a row and label, not needed again (group_report takes its own)
     group_field = protocol.mondrian or protocol.group
     groups = data.field(group_field) if group_field else None
     y_all = data.labels

@@ -37,14 +37,13 @@ from typing import Any
 
 from lm_eval.api.task import ConfigurableTask
 
-from judgecp.adapters.lm_eval import data_sources, images, model_name
-from judgecp.adapters.lm_eval.metrics import Metric, aggregations, cached_report, read_metric
+from judgecp import datasources, images
+from judgecp.adapters.lm_eval import model_name
+from judgecp.adapters.lm_eval.metrics import aggregations, cached_report
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.ensemble.prompts import JudgePrompt
 from judgecp.ensemble.sources import PreferenceItem
 from judgecp.ensemble.study import (
-    DEFAULT_PROMPTS,
-    SAMPLE_PROMPT,
     displayed,
     sample_items,
     select_prompts,
@@ -54,13 +53,12 @@ from judgecp.ensemble.study import (
 )
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.scalars import Metric, ensemble_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 
 #: Image placeholder of lm-eval's multimodal models.
 IMAGE_TOKEN = "<image>"
-METHODS = ("uniform", "bpe", "mixture")
-SCORES = ("ece", "mce", "auprc", "nll", "accuracy")
 #: ``--metadata`` keys of the prompt choice (besides the study's, :data:`judgecp.ensemble.study.STUDY_SETTINGS`,
 #: and the data's: ``data_dir``, ``max_items``, ``data_seed``, ``split``) and their defaults.
 PROMPT_SETTINGS: dict[str, Any] = {"prompt_set": None, "prompts": None, "prompt_seed": 0}
@@ -72,7 +70,7 @@ def item_documents(
     """One document per prompt (every value a string, a list of strings or None).
 
     ``image_refs`` are the item's two images in stored order (local paths or
-    :func:`judgecp.adapters.lm_eval.images.table_ref` references); each
+    :func:`judgecp.images.table_ref` references); each
     document lists them in the prompt's displayed order.
     """
     docs = []
@@ -116,7 +114,7 @@ def ensemble_dataset(
     logger.info("judgecp: %s: %d items x %d prompts", what, len(chosen), len(chosen_prompts))
     docs = [doc for item in chosen for doc in item_documents(item, chosen_prompts, dataset=dataset,
                                                                image_refs=image_refs(item))]
-    return data_sources.as_dataset_dict(docs, what=what)
+    return datasources.as_dataset_dict(docs, what=what)
 
 
 # -- lm-eval hooks ---------------------------------------------------------------------------------
@@ -148,24 +146,6 @@ def task_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     meta = dict(metadata or {})
     prompts = {k: v if meta.get(k) is None else meta[k] for k, v in PROMPT_SETTINGS.items()}
     return {**prompts, **study_settings(meta)}
-
-
-def ensemble_metrics(with_mixture: bool) -> list[Metric]:
-    """``n_items``, ``n_prompts``, ``excluded``; per method ``<score>_<method>`` (+ ``_stderr``),
-    ``fdp_<method>`` and ``selected_<method>``."""
-    metrics = [
-        Metric("n_items", lambda r: r["n_items"], None, always=True),
-        Metric("n_prompts", lambda r: r["n_prompts"], None, always=True),
-        Metric("excluded", lambda r: r["n_excluded"], False, always=True),
-    ]
-    for method in METHODS if with_mixture else METHODS[:2]:
-        for score in SCORES:
-            higher = score in ("auprc", "accuracy")
-            metrics.append(Metric(f"{score}_{method}", lambda r, m=method, s=score: r["methods"][m][s], higher))
-            metrics.append(Metric(f"{score}_{method}_stderr", lambda r, m=method, s=score: r["methods"][m][f"{s}_std"], None))
-        metrics.append(Metric(f"fdp_{method}", lambda r, m=method: r["selection"][m]["fdp"], False))
-        metrics.append(Metric(f"selected_{method}", lambda r, m=method: r["selection"][m]["selected_share"], True))
-    return metrics
 
 
 def records_report(records: Sequence[Mapping[str, Any]], settings: Mapping[str, Any], task: str = "") -> dict[str, Any]:
@@ -260,15 +240,3 @@ class PromptEnsembleTask(JudgeReportTask):
         return study_record(doc["item"], doc["prompt_id"], order=doc["order"], label=doc.get("label"), logprobs=logprobs,
                             answer_key=json.loads(doc["answer_key"]), judge=str(model) if model else model_name(),
                             task=doc.get("dataset"), exclude=self.document_exclusion(doc))
-
-
-def metric_values(report: dict[str, Any], with_mixture: bool) -> dict[str, float]:
-    """Every metric of a task read from a report (as the task's aggregations read them)."""
-    return {m.name: read_metric(report, m) for m in ensemble_metrics(with_mixture)}
-
-
-__all__ = [
-    "DEFAULT_PROMPTS", "SAMPLE_PROMPT", "PromptEnsembleTask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "ensemble_dataset",
-    "item_documents", "metric_values", "records_report", "sample_items", "select_prompts", "task_settings",
-]
-

@@ -27,16 +27,12 @@ from typing import Any, ClassVar
 
 from lm_eval.api.task import ConfigurableTask
 
-from judgecp.adapters.lm_eval import calibrated, images, model_name
-from judgecp.adapters.lm_eval.metrics import (
-    Metric,
-    aggregations,
-    likert_metrics,
-    task_protocol,
-    task_report,
-)
+from judgecp import images
+from judgecp.adapters.lm_eval import calibrated, model_name
+from judgecp.adapters.lm_eval.metrics import aggregations, task_protocol, task_report
 from judgecp.errors import InputError
 from judgecp.records import complete, parse_judge_output, score_record
+from judgecp.scalars import Metric, calibrated_metrics, likert_metrics
 from judgecp.scale import LikertScale
 
 EXCLUDE_IMAGE = "image_load_failed"
@@ -61,7 +57,7 @@ class JudgeReportTask(ConfigurableTask):
             self.calibrator = calibrated.task_calibrator(self.config.metadata or {}, self.KIND)
         except InputError as exc:
             raise InputError(f"task {self.config.task}: {exc}") from None
-        metrics = self.metrics() if self.calibrator is None else calibrated.calibrated_metrics(self.KIND)
+        metrics = self.metrics() if self.calibrator is None else calibrated_metrics(self.KIND)
         self._judgecp_metrics = metrics
         self._judgecp_aggregations = aggregations(metrics, self.report)
 

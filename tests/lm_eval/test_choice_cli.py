@@ -27,7 +27,8 @@ from tests.lm_eval.helpers import (
 
 skip_without_lm_eval()
 
-from judgecp.adapters.lm_eval.metrics import mcq_metrics, parc_metrics, task_protocol  # noqa: E402
+from judgecp.adapters.lm_eval.metrics import task_protocol  # noqa: E402
+from judgecp.scalars import mcq_metrics, parc_metrics  # noqa: E402
 from tests.lm_eval.helpers import samples_records  # noqa: E402
 from tests.lm_eval.helpers import task_metrics as recomputed  # noqa: E402
 

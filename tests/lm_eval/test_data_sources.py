@@ -99,7 +99,7 @@ def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(folder: str, tm
     """The same documents from the local copy (data_dir) and from the hub dataset the YAML and README name."""
     import datasets
 
-    from judgecp.adapters.lm_eval import data_sources
+    from judgecp import datasources
     from tests.lm_eval import fixtures
 
     builder, call = HUB_LOADS[folder]
@@ -113,7 +113,7 @@ def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(folder: str, tm
         rows = [r for _, r in read_jsonl(jsonl[0]) if r is not None]
         table = datasets.Dataset.from_list(rows)
     else:
-        table = data_sources.load_table(local, hub_id="unused", split=call[1]["split"], config=(call[0] + (None,))[1])
+        table = datasources.load_table(local, hub_id="unused", split=call[1]["split"], config=(call[0] + (None,))[1])
     calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr(datasets, "load_dataset", lambda *a, **kw: calls.append((a, kw)) or table)
     for var in ("JUDGECP_MT_BENCH_HUMAN_DIR", "JUDGECP_REWARDBENCH_DIR", "JUDGECP_CHATBOT_ARENA_DIR",

@@ -1,4 +1,4 @@
-"""Images for judge tasks: read lazily, never sink the run.
+"""Images of judge documents (Pillow, imported lazily): read when judged, never sink the run.
 
 A document names its image by ``image_path`` (a local file) or carries it as
 ``image`` (a PIL image, as datasets' Image feature gives it). When it cannot
@@ -10,9 +10,11 @@ Documents with several images, or whose images live in a hub table, name
 them in ``image_refs``: local paths, or ``table#row#column`` references into
 a table registered with :func:`register_table` (a ``datasets.Dataset`` whose
 image columns are not decoded). The documents then stay small text records
-(lm-eval writes every document into the samples file), and an image that
-does not decode is a counted exclusion instead of a crash while lm-eval
-iterates the documents.
+(a harness may write every document into its output: lm-eval's samples
+file), and an image that does not decode is a counted exclusion instead of
+a crash while the harness iterates the documents. Nothing here imports a
+harness; the lm-eval tasks (``judgecp.tasks``, :mod:`judgecp.adapters.lm_eval`)
+are its users.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+#: lm-eval's logger tree: the warnings show in an lm-eval run's log next to the harness's own.
 logger = logging.getLogger("lm_eval.judgecp")
 
 #: Size of the blank image sent in place of one that failed to load.

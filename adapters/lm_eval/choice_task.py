@@ -23,12 +23,12 @@ from typing import Any
 
 from judgecp import datasources, images
 from judgecp.adapters.lm_eval import model_name
-from judgecp.adapters.lm_eval.metrics import Metric, mcq_metrics, parc_metrics
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.data.choice import variation_name
 from judgecp.exclusions import Exclusions
 from judgecp.prompts import choice_seed_prompt
 from judgecp.records import choice_record
+from judgecp.scalars import Metric, mcq_metrics, parc_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 

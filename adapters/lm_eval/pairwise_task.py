@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judgecp import datasources
-from judgecp.adapters.lm_eval.metrics import Metric, pairwise_metrics
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 from judgecp.prompts import PAIRWISE_SYSTEM_SINGLE_TURN, pairwise_user_turn
 from judgecp.records import pair_record
+from judgecp.scalars import Metric, pairwise_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 

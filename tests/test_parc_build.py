@@ -517,7 +517,7 @@ def test_hub_datasets_load_through_datasets(tmp_path: Path, monkeypatch: pytest.
 
 def test_lm_eval_task_loader_reads_the_build(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
-    from judgecp.adapters.lm_eval.choice_task import doc_to_image
+    from judgecp.images import load_images as doc_to_image  # parc_cp's doc_to_image
     from tests.lm_eval.test_data_sources import task_utils
 
     src = write_originals(tmp_path / "src")

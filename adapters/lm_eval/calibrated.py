@@ -26,15 +26,12 @@ Nothing here imports lm-eval.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgecp.adapters.lm_eval.metrics import cached_report
+from judgecp.adapters.lm_eval.metrics import cached_report, counted
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.scale import LikertScale
-
-logger = logging.getLogger("lm_eval.judgecp")
 
 _KIND = {"likert": "likert", "pairwise": "pairwise", "mcq": "mcq", "parc": "mcq"}
 
@@ -76,9 +73,4 @@ def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
         if data is None:
             raise
         summary = {"error": str(exc), "n": data.n_read, "excluded": data.excluded.to_json()}
-    summary["n_excluded"] = sum(e["count"] for e in summary["excluded"])
-    if "error" in summary:
-        logger.warning("judgecp: %s: metrics undefined: %s", task or "task", summary["error"])
-    for warning in summary.get("warnings", []):
-        logger.warning("judgecp: %s: %s", task or "task", warning["message"])
-    return summary
+    return counted(summary, task, log_excluded=False)

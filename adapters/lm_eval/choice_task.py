@@ -26,6 +26,7 @@ from judgecp.adapters.lm_eval import model_name
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.data.choice import variation_name
 from judgecp.exclusions import Exclusions
+from judgecp.parc import variation_order
 from judgecp.prompts import choice_seed_prompt
 from judgecp.records import choice_record
 from judgecp.scalars import Metric, mcq_metrics, parc_metrics
@@ -33,9 +34,6 @@ from judgecp.scalars import Metric, mcq_metrics, parc_metrics
 logger = logging.getLogger("lm_eval.judgecp")
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-#: PARC's variations in the paper's order (Table 1); others follow, sorted.
-PARC_VARIATIONS = ("O", "LR-I", "LR-C", "LR-V", "LS-N", "LS-A", "LS-M", "VR-B", "VR-L", "VR-R", "VS-S", "VS-E")
 
 
 def letters_for(options: Sequence[Any]) -> list[str]:
@@ -156,10 +154,6 @@ def doc_to_target(doc: Mapping[str, Any]) -> str:
     return ",".join(doc.get("correct") or [])
 
 
-def doc_to_image(doc: Mapping[str, Any]) -> list[Any]:
-    return images.load_images(doc)
-
-
 class MultipleChoiceTask(JudgeReportTask):
     """A multiple-choice benchmark evaluated with split-conformal option sets over the whole task."""
 
@@ -196,23 +190,12 @@ class PARCTask(MultipleChoiceTask):
     KIND = "parc"
 
     def metrics(self) -> list[Metric]:
-        from judgecp.errors import InputError
-        from judgecp.parc import family_of
-
         docs = self.task_docs
         names = {variation_name(str(v), f, Exclusions(), "") for v, f, e in zip(docs["variation"], docs["family"], docs["exclude"], strict=True)
                  if v and not e}
-        variations = [v for v in PARC_VARIATIONS if v in names] + sorted(names - set(PARC_VARIATIONS))
-        families = []
-        for v in variations:
-            try:
-                f = family_of(v)
-            except InputError:
-                continue
-            if f != "O" and f not in families:
-                families.append(f)
+        variations, families = variation_order(names)
         datasets = sorted({str(d) for d, e in zip(docs["dataset"], docs["exclude"], strict=True) if d and not e})
-        return parc_metrics(variations, sorted(families), datasets)
+        return parc_metrics(variations, families, datasets)
 
     def record_fields(self, doc: Mapping[str, Any]) -> dict[str, Any]:
         model = (self.config.metadata or {}).get("model")

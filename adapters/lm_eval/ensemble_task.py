@@ -37,9 +37,9 @@ from typing import Any
 
 from lm_eval.api.task import ConfigurableTask
 
-from judgecp import datasources, images
+from judgecp import datasources
 from judgecp.adapters.lm_eval import model_name
-from judgecp.adapters.lm_eval.metrics import aggregations, cached_report
+from judgecp.adapters.lm_eval.metrics import aggregations, cached_report, counted
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.ensemble.prompts import JudgePrompt
 from judgecp.ensemble.sources import PreferenceItem
@@ -50,6 +50,7 @@ from judgecp.ensemble.study import (
     study_record,
     study_report,
     study_settings,
+    undefined_study_report,
 )
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
@@ -120,22 +121,10 @@ def ensemble_dataset(
 # -- lm-eval hooks ---------------------------------------------------------------------------------
 
 
-def doc_to_text(doc: Mapping[str, Any]) -> str:
-    return str(doc["text"])
-
-
-def doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
-    return list(doc["glyphs"])
-
-
 def doc_to_target(doc: Mapping[str, Any]) -> str:
     """The glyph naming the human's preferred candidate in this document ("" when unlabeled)."""
     by_candidate = {candidate: glyph for glyph, candidate in json.loads(doc["answer_key"]).items()}
     return by_candidate.get(str(doc.get("label")), "")
-
-
-def doc_to_image(doc: Mapping[str, Any]) -> list[Any]:
-    return images.load_images(doc)
 
 
 # -- the task ---------------------------------------------------------------------------------------
@@ -157,19 +146,8 @@ def _report(ordered: list[Mapping[str, Any]], settings: Mapping[str, Any], task:
     try:
         report = study_report(ordered, settings)
     except InputError as exc:
-        excluded = Exclusions()
-        for r in ordered:
-            if r.get("exclude"):
-                excluded.add(f"{r['exclude']} (item left out)", r.get("id"))
-        report = {"error": str(exc), "n_items": len({str((r.get("meta") or {}).get("item")) for r in ordered}),
-                  "n_prompts": len({r.get("prompt") for r in ordered}), "excluded": excluded.to_json(),
-                  "methods": {}, "selection": {}}
-        logger.warning("judgecp: %s: metrics undefined: %s", task or "task", exc)
-    report["n_excluded"] = sum(e["count"] for e in report["excluded"])
-    if report["n_excluded"]:
-        reasons = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"])
-        logger.warning("judgecp: %s: %d excluded: %s", task or "task", report["n_excluded"], reasons)
-    return report
+        report = undefined_study_report(ordered, str(exc))
+    return counted(report, task)
 
 
 class PromptEnsembleTask(JudgeReportTask):

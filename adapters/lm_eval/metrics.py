@@ -108,14 +108,20 @@ def _compute(records: list[Record], kind: str, protocol: Protocol, task: str, sc
         if data is None:
             raise
         report = undefined_report(str(exc), data.n_read, data.n, data.excluded.to_json(), data.flags.to_json(key="flag"))
+    return counted(report, task)
+
+
+def counted(report: dict[str, Any], task: str, *, log_excluded: bool = True) -> dict[str, Any]:
+    """``report`` with ``n_excluded`` added; logged: why it is undefined, what it excluded, its warnings."""
+    name = task or "task"
     report["n_excluded"] = sum(e["count"] for e in report["excluded"])
     if "error" in report:
-        logger.warning("judgecp: %s: metrics undefined: %s", task or "task", report["error"])
-    if report["n_excluded"]:
+        logger.warning("judgecp: %s: metrics undefined: %s", name, report["error"])
+    if log_excluded and report["n_excluded"]:
         reasons = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"])
-        logger.warning("judgecp: %s: %d excluded: %s", task or "task", report["n_excluded"], reasons)
+        logger.warning("judgecp: %s: %d excluded: %s", name, report["n_excluded"], reasons)
     for warning in report.get("warnings", []):
-        logger.warning("judgecp: %s: %s", task or "task", warning["message"])
+        logger.warning("judgecp: %s: %s", name, warning["message"])
     return report
 
 

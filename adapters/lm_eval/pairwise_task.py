@@ -168,10 +168,6 @@ def doc_to_text(doc: Mapping[str, Any]) -> str:
     return pairwise_user_turn(doc["questions"], doc["answers_a"], doc["answers_b"])
 
 
-def doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
-    return list(LABELS)
-
-
 def doc_to_target(doc: Mapping[str, Any]) -> str:
     """The letter the human preference is in this document's order ("" when there is none)."""
     label = doc.get("label")

@@ -159,6 +159,21 @@ def study_record(item: Any, prompt_id: Any, *, order: str, label: Any, logprobs:
                        **fields)
 
 
+def undefined_study_report(records: Sequence[Mapping[str, Any]], error: str) -> dict[str, Any]:
+    """The report of records the study cannot evaluate (``error``): its counts only, no metrics.
+
+    ``n_items`` and ``n_prompts`` as the records name them; records a harness
+    left out (``exclude``) are counted as in :func:`study_report`.
+    """
+    excluded = Exclusions()
+    for r in records:
+        if r.get("exclude"):
+            excluded.add(f"{r['exclude']} (item left out)", r.get("id"))
+    return {"error": error, "n_items": len({str((r.get("meta") or {}).get("item")) for r in records}),
+            "n_prompts": len({r.get("prompt") for r in records}), "excluded": excluded.to_json(),
+            "methods": {}, "selection": {}}
+
+
 def study_report(records: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
                  excluded: Exclusions | None = None) -> dict[str, Any]:
     """The ensemble report of a study's ``pair`` records (``excluded``: rows a harness reader left out)."""

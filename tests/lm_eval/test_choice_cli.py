@@ -241,9 +241,9 @@ def test_parc_tasks_report_calibrated_reliability(image_run: tuple[Path, str]) -
 
 
 def test_choice_samples_files_recompute_every_metric(image_run: tuple[Path, str]) -> None:
-    from judgecp.adapters.lm_eval.choice_task import PARC_VARIATIONS
     from judgecp.data.choice import variation_name
     from judgecp.exclusions import Exclusions
+    from judgecp.parc import VARIATIONS as PARC_VARIATIONS
     from judgecp.parc import family_of
 
     output, _ = image_run

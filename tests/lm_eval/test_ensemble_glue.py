@@ -13,9 +13,7 @@ from tests.lm_eval.helpers import skip_without_lm_eval
 skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval.ensemble_task import (  # noqa: E402
-    doc_to_choice,
     doc_to_target,
-    doc_to_text,
     item_documents,
     records_report,
     task_settings,
@@ -64,11 +62,11 @@ def test_documents_show_the_images_in_the_prompts_order_and_target_the_preferred
     orig, flip = item_documents(item("B"), chosen, dataset="t", image_refs=["first.png", "second.png"])
     assert orig["image_refs"] == ["first.png", "second.png"] and flip["image_refs"] == ["second.png", "first.png"]
     assert (orig["order"], flip["order"]) == ("fwd", "rev")
-    assert doc_to_choice(orig) == ["A", "B"] and doc_to_choice(flip) == ["I", "II"]
+    assert orig["glyphs"] == ["A", "B"] and flip["glyphs"] == ["I", "II"]  # doc_to_choice: glyphs (the YAML)
     # the human prefers the original second image: "B" in the original order, "I" when flipped
     assert doc_to_target(orig) == "B" and doc_to_target(flip) == "I"
     assert doc_to_target({**orig, "label": None}) == ""
-    assert doc_to_text(orig).count("<image>") == 2 and "Caption: a red cube" in doc_to_text(orig)
+    assert orig["text"].count("<image>") == 2 and "Caption: a red cube" in orig["text"]  # doc_to_text: text
     assert orig["id"] == "it-1/photographer.supplement-sample.alignment.orig.AB"
     assert all(isinstance(v, (str, list)) or v is None for v in orig.values())  # datasets-friendly
 

@@ -19,8 +19,9 @@ are its users.
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,15 @@ def _load(doc: Mapping[str, Any], ref: str | None) -> Any:
             logger.warning("judgecp: %s of document %s could not be read (%s); it will be excluded", what, doc.get("id"), exc)
         _failed.add(key)
         return Image.new("RGB", PLACEHOLDER_SIZE)
+
+
+def fingerprint(images: Sequence[Any]) -> str:
+    """Content hash of a request's images (PIL): equal images, equal documents (scored once)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for img in images:
+        digest.update(f"{img.mode}{img.size}".encode())
+        digest.update(img.tobytes())
+    return digest.hexdigest()
 
 
 def failed(doc: Mapping[str, Any]) -> bool:

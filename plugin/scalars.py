@@ -162,7 +162,7 @@ def parc_metrics(variations: Sequence[str], families: Sequence[str], datasets: S
     over cells, per variation (no consistency for ``O``), per family, and per dataset when several."""
     metrics = _counts()
     for score in PARC_SCORES:
-        metrics.append(Metric(score, lambda r, s=score: _only_model(r[s]["model"])["calibrated"], True))
+        metrics.append(Metric(score, _model_score(score), True))
         metrics += [Metric(f"{score}_{v}", _pick(score, "variation", v, "calibrated"), True)
                     for v in variations if not (score == "consistency" and v == "O")]
         metrics += [Metric(f"{score}_{f}", _pick(score, "family", f, "calibrated"), True) for f in families]
@@ -172,11 +172,16 @@ def parc_metrics(variations: Sequence[str], families: Sequence[str], datasets: S
     return metrics
 
 
-def _only_model(by_model: Mapping[str, Any]) -> Any:
-    """The one model's entry (a harness run has one model); undefined (KeyError) otherwise."""
-    if len(by_model) != 1:
-        raise KeyError("not exactly one model")
-    return next(iter(by_model.values()))
+def _model_score(score: str) -> Callable[[dict[str, Any]], Any]:
+    """The one model's calibrated ``score`` (a harness run has one model); undefined (KeyError) otherwise."""
+
+    def read(report: dict[str, Any]) -> Any:
+        by_model: Mapping[str, Any] = report[score]["model"]
+        if len(by_model) != 1:
+            raise KeyError("not exactly one model")
+        return next(iter(by_model.values()))["calibrated"]
+
+    return read
 
 
 def ensemble_metrics(with_mixture: bool) -> list[Metric]:

@@ -96,3 +96,30 @@ def test_parc_variations_in_the_papers_order_with_their_families() -> None:
     assert variations == ["O", "LR-I", "LR-C", "VS-S", "VR-blurry", "blurry"]  # Table 1 first, then sorted
     assert families == ["LR", "VR", "VS"]  # no "O"; "blurry" has no known family
     assert variation_order(VARIATIONS) == (list(VARIATIONS), ["LR", "LS", "VR", "VS"])
+
+
+def test_likeliest_label_skips_nan_and_none() -> None:
+    from judgecp.records import likeliest
+
+    assert likeliest({"1": -2.0, "2": float("nan"), "3": -0.5, "4": None}) == "3"
+    assert likeliest({"A": -1.0, "B": -1.0}) == "A"  # a tie: the first in order, as lm-eval lists the choices
+    assert likeliest({"A": float("nan")}) is None and likeliest({}) is None
+    assert likeliest({"A": float("-inf"), "B": float("nan")}) == "A"
+
+
+def test_misspelled_settings_are_hinted_other_keys_are_not() -> None:
+    from judgecp.protocol import misspelled_settings
+
+    keys = ["alpah", "methods", "data_dir", "calibrator", "version", "metods"]
+    assert misspelled_settings(keys, also=("calibrator",)) == [("alpah", "; did you mean 'alpha'?"),
+                                                              ("metods", "; did you mean 'methods'?")]
+
+
+def test_image_fingerprint_is_the_content() -> None:
+    image_mod = pytest.importorskip("PIL.Image")
+    from judgecp.images import fingerprint
+
+    red, also_red = image_mod.new("RGB", (4, 4), (255, 0, 0)), image_mod.new("RGB", (4, 4), (255, 0, 0))
+    assert fingerprint([red]) == fingerprint([also_red]) != fingerprint([image_mod.new("RGB", (4, 4), (0, 0, 255))])
+    assert fingerprint([red, red]) != fingerprint([red]) and fingerprint([image_mod.new("L", (4, 4), 0)]) != fingerprint(
+        [image_mod.new("RGB", (4, 4), 0)])

@@ -28,7 +28,7 @@ from judgecp.data.choice import variation_name
 from judgecp.exclusions import Exclusions
 from judgecp.parc import variation_order
 from judgecp.prompts import choice_seed_prompt
-from judgecp.records import choice_record
+from judgecp.records import choice_record, likeliest
 from judgecp.scalars import Metric, mcq_metrics, parc_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
@@ -172,7 +172,7 @@ class MultipleChoiceTask(JudgeReportTask):
         logprobs = {k: v for k, v in self.choice_logprobs(doc_to_choice(doc), results).items() if k in letters}
         return choice_record(
             doc["id"], options=letters, label=doc.get("correct") or [], logprobs=logprobs,
-            prediction=self.argmax_label(logprobs), exclude=self.document_exclusion(doc), meta=self.meta(doc) or None,
+            prediction=likeliest(logprobs), exclude=self.document_exclusion(doc), meta=self.meta(doc) or None,
             **self.record_fields(doc),
         )
 

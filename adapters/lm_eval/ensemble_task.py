@@ -35,11 +35,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lm_eval.api.task import ConfigurableTask
-
 from judgecp import datasources
 from judgecp.adapters.lm_eval import model_name
-from judgecp.adapters.lm_eval.metrics import aggregations, cached_report, counted
+from judgecp.adapters.lm_eval.metrics import cached_report, counted
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.ensemble.prompts import JudgePrompt
 from judgecp.ensemble.sources import PreferenceItem
@@ -159,20 +157,12 @@ class PromptEnsembleTask(JudgeReportTask):
 
     KIND = "ensemble"
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        # Not JudgeReportTask.__init__: the ensemble's settings are its own, not a conformal Protocol.
-        config = dict(config or {})
-        config.pop("class", None)
-        ConfigurableTask.__init__(self, config=config, **kwargs)
-        try:
-            self.settings = task_settings(self.config.metadata or {})
-            self.check_output_type()
-        except InputError as exc:
-            raise InputError(f"task {self.config.task}: {exc}") from None
-        metrics = self.metrics()
-        self._judgecp_metrics = metrics
+    def read_settings(self, metadata: Mapping[str, Any]) -> None:
+        # The ensemble's settings are its own, not a conformal Protocol; no calibrator applies.
+        self.settings = task_settings(metadata)
+        self.check_output_type()
+        self.calibrator = None
         self._judgecp_records: dict[str, Mapping[str, Any]] = {}
-        self._judgecp_aggregations = aggregations(metrics, self.report_of_values)
 
     # A task of this family has items x prompts documents: the samples file keeps each record once, under
     # the first metric (``n_items``), and only its id under the others (a record under each of the ~40

@@ -29,7 +29,7 @@ from typing import Any
 from judgecp.data import Fields, from_records
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.evaluation import evaluate
-from judgecp.protocol import Protocol, parse_settings
+from judgecp.protocol import Protocol, misspelled_settings, parse_settings
 from judgecp.scalars import Metric, read_metric
 from judgecp.scale import LikertScale
 
@@ -47,15 +47,9 @@ def task_protocol(metadata: Mapping[str, Any] | None, kind: str) -> Protocol:
     kinds (``methods`` for a PARC task), are not errors; a key that looks
     like a misspelled setting is warned about.
     """
-    from judgecp.errors import did_you_mean
-    from judgecp.protocol import SETTINGS
-
     meta = dict(metadata or {})
-    names = [alias for aliases in SETTINGS.values() for alias in aliases]
-    for key in meta:
-        hint = did_you_mean(key, names) if key not in names and key not in ("calibrator", "calibrator_force") else ""
-        if hint:
-            logger.warning("judgecp: metadata %r is not a judgecp setting%s", key, hint)
+    for key, hint in misspelled_settings(meta, also=("calibrator", "calibrator_force")):
+        logger.warning("judgecp: metadata %r is not a judgecp setting%s", key, hint)
     return parse_settings(meta, kind=kind, spell=lambda name: f"metadata {name}", other_kinds="ignore")
 
 

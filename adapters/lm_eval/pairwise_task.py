@@ -32,7 +32,7 @@ from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 from judgecp.prompts import PAIRWISE_SYSTEM_SINGLE_TURN, pairwise_user_turn
-from judgecp.records import pair_record
+from judgecp.records import likeliest, pair_record
 from judgecp.scalars import Metric, pairwise_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
@@ -192,5 +192,5 @@ class PairwiseJudgeTask(JudgeReportTask):
         logprobs = self.choice_logprobs(LABELS, results)
         return pair_record(
             doc["id"], pair_id=doc["pair_id"], order=doc["order"], label=doc.get("label"), logprobs=logprobs,
-            prediction=self.argmax_label(logprobs), exclude=self.document_exclusion(doc), meta=self.meta(doc),
+            prediction=likeliest(logprobs), exclude=self.document_exclusion(doc), meta=self.meta(doc),
         )

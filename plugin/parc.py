@@ -53,11 +53,14 @@ linear calibrated accuracy ``0.333``. The tests show both.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from judgecp.errors import InputError
 
 FAMILIES = ("LR", "LS", "VR", "VS")
 SEMANTIC_FAMILIES = ("LS", "VS")
+#: PARC's variations in the paper's order (Table 1).
+VARIATIONS = ("O", "LR-I", "LR-C", "LR-V", "LS-N", "LS-A", "LS-M", "VR-B", "VR-L", "VR-R", "VS-S", "VS-E")
 
 
 def family_of(variation: str) -> str:
@@ -68,6 +71,23 @@ def family_of(variation: str) -> str:
     if head not in FAMILIES:
         raise InputError(f"variation {variation!r}: its family is not one of {FAMILIES}; give a 'family' field")
     return head
+
+
+def variation_order(names: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The variations present, in the paper's order (others after them, sorted), and their families.
+
+    The families (``O`` left out) are sorted; a variation whose family is
+    unknown (a name without a ``family`` field) gives none.
+    """
+    present = set(names)
+    variations = [v for v in VARIATIONS if v in present] + sorted(present - set(VARIATIONS))
+    families = set()
+    for v in variations:
+        try:
+            families.add(family_of(v))
+        except InputError:
+            continue
+    return variations, sorted(families - {"O"})
 
 
 def calibrated(score: float, rand: float) -> float:

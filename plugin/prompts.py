@@ -16,7 +16,10 @@ words, or their numbers are not comparable.
   turn; VLMEvalKit, whose messages have no system role, sends
   :data:`PAIRWISE_PROMPT`, the same words as one user turn. Fields
   ``question``, ``response_a``, ``response_b`` (the reversed order swaps the
-  two responses).
+  two responses). :func:`pairwise_user_turn` lays out one or several turns.
+* Multiple choice over option letters (ScienceQA-IMG, AI2D, MMMU):
+  :data:`CHOICE_SEED_INSTRUCTION`, the conformal VLM benchmark seed's
+  zero-shot instruction, in :func:`choice_seed_prompt`.
 
 Every prompt is filled with :meth:`str.format`, so braces in a question or an
 answer are safe; the image goes through the model's vision input, never into
@@ -24,6 +27,8 @@ the text.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 #: B.1, MLLM-as-a-Judge (CoT scoring); fields ``question`` and ``actor_answer``.
 MLLM_JUDGE_PROMPT = """System role: Please serve as an unbiased judge in assessing the quality of the response from an AI assistant regarding the user’s instruction and the provided image.
@@ -113,3 +118,37 @@ PAIRWISE_SINGLE_TURN_TEMPLATE = (
 
 #: System and user parts as one user turn (VLMEvalKit): the same words as lm-eval's two turns.
 PAIRWISE_PROMPT = PAIRWISE_SYSTEM_SINGLE_TURN + "\n\n" + PAIRWISE_SINGLE_TURN_TEMPLATE
+
+
+def _conversation(name: str, questions: Sequence[str], answers: Sequence[str]) -> str:
+    """One assistant's conversation as ``pair-v2-multi-turn`` lays it out (any number of turns)."""
+    parts = [f"<|The Start of Assistant {name}'s Conversation with User|>\n\n"]
+    for question, answer in zip(questions, answers, strict=True):
+        parts.append(f"### User:\n{question}\n\n### Assistant {name}:\n{answer}\n\n")
+    parts.append(f"<|The End of Assistant {name}'s Conversation with User|>")
+    return "".join(parts)
+
+
+def pairwise_user_turn(questions: Sequence[str], answers_a: Sequence[str], answers_b: Sequence[str]) -> str:
+    """The pairwise user turn: ``pair-v2``'s template for one question, ``pair-v2-multi-turn``'s for more."""
+    if len(questions) == 1:
+        return PAIRWISE_SINGLE_TURN_TEMPLATE.format(question=questions[0], response_a=answers_a[0], response_b=answers_b[0])
+    return _conversation("A", questions, answers_a) + "\n\n\n" + _conversation("B", questions, answers_b)
+
+
+#: The zero-shot instruction of the conformal VLM benchmark seed (its Table 5, ScienceQA), with
+#: the domain and the item's letters filled in (its appendix A: "identical phrasing, adjusted only
+#: for domain specificity and option letter range").
+CHOICE_SEED_INSTRUCTION = (
+    "I will show you an image along with a multiple-choice {domain} question. Please select the correct answer "
+    "from the given options. Only respond with the option letter ({letters})."
+)
+
+
+def choice_seed_prompt(question: str, options: Sequence[str], letters: Sequence[str], *, domain: str,
+                       context: str | None = None) -> str:
+    """The seed's instruction, the context (if any), the question and the options, ``A. text`` one per line."""
+    instruction = CHOICE_SEED_INSTRUCTION.format(domain=domain, letters=", ".join(letters))
+    lines = "\n".join(f"{letter}. {text}" for letter, text in zip(letters, options, strict=False))
+    context_line = f"Context: {context}\n" if context else ""
+    return f"{instruction}\n{context_line}{question}\n{lines}"

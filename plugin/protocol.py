@@ -21,7 +21,7 @@ data and protocol give the same report, byte for byte, whatever ``jobs``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from types import SimpleNamespace
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.errors import InputError, unknown
+from judgecp.errors import InputError, did_you_mean, unknown
 
 #: Defaults that differ by kind.
 DEFAULT_SPLITS = {"likert": 10, "mcq": 10, "parc": 10, "pairwise": 1000}
@@ -195,6 +195,17 @@ def _seeds(value: Any, name: str) -> tuple[int, ...] | int:
     if isinstance(value, (int, float, str)) and not (isinstance(value, str) and "," in value):
         return int(_number(value, name, integer=True))
     return tuple(int(_number(v, name, integer=True)) for v in _items(value))
+
+
+def misspelled_settings(keys: Iterable[str], *, also: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """``(key, "; did you mean 'x'?")`` for each key that is no setting (nor in ``also``) but is close to one.
+
+    For harnesses whose settings share a namespace with other keys (lm-eval's
+    ``--metadata``): an unknown key is not an error there, a near-miss deserves a warning.
+    """
+    known = set(_ALIASES) | set(also)
+    hints = [(key, did_you_mean(key, list(_ALIASES))) for key in keys if key not in known]
+    return [(key, hint) for key, hint in hints if hint]
 
 
 def parse_settings(

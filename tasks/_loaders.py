@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources
+from judgecp import datasources
 from judgecp.adapters.lm_eval.choice_task import documents_dataset, indexed_image_questions
 from judgecp.adapters.lm_eval.pairwise_task import (
     Pair,
@@ -37,8 +37,8 @@ def load_pairs(
     hub_id: str, split: str, max_pairs: Any, data_seed: Any,
 ) -> Any:
     """``custom_dataset`` body of a pairwise task: ``pairs_of(rows)`` from the local copy or the hub split."""
-    root = data_sources.local_dir(data_dir, env_var)
-    rows, where = data_sources.rows_of(root, hub_id=hub_id, split=split)
+    root = datasources.local_dir(data_dir, env_var)
+    rows, where = datasources.rows_of(root, hub_id=hub_id, split=split)
     return pairwise_dataset(pairs_of(rows), what=f"{name} in {where}", max_pairs=max_pairs, data_seed=data_seed)
 
 
@@ -85,8 +85,8 @@ def load_image_questions(
     config: str | None = None, options: str, category: str | None = None, context: str | None = None,
 ) -> Any:
     """``custom_dataset`` body of a hub table of single-image questions (see ``indexed_image_questions``)."""
-    root = data_sources.local_dir(data_dir, env_var)
-    table = data_sources.load_table(root, hub_id=hub_id, config=config, split=split)
+    root = datasources.local_dir(data_dir, env_var)
+    table = datasources.load_table(root, hub_id=hub_id, config=config, split=split)
     docs = indexed_image_questions(name, table, f"{name}:{root or hub_id}", options=options, category=category,
                                    context=context)
     where = str(root) if root else f"{hub_id} ({split})" if config is None else f"{hub_id} ({config}, {split})"

@@ -396,8 +396,9 @@ def test_a_tiny_local_hugging_face_model_as_rewriter(tmp_path: Path) -> None:
     import torch
     from transformers import LlamaForCausalLM
 
-    from judgecp.adapters.lm_eval.tiny_models import _llama_config, script_judge, train_tokenizer
+    from judgecp.adapters.lm_eval.tiny_models import _llama_config, train_tokenizer
     from judgecp.parc_build import HFRewriter
+    from tests.lm_eval.scripted import script_judge
 
     answer = ' "Which road is not more paved?"'
     tokenizer = train_tokenizer(extra_text=[answer.strip()] * 50 + [prompt_template("LS-N")])
@@ -516,7 +517,7 @@ def test_hub_datasets_load_through_datasets(tmp_path: Path, monkeypatch: pytest.
 
 def test_lm_eval_task_loader_reads_the_build(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
-    from judgecp.adapters.lm_eval.choice_task import doc_to_image
+    from judgecp.images import load_images as doc_to_image  # parc_cp's doc_to_image
     from tests.lm_eval.test_data_sources import task_utils
 
     src = write_originals(tmp_path / "src")

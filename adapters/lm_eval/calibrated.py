@@ -19,23 +19,20 @@ not, and reports per task
 ``calibrator_force: true`` applies a calibrator of another judge, prompt or
 scale (warned); without it such a run's metrics are NaN (but ``n`` and
 ``excluded``) and the reason is logged, so ``judgecp gate`` fails it while
-the run's results and samples are kept. Nothing here imports lm-eval.
+the run's results and samples are kept. The metrics' names and how each is read
+from the summary are the core's (:func:`judgecp.scalars.calibrated_metrics`).
+Nothing here imports lm-eval.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgecp.adapters.lm_eval.metrics import Metric, cached_report
+from judgecp.adapters.lm_eval.metrics import cached_report, counted
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.scale import LikertScale
 
-logger = logging.getLogger("lm_eval.judgecp")
-
-#: The ``--metadata`` keys this module reads.
-KEYS = ("calibrator", "calibrator_force")
 _KIND = {"likert": "likert", "pairwise": "pairwise", "mcq": "mcq", "parc": "mcq"}
 
 
@@ -51,37 +48,6 @@ def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
         raise InputError(f"metadata calibrator {path}: a {cal.kind} calibrator, this task's records are {kind}")
     cal.extra["force"] = bool(metadata.get("calibrator_force", False))
     return cal
-
-
-def _pick(*keys: str) -> Any:
-    def read(report: dict[str, Any]) -> Any:
-        node: Any = report
-        for key in keys:
-            node = node[key]
-        return node
-
-    return read
-
-
-def calibrated_metrics(kind: str) -> list[Metric]:
-    """The metrics of a task run with a calibrator (module docstring)."""
-    metrics = [Metric("n", lambda r: r["n"], None, always=True),
-               Metric("excluded", lambda r: r["n_excluded"], False, always=True)]
-    if _KIND.get(kind, kind) == "pairwise":
-        metrics += [Metric("abstention_rate", _pick("abstention_rate"), False),
-                    Metric("risk_labeled", _pick("labeled", "error_among_accepted"), False)]
-    else:
-        metrics += [Metric("set_size", _pick("mean_set_size"), False),
-                    Metric("singleton_share", _pick("singleton_share"), True),
-                    Metric("coverage_labeled", _pick("labeled", "coverage"), None)]
-    ppi = ("estimate", "estimate", "ppi")
-    metrics += [Metric("drift_p_value", _pick("drift", "p_value"), True),
-                Metric("corrected_score", _pick(*ppi, "mean"), None),
-                Metric("corrected_score_stderr", _pick(*ppi, "se"), None),
-                Metric("corrected_score_lower", _pick(*ppi, "lower"), None),
-                Metric("corrected_score_upper", _pick(*ppi, "upper"), None),
-                Metric("judge_score", _pick("estimate", "estimate", "judge_only", "mean"), None)]
-    return metrics
 
 
 def calibrated_report(records: Sequence[Mapping[str, Any]], cal: Any, kind: str, *, task: str = "",
@@ -107,9 +73,4 @@ def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
         if data is None:
             raise
         summary = {"error": str(exc), "n": data.n_read, "excluded": data.excluded.to_json()}
-    summary["n_excluded"] = sum(e["count"] for e in summary["excluded"])
-    if "error" in summary:
-        logger.warning("judgecp: %s: metrics undefined: %s", task or "task", summary["error"])
-    for warning in summary.get("warnings", []):
-        logger.warning("judgecp: %s: %s", task or "task", warning["message"])
-    return summary
+    return counted(summary, task, log_excluded=False)

@@ -4,7 +4,7 @@ A benchmark's ``utils.py`` turns its rows into documents with
 :func:`choice_document`: the question, the option texts (lettered A, B, ...
 in display order; items may have any number of options), the correct
 letters, and the images (``image_refs``: local paths, or references into a
-registered hub table, :mod:`judgecp.adapters.lm_eval.images`). Each document
+registered hub table, :mod:`judgecp.images`). Each document
 is one ``multiple_choice`` request set over its letters, which the judgecp
 HF models score in one forward pass; the record keeps every option letter's
 log-likelihood, the answer key, and the model's answer (the highest).
@@ -21,19 +21,19 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources, images, model_name
-from judgecp.adapters.lm_eval.metrics import Metric, mcq_metrics, parc_metrics
+from judgecp import datasources, images
+from judgecp.adapters.lm_eval import model_name
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.data.choice import variation_name
 from judgecp.exclusions import Exclusions
-from judgecp.records import choice_record
+from judgecp.parc import variation_order
+from judgecp.prompts import choice_seed_prompt
+from judgecp.records import choice_record, likeliest
+from judgecp.scalars import Metric, mcq_metrics, parc_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-#: PARC's variations in the paper's order (Table 1); others follow, sorted.
-PARC_VARIATIONS = ("O", "LR-I", "LR-C", "LR-V", "LS-N", "LS-A", "LS-M", "VR-B", "VR-L", "VR-R", "VS-S", "VS-E")
 
 
 def letters_for(options: Sequence[Any]) -> list[str]:
@@ -53,16 +53,6 @@ def letter_of_index(answer: Any) -> list[str]:
     except ValueError:
         return [str(answer).strip()]
     return [LETTERS[index]] if 0 <= index < len(LETTERS) else [str(answer).strip()]
-
-
-def option_lines(options: Sequence[Any]) -> str:
-    """``A. first option`` lines, one per option."""
-    return "\n".join(f"{letter}. {text}" for letter, text in zip(LETTERS, options, strict=False))
-
-
-def letter_list(letters: Sequence[str]) -> str:
-    """``A, B, C, D`` (the seed prompt's "(A, B, C, D, E)" list)."""
-    return ", ".join(letters)
 
 
 def choice_document(
@@ -99,7 +89,7 @@ def left_out_document(doc_id: str, reason: str, *, dataset: str | None, **fields
     It stays in the task as a document with ``exclude`` set, as the Likert
     tasks keep malformed lines: its record is counted in ``excluded`` and kept
     in the samples file (which alone recomputes every metric). Its prompt is
-    a short placeholder with a blank image (:func:`judgecp.adapters.lm_eval.images.load_images`).
+    a short placeholder with a blank image (:func:`judgecp.images.load_images`).
     """
     return choice_document(doc_id, question="", options=[], correct=[], image_refs=[], dataset=dataset,
                            exclude=reason, **fields)
@@ -113,16 +103,7 @@ def documents_dataset(docs: list[dict[str, Any]], *, what: str) -> Any:
             skipped.add(str(doc["exclude"]), doc["id"])
     for entry in skipped.to_json():
         logger.warning("judgecp: %s: %d item(s) cannot be judged (counted in excluded): %s", what, entry["count"], entry["reason"])
-    return data_sources.as_dataset_dict(docs, what=what)
-
-
-#: The zero-shot instruction of the conformal VLM benchmark seed (its Table 5, ScienceQA), with
-#: the domain and the item's letters filled in (its appendix A: "identical phrasing, adjusted only
-#: for domain specificity and option letter range").
-SEED_INSTRUCTION = (
-    "I will show you an image along with a multiple-choice {domain} question. Please select the correct answer "
-    "from the given options. Only respond with the option letter ({letters})."
-)
+    return datasources.as_dataset_dict(docs, what=what)
 
 
 def indexed_image_questions(
@@ -134,8 +115,6 @@ def indexed_image_questions(
     column, ``answer`` as an index, ``image``); the images stay in the table
     (registered under ``key``) until a document is judged.
     """
-    from judgecp.adapters.lm_eval import images
-
     images.register_table(key, table, ["image"])
     docs = []
     for i, row in enumerate(table.select_columns([c for c in table.column_names if c != "image"])):
@@ -159,9 +138,8 @@ def seed_prompt(doc: Mapping[str, Any], domain: str) -> str:
     if placeholder is not None:
         return placeholder
     placeholders = "<image>\n" * max(len(doc.get("image_refs") or ()), 1)
-    context = f"Context: {doc['context']}\n" if doc.get("context") else ""
-    instruction = SEED_INSTRUCTION.format(domain=domain, letters=letter_list(doc["letters"]))
-    return f"{placeholders}{instruction}\n{context}{doc['question']}\n{option_lines(doc['options'])}"
+    return placeholders + choice_seed_prompt(doc["question"], doc["options"], doc["letters"], domain=domain,
+                                             context=doc.get("context"))
 
 
 # -- lm-eval hooks shared by the multiple-choice task folders ---------------------------
@@ -174,10 +152,6 @@ def doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
 
 def doc_to_target(doc: Mapping[str, Any]) -> str:
     return ",".join(doc.get("correct") or [])
-
-
-def doc_to_image(doc: Mapping[str, Any]) -> list[Any]:
-    return images.load_images(doc)
 
 
 class MultipleChoiceTask(JudgeReportTask):
@@ -198,7 +172,7 @@ class MultipleChoiceTask(JudgeReportTask):
         logprobs = {k: v for k, v in self.choice_logprobs(doc_to_choice(doc), results).items() if k in letters}
         return choice_record(
             doc["id"], options=letters, label=doc.get("correct") or [], logprobs=logprobs,
-            prediction=self.argmax_label(logprobs), exclude=self.document_exclusion(doc), meta=self.meta(doc) or None,
+            prediction=likeliest(logprobs), exclude=self.document_exclusion(doc), meta=self.meta(doc) or None,
             **self.record_fields(doc),
         )
 
@@ -216,23 +190,12 @@ class PARCTask(MultipleChoiceTask):
     KIND = "parc"
 
     def metrics(self) -> list[Metric]:
-        from judgecp.errors import InputError
-        from judgecp.parc import family_of
-
         docs = self.task_docs
         names = {variation_name(str(v), f, Exclusions(), "") for v, f, e in zip(docs["variation"], docs["family"], docs["exclude"], strict=True)
                  if v and not e}
-        variations = [v for v in PARC_VARIATIONS if v in names] + sorted(names - set(PARC_VARIATIONS))
-        families = []
-        for v in variations:
-            try:
-                f = family_of(v)
-            except InputError:
-                continue
-            if f != "O" and f not in families:
-                families.append(f)
+        variations, families = variation_order(names)
         datasets = sorted({str(d) for d, e in zip(docs["dataset"], docs["exclude"], strict=True) if d and not e})
-        return parc_metrics(variations, sorted(families), datasets)
+        return parc_metrics(variations, families, datasets)
 
     def record_fields(self, doc: Mapping[str, Any]) -> dict[str, Any]:
         model = (self.config.metadata or {}).get("model")

@@ -35,32 +35,29 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lm_eval.api.task import ConfigurableTask
-
-from judgecp.adapters.lm_eval import data_sources, images, model_name
-from judgecp.adapters.lm_eval.metrics import Metric, aggregations, cached_report, read_metric
+from judgecp import datasources
+from judgecp.adapters.lm_eval import model_name
+from judgecp.adapters.lm_eval.metrics import cached_report, counted
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.ensemble.prompts import JudgePrompt
 from judgecp.ensemble.sources import PreferenceItem
 from judgecp.ensemble.study import (
-    DEFAULT_PROMPTS,
-    SAMPLE_PROMPT,
     displayed,
     sample_items,
     select_prompts,
     study_record,
     study_report,
     study_settings,
+    undefined_study_report,
 )
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.scalars import Metric, ensemble_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 
 #: Image placeholder of lm-eval's multimodal models.
 IMAGE_TOKEN = "<image>"
-METHODS = ("uniform", "bpe", "mixture")
-SCORES = ("ece", "mce", "auprc", "nll", "accuracy")
 #: ``--metadata`` keys of the prompt choice (besides the study's, :data:`judgecp.ensemble.study.STUDY_SETTINGS`,
 #: and the data's: ``data_dir``, ``max_items``, ``data_seed``, ``split``) and their defaults.
 PROMPT_SETTINGS: dict[str, Any] = {"prompt_set": None, "prompts": None, "prompt_seed": 0}
@@ -72,7 +69,7 @@ def item_documents(
     """One document per prompt (every value a string, a list of strings or None).
 
     ``image_refs`` are the item's two images in stored order (local paths or
-    :func:`judgecp.adapters.lm_eval.images.table_ref` references); each
+    :func:`judgecp.images.table_ref` references); each
     document lists them in the prompt's displayed order.
     """
     docs = []
@@ -116,28 +113,16 @@ def ensemble_dataset(
     logger.info("judgecp: %s: %d items x %d prompts", what, len(chosen), len(chosen_prompts))
     docs = [doc for item in chosen for doc in item_documents(item, chosen_prompts, dataset=dataset,
                                                                image_refs=image_refs(item))]
-    return data_sources.as_dataset_dict(docs, what=what)
+    return datasources.as_dataset_dict(docs, what=what)
 
 
 # -- lm-eval hooks ---------------------------------------------------------------------------------
-
-
-def doc_to_text(doc: Mapping[str, Any]) -> str:
-    return str(doc["text"])
-
-
-def doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
-    return list(doc["glyphs"])
 
 
 def doc_to_target(doc: Mapping[str, Any]) -> str:
     """The glyph naming the human's preferred candidate in this document ("" when unlabeled)."""
     by_candidate = {candidate: glyph for glyph, candidate in json.loads(doc["answer_key"]).items()}
     return by_candidate.get(str(doc.get("label")), "")
-
-
-def doc_to_image(doc: Mapping[str, Any]) -> list[Any]:
-    return images.load_images(doc)
 
 
 # -- the task ---------------------------------------------------------------------------------------
@@ -150,24 +135,6 @@ def task_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return {**prompts, **study_settings(meta)}
 
 
-def ensemble_metrics(with_mixture: bool) -> list[Metric]:
-    """``n_items``, ``n_prompts``, ``excluded``; per method ``<score>_<method>`` (+ ``_stderr``),
-    ``fdp_<method>`` and ``selected_<method>``."""
-    metrics = [
-        Metric("n_items", lambda r: r["n_items"], None, always=True),
-        Metric("n_prompts", lambda r: r["n_prompts"], None, always=True),
-        Metric("excluded", lambda r: r["n_excluded"], False, always=True),
-    ]
-    for method in METHODS if with_mixture else METHODS[:2]:
-        for score in SCORES:
-            higher = score in ("auprc", "accuracy")
-            metrics.append(Metric(f"{score}_{method}", lambda r, m=method, s=score: r["methods"][m][s], higher))
-            metrics.append(Metric(f"{score}_{method}_stderr", lambda r, m=method, s=score: r["methods"][m][f"{s}_std"], None))
-        metrics.append(Metric(f"fdp_{method}", lambda r, m=method: r["selection"][m]["fdp"], False))
-        metrics.append(Metric(f"selected_{method}", lambda r, m=method: r["selection"][m]["selected_share"], True))
-    return metrics
-
-
 def records_report(records: Sequence[Mapping[str, Any]], settings: Mapping[str, Any], task: str = "") -> dict[str, Any]:
     """The ensemble report of a task's records (sorted by id), cached by content; ``error`` when undefined."""
     return cached_report(records, [dict(settings)], lambda ordered: _report(ordered, settings, task))
@@ -177,19 +144,8 @@ def _report(ordered: list[Mapping[str, Any]], settings: Mapping[str, Any], task:
     try:
         report = study_report(ordered, settings)
     except InputError as exc:
-        excluded = Exclusions()
-        for r in ordered:
-            if r.get("exclude"):
-                excluded.add(f"{r['exclude']} (item left out)", r.get("id"))
-        report = {"error": str(exc), "n_items": len({str((r.get("meta") or {}).get("item")) for r in ordered}),
-                  "n_prompts": len({r.get("prompt") for r in ordered}), "excluded": excluded.to_json(),
-                  "methods": {}, "selection": {}}
-        logger.warning("judgecp: %s: metrics undefined: %s", task or "task", exc)
-    report["n_excluded"] = sum(e["count"] for e in report["excluded"])
-    if report["n_excluded"]:
-        reasons = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"])
-        logger.warning("judgecp: %s: %d excluded: %s", task or "task", report["n_excluded"], reasons)
-    return report
+        report = undefined_study_report(ordered, str(exc))
+    return counted(report, task)
 
 
 class PromptEnsembleTask(JudgeReportTask):
@@ -201,20 +157,12 @@ class PromptEnsembleTask(JudgeReportTask):
 
     KIND = "ensemble"
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        # Not JudgeReportTask.__init__: the ensemble's settings are its own, not a conformal Protocol.
-        config = dict(config or {})
-        config.pop("class", None)
-        ConfigurableTask.__init__(self, config=config, **kwargs)
-        try:
-            self.settings = task_settings(self.config.metadata or {})
-            self.check_output_type()
-        except InputError as exc:
-            raise InputError(f"task {self.config.task}: {exc}") from None
-        metrics = self.metrics()
-        self._judgecp_metrics = metrics
+    def read_settings(self, metadata: Mapping[str, Any]) -> None:
+        # The ensemble's settings are its own, not a conformal Protocol; no calibrator applies.
+        self.settings = task_settings(metadata)
+        self.check_output_type()
+        self.calibrator = None
         self._judgecp_records: dict[str, Mapping[str, Any]] = {}
-        self._judgecp_aggregations = aggregations(metrics, self.report_of_values)
 
     # A task of this family has items x prompts documents: the samples file keeps each record once, under
     # the first metric (``n_items``), and only its id under the others (a record under each of the ~40
@@ -260,15 +208,3 @@ class PromptEnsembleTask(JudgeReportTask):
         return study_record(doc["item"], doc["prompt_id"], order=doc["order"], label=doc.get("label"), logprobs=logprobs,
                             answer_key=json.loads(doc["answer_key"]), judge=str(model) if model else model_name(),
                             task=doc.get("dataset"), exclude=self.document_exclusion(doc))
-
-
-def metric_values(report: dict[str, Any], with_mixture: bool) -> dict[str, float]:
-    """Every metric of a task read from a report (as the task's aggregations read them)."""
-    return {m.name: read_metric(report, m) for m in ensemble_metrics(with_mixture)}
-
-
-__all__ = [
-    "DEFAULT_PROMPTS", "SAMPLE_PROMPT", "PromptEnsembleTask", "doc_to_choice", "doc_to_image", "doc_to_target", "doc_to_text", "ensemble_dataset",
-    "item_documents", "metric_values", "records_report", "sample_items", "select_prompts", "task_settings",
-]
-

@@ -30,6 +30,7 @@ from lm_eval.models.hf_vlms import DEFAULT_IMAGE_PLACEHOLDER, HFMultimodalLM
 from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils import replace_placeholders, resize_image
 
+from judgecp import images
 from judgecp.adapters.lm_eval import set_model_name
 from judgecp.adapters.lm_eval.capture import (
     GenerationCapture,
@@ -39,7 +40,7 @@ from judgecp.adapters.lm_eval.capture import (
     plan_document,
     read_continuation,
 )
-from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin, image_fingerprint
+from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
 from judgecp.extraction import DEFAULT_FLOOR
 from judgecp.scale import LikertScale
 
@@ -311,7 +312,7 @@ class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
             by_images: dict[Any, list[int]] = defaultdict(list)
             visuals_of = {id(requests[i].args[2]["visual"]) for i in idx}
             for i in idx:
-                key = id(requests[i].args[2]["visual"]) if len(visuals_of) == 1 else image_fingerprint(requests[i].args[2]["visual"])
+                key = id(requests[i].args[2]["visual"]) if len(visuals_of) == 1 else images.fingerprint(requests[i].args[2]["visual"])
                 by_images[key].append(i)
             groups.extend(by_images.values())
         documents = []

@@ -13,7 +13,6 @@ No torch import here: the vLLM model uses it too.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections import defaultdict, deque
@@ -21,18 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from judgecp import images
 from judgecp.records import judge_output
 
 logger = logging.getLogger("lm_eval.judgecp")
-
-
-def image_fingerprint(images: Sequence[Any]) -> str:
-    """Content hash of a request's images (PIL): equal images, equal documents."""
-    digest = hashlib.blake2b(digest_size=16)
-    for img in images:
-        digest.update(f"{img.mode}{img.size}".encode())
-        digest.update(img.tobytes())
-    return digest.hexdigest()
 
 
 class _PairingHook:
@@ -90,7 +81,7 @@ class GenerationPairingMixin:
         for req in requests:
             key = self._judgecp_request_key(req)
             if key is not None and len(req.args) > 2:
-                key = (*key, image_fingerprint(req.args[2].get("visual") or []))
+                key = (*key, images.fingerprint(req.args[2].get("visual") or []))
             if key is None or key not in seen:
                 if key is not None:
                     seen[key] = len(unique)

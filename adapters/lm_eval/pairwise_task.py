@@ -15,7 +15,8 @@ The prompt is MT-Bench's pairwise judge template (FastChat
 answering with the letter only, as SCOPE (arXiv:2602.13110, appendix B.3.1)
 describes: the request for an explanation and the tie verdict ``[[C]]`` are
 removed, and the verdict is the bare letter (its first token is what is
-scored). The exact text is in each task's README.
+scored): :mod:`judgecp.prompts`, the same words in both harnesses. The exact
+text is in each task's README.
 """
 
 from __future__ import annotations
@@ -26,37 +27,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources
-from judgecp.adapters.lm_eval.metrics import Metric, pairwise_metrics
+from judgecp import datasources
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
-from judgecp.prompts import (
-    PAIRWISE_SINGLE_TURN_TEMPLATE,
-    PAIRWISE_SYSTEM_SINGLE_TURN,
-)
-from judgecp.records import pair_record
+from judgecp.prompts import PAIRWISE_SYSTEM_SINGLE_TURN, pairwise_user_turn
+from judgecp.records import likeliest, pair_record
+from judgecp.scalars import Metric, pairwise_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 
 #: The two choices, in the order ``doc_to_choice`` lists them.
 LABELS = ("A", "B")
-
-def conversation_text(name: str, questions: Sequence[str], answers: Sequence[str]) -> str:
-    """One assistant's conversation as ``pair-v2-multi-turn`` lays it out (any number of turns)."""
-    parts = [f"<|The Start of Assistant {name}'s Conversation with User|>\n\n"]
-    for question, answer in zip(questions, answers, strict=True):
-        parts.append(f"### User:\n{question}\n\n### Assistant {name}:\n{answer}\n\n")
-    parts.append(f"<|The End of Assistant {name}'s Conversation with User|>")
-    return "".join(parts)
-
-
-def judge_prompt(questions: Sequence[str], answers_a: Sequence[str], answers_b: Sequence[str]) -> str:
-    """The user turn: ``pair-v2``'s template for one turn, ``pair-v2-multi-turn``'s for more."""
-    if len(questions) == 1:
-        return PAIRWISE_SINGLE_TURN_TEMPLATE.format(question=questions[0], response_a=answers_a[0], response_b=answers_b[0])
-    return conversation_text("A", questions, answers_a) + "\n\n\n" + conversation_text("B", questions, answers_b)
-
 
 def conversation_turns(messages: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     """``([user messages], [assistant answers])`` of an OpenAI-format conversation, turn by turn.
@@ -174,7 +156,7 @@ def pairwise_dataset(pairs: Sequence[Pair], *, what: str, max_pairs: Any = None,
             logger.warning("judgecp: %s: %d row(s) cannot be judged (counted in excluded): %s",
                            what, entry["count"], entry["reason"])
     docs = [doc for pair in chosen for doc in pair_documents(pair)]
-    return data_sources.as_dataset_dict(docs, what=what)
+    return datasources.as_dataset_dict(docs, what=what)
 
 
 # -- lm-eval hooks shared by the pairwise task folders ---------------------------------
@@ -183,11 +165,7 @@ def pairwise_dataset(pairs: Sequence[Pair], *, what: str, max_pairs: Any = None,
 def doc_to_text(doc: Mapping[str, Any]) -> str:
     if doc.get("exclude"):
         return f"(left out: {doc['exclude']})"
-    return judge_prompt(doc["questions"], doc["answers_a"], doc["answers_b"])
-
-
-def doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
-    return list(LABELS)
+    return pairwise_user_turn(doc["questions"], doc["answers_a"], doc["answers_b"])
 
 
 def doc_to_target(doc: Mapping[str, Any]) -> str:
@@ -214,5 +192,5 @@ class PairwiseJudgeTask(JudgeReportTask):
         logprobs = self.choice_logprobs(LABELS, results)
         return pair_record(
             doc["id"], pair_id=doc["pair_id"], order=doc["order"], label=doc.get("label"), logprobs=logprobs,
-            prediction=self.argmax_label(logprobs), exclude=self.document_exclusion(doc), meta=self.meta(doc),
+            prediction=likeliest(logprobs), exclude=self.document_exclusion(doc), meta=self.meta(doc),
         )

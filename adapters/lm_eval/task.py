@@ -21,22 +21,17 @@ Documents are normalised to ``id``, ``label`` (raw), ``group``;
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from lm_eval.api.task import ConfigurableTask
 
-from judgecp.adapters.lm_eval import calibrated, images, model_name
-from judgecp.adapters.lm_eval.metrics import (
-    Metric,
-    aggregations,
-    likert_metrics,
-    task_protocol,
-    task_report,
-)
+from judgecp import images
+from judgecp.adapters.lm_eval import calibrated, model_name
+from judgecp.adapters.lm_eval.metrics import aggregations, task_protocol, task_report
 from judgecp.errors import InputError
-from judgecp.records import complete, parse_judge_output, score_record
+from judgecp.records import complete, likeliest, parse_judge_output, score_record
+from judgecp.scalars import Metric, calibrated_metrics, likert_metrics
 from judgecp.scale import LikertScale
 
 EXCLUDE_IMAGE = "image_load_failed"
@@ -56,16 +51,20 @@ class JudgeReportTask(ConfigurableTask):
         config.pop("class", None)  # the factory's marker; not a TaskConfig field
         super().__init__(config=config, **kwargs)
         try:
-            self.protocol = task_protocol(self.config.metadata or {}, self.KIND)
-            self.check_output_type()
-            self.calibrator = calibrated.task_calibrator(self.config.metadata or {}, self.KIND)
+            self.read_settings(self.config.metadata or {})
         except InputError as exc:
             raise InputError(f"task {self.config.task}: {exc}") from None
-        metrics = self.metrics() if self.calibrator is None else calibrated.calibrated_metrics(self.KIND)
+        metrics = self.metrics() if self.calibrator is None else calibrated_metrics(self.KIND)
         self._judgecp_metrics = metrics
-        self._judgecp_aggregations = aggregations(metrics, self.report)
+        self._judgecp_aggregations = aggregations(metrics, self.report_of_values)
 
     # -- what a subclass may change --------------------------------------------------
+
+    def read_settings(self, metadata: Mapping[str, Any]) -> None:
+        """The task's settings from ``--metadata`` (the protocol, a calibrator), checked with the output type."""
+        self.protocol = task_protocol(metadata, self.KIND)
+        self.check_output_type()
+        self.calibrator = calibrated.task_calibrator(metadata, self.KIND)
 
     def check_output_type(self) -> None:
         """Refuse an output type the task's records cannot come from (direct scoring by default)."""
@@ -87,6 +86,10 @@ class JudgeReportTask(ConfigurableTask):
         if self.calibrator is not None:
             return calibrated.calibrated_report(records, self.calibrator, self.KIND, task=str(self.config.task), scale=self.scale())
         return task_report(records, self.KIND, self.protocol, task=str(self.config.task), scale=self.scale())
+
+    def report_of_values(self, values: Sequence[Any]) -> dict[str, Any]:
+        """The report of one metric's values (here the records themselves)."""
+        return self.report(values)
 
     def aggregation(self) -> dict[str, Callable[[Sequence[Any]], float]]:
         return self._judgecp_aggregations
@@ -121,12 +124,6 @@ class JudgeReportTask(ConfigurableTask):
     def choice_logprobs(labels: Sequence[str], results: Sequence[Any]) -> dict[str, float]:
         """``{label: log-likelihood}`` of a ``multiple_choice`` document's answers, in choice order."""
         return {label: float(ll) for label, (ll, _greedy) in zip(labels, results, strict=True)}
-
-    @staticmethod
-    def argmax_label(logprobs: Mapping[str, float]) -> str | None:
-        """The label with the highest log-likelihood that is not NaN (the model's direct answer), or ``None``."""
-        finite = {k: v for k, v in logprobs.items() if not math.isnan(v)}
-        return max(finite, key=finite.__getitem__) if finite else None
 
 
 class LikertJudgeTask(JudgeReportTask):
@@ -166,7 +163,7 @@ class LikertJudgeTask(JudgeReportTask):
         exclude = self.document_exclusion(doc)
         if self.OUTPUT_TYPE == "multiple_choice":
             logprobs = self.choice_logprobs(self.SCALE.tokens, results)
-            best = self.argmax_label(logprobs)
+            best = likeliest(logprobs)
             return score_record(doc["id"], logprobs=logprobs, prediction=None if best is None else int(best),
                                 exclude=exclude, **fields)
         output = parse_judge_output(results[0], "score")

@@ -1,4 +1,4 @@
-"""Tiny, randomly initialised judges built locally (no download), for tests and benchmarks.
+"""Tiny, randomly initialised judges built locally (no download), for ``judgecp bench capture`` and the tests.
 
 ``build_tiny_llama`` writes a 2-layer LlamaForCausalLM with a byte-level BPE
 tokenizer trained on the spot; ``build_tiny_llava`` adds a 2-layer CLIP vision
@@ -8,8 +8,7 @@ are noise: they exist to exercise the harness path, never to be evaluated.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +74,10 @@ def build_tiny_llama(path: str | Path, **options: Any) -> Path:
     """Save a random tiny LlamaForCausalLM and its tokenizer to ``path``.
 
     ``options``: ``hidden`` (64), ``layers`` (2), ``max_positions`` (2048),
-    ``seed`` (0); ``script`` and ``after`` (None, "."): the answer it is made
-    to give after a prompt ending in ``after`` (see :func:`script_judge`);
-    ``vocab`` (None) widens the output layer to a real judge's vocabulary
-    size (see :func:`pad_vocabulary`).
+    ``seed`` (0); ``prepare`` (None): called with the model and its tokenizer
+    before saving (the tests script the answer with it:
+    ``tests/lm_eval/scripted.py``); ``vocab`` (None) widens the output layer
+    to a real judge's vocabulary size (see :func:`pad_vocabulary`).
     """
     return _build(Path(path), None, **options)
 
@@ -93,8 +92,8 @@ def build_tiny_llava(path: str | Path, *, image_size: int = 32, patch_size: int 
 
 
 def _build(path: Path, vision: dict[str, int] | None, *, hidden: int = 64, layers: int = 2, max_positions: int = 2048,
-           seed: int = 0, script: str | None = None, after: str = ".", vocab: int | None = None) -> Path:
-    """A tiny Llama, or with ``vision`` a tiny LLaVA around it: built, scripted and widened (both
+           seed: int = 0, prepare: Callable[[Any, Any], None] | None = None, vocab: int | None = None) -> Path:
+    """A tiny Llama, or with ``vision`` a tiny LLaVA around it: built, prepared and widened (both
     optional), saved with its tokenizer or processor."""
     import torch
 
@@ -107,8 +106,8 @@ def _build(path: Path, vision: dict[str, int] | None, *, hidden: int = 64, layer
         model, processor = LlamaForCausalLM(text), tokenizer
     else:
         model, processor = _llava(tokenizer, text, layers, seed, **vision)
-    if script is not None:
-        script_judge(model, tokenizer, script, after=after)
+    if prepare is not None:
+        prepare(model, tokenizer)
     if vocab is not None:
         pad_vocabulary(model, tokenizer, vocab)
     model.generation_config.pad_token_id = tokenizer.pad_token_id  # type: ignore[attr-defined]
@@ -174,47 +173,3 @@ def pad_vocabulary(model: object, tokenizer: object, vocab: int) -> None:
         raise ValueError(f"vocab={vocab} is smaller than the tokenizer's {known} tokens")
     model.resize_token_embeddings(vocab)  # type: ignore[attr-defined]
     model.generation_config.suppress_tokens = list(range(known, vocab))  # type: ignore[attr-defined]
-
-
-def script_judge(
-    model: object,
-    tokenizer: object,
-    script: str,
-    *,
-    after: str = ".",
-    strength: float = 12.0,
-    context_scale: float = 0.5,
-    noise: float = 5.0,
-) -> list[int]:
-    """Make a random tiny model answer ``script`` (then end of sequence) after a prompt ending in ``after``.
-
-    The language model's residual branches are scaled down by
-    ``context_scale`` (so its hidden state is mostly the current token's
-    embedding, slightly moved by the context and the image) and its output
-    layer is set to a bigram chain ``after -> script tokens -> </s>`` on top
-    of its random weights times ``noise``. Its greedy output is then the
-    script, and the other tokens' logprobs still vary with the document, as
-    a judge's would. Returns the chain's ids.
-    """
-    import torch
-
-    lm_head = model.get_output_embeddings()  # type: ignore[attr-defined]
-    embeddings = model.get_input_embeddings().weight  # type: ignore[attr-defined]
-    language_model = getattr(model, "model", model)
-    language_model = getattr(language_model, "language_model", language_model)
-    with torch.no_grad():
-        for name, param in language_model.named_parameters():
-            if name.endswith(("o_proj.weight", "down_proj.weight")):
-                param.mul_(context_scale)
-        hidden = language_model.norm(embeddings)
-        chain = [tokenizer(after, add_special_tokens=False)["input_ids"][-1]]  # type: ignore[operator]
-        chain += tokenizer(script, add_special_tokens=False)["input_ids"]  # type: ignore[operator]
-        chain.append(tokenizer.eos_token_id)  # type: ignore[attr-defined]
-        if len(set(chain)) != len(chain):
-            raise ValueError(f"the script's tokens must not repeat (nor the trigger): {chain}")
-        weight = lm_head.weight * noise
-        for a, b in itertools.pairwise(chain):
-            h = hidden[a]
-            weight[b] += strength * h / h.dot(h)
-        lm_head.weight.copy_(weight)
-    return chain

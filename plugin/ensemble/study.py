@@ -11,7 +11,6 @@ how the user spelled a setting (``metadata`` for lm-eval's ``--metadata``,
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -150,13 +149,27 @@ def study_record(item: Any, prompt_id: Any, *, order: str, label: Any, logprobs:
                  judge: Any, task: Any, meta: Mapping[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
     """The ``pair`` record of one (item, prompt) answer, as :func:`judgecp.ensemble.records.read_ensemble_records`
     reads it: ``prompt`` the prompt id, ``meta.item`` and ``meta.answer_key``, the prediction the likeliest glyph."""
-    from judgecp.records import pair_record
+    from judgecp.records import likeliest, pair_record
 
-    finite = {g: float(v) for g, v in logprobs.items() if v is not None and not math.isnan(float(v))}
     return pair_record(f"{item}/{prompt_id}", pair_id=item, order=order, label=label, logprobs=logprobs,
-                       prediction=max(finite, key=finite.__getitem__) if finite else None, judge=judge,
+                       prediction=likeliest(logprobs), judge=judge,
                        prompt=prompt_id, task=task, meta={"item": item, "answer_key": answer_key, **(meta or {})},
                        **fields)
+
+
+def undefined_study_report(records: Sequence[Mapping[str, Any]], error: str) -> dict[str, Any]:
+    """The report of records the study cannot evaluate (``error``): its counts only, no metrics.
+
+    ``n_items`` and ``n_prompts`` as the records name them; records a harness
+    left out (``exclude``) are counted as in :func:`study_report`.
+    """
+    excluded = Exclusions()
+    for r in records:
+        if r.get("exclude"):
+            excluded.add(f"{r['exclude']} (item left out)", r.get("id"))
+    return {"error": error, "n_items": len({str((r.get("meta") or {}).get("item")) for r in records}),
+            "n_prompts": len({r.get("prompt") for r in records}), "excluded": excluded.to_json(),
+            "methods": {}, "selection": {}}
 
 
 def study_report(records: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],

@@ -84,6 +84,12 @@ def json_logprobs(logprobs: Mapping[Any, Any] | None) -> dict[str, float | str |
     return {str(k): json_number(v) for k, v in logprobs.items()}
 
 
+def likeliest(logprobs: Mapping[str, Any]) -> str | None:
+    """The label with the highest log-probability that is not NaN or None (the judge's direct answer), or ``None``."""
+    finite = {k: float(v) for k, v in logprobs.items() if v is not None and not math.isnan(float(v))}
+    return max(finite, key=finite.__getitem__) if finite else None
+
+
 def _common(
     shape: str,
     record_id: Any,

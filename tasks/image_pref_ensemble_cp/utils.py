@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources, images
+from judgecp import datasources, images
 from judgecp.adapters.lm_eval.ensemble_task import ensemble_dataset
 from judgecp.ensemble.sources import (
     HPDV2_HUB_ID,
@@ -38,7 +38,7 @@ def _prompt_options(metadata: dict[str, Any]) -> dict[str, Any]:
 
 def load_hpdv2(data_dir: str | None = None, max_items: Any = None, data_seed: Any = 0, **metadata: Any) -> Any:
     """``custom_dataset`` hook: HPD v2 test pairs (every differently ranked pair of a caption's images)."""
-    root = data_sources.local_dir(data_dir, HPDV2_ENV)
+    root = datasources.local_dir(data_dir, HPDV2_ENV)
     exclusions = Exclusions()
     items = read_hpdv2(root, split="test", exclusions=exclusions)
     where = str(root) if root else f"{HPDV2_HUB_ID} (test)"
@@ -52,7 +52,7 @@ def load_mjbench(data_dir: str | None = None, max_items: Any = None, data_seed: 
     the candidates of a seeded half swapped (:func:`~judgecp.ensemble.sources.balance_order`)."""
     if mjbench_split not in MJBENCH_SPLITS:
         raise InputError(f"MJ-Bench split must be one of {', '.join(MJBENCH_SPLITS)}, got {mjbench_split!r}")
-    root = data_sources.local_dir(data_dir, MJBENCH_ENV)
+    root = datasources.local_dir(data_dir, MJBENCH_ENV)
     exclusions = Exclusions()
     if root is not None:
         items = read_mjbench(root, split=mjbench_split, exclusions=exclusions)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources
+from judgecp import datasources
 from judgecp.adapters.lm_eval.demo import demo_items
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
 
@@ -25,7 +25,7 @@ def load_docs(group: str | None = None, **_: Any) -> Any:
     docs = [{k: v for k, v in item.items() if k != "recorded_logprobs"} for item in demo_items()]
     if group is not None:
         docs = [d for d in docs if d["group"] == group]
-    return data_sources.as_dataset_dict(docs)
+    return datasources.as_dataset_dict(docs)
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources, images
+from judgecp import datasources, images
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
 from judgecp.prompts import MLLM_JUDGE_PROMPT
 from judgecp.tables import read_jsonl
@@ -70,12 +70,12 @@ def _all_docs(root: str) -> tuple[dict[str, Any], ...]:
             continue
         image_path = base / "image" / str(row.get("image_path", ""))
         docs.append({
-            "id": data_sources.text(row.get("score_id", f"line{lineno}")),
-            "label": data_sources.text(row.get("human")),
-            "group": data_sources.text(row.get("original_dataset")),
-            "actor": data_sources.text(row.get("name")),
-            "question": data_sources.text(row.get("instruction")) or "",
-            "answer": data_sources.text(row.get("answer")) or "",
+            "id": datasources.text(row.get("score_id", f"line{lineno}")),
+            "label": datasources.text(row.get("human")),
+            "group": datasources.text(row.get("original_dataset")),
+            "actor": datasources.text(row.get("name")),
+            "question": datasources.text(row.get("instruction")) or "",
+            "answer": datasources.text(row.get("answer")) or "",
             "image_path": str(image_path),
             "image_error": images.check_image_file(image_path),
             "exclude": None,
@@ -85,13 +85,13 @@ def _all_docs(root: str) -> tuple[dict[str, Any], ...]:
 
 def load_docs(data_dir: str | None = None, category: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: all documents, or one category's (``dataset_kwargs.category``)."""
-    root = data_sources.local_dir(data_dir, ENV_VAR) or data_sources.hub_snapshot(HUB_DATASET, HUB_FILES)
+    root = datasources.local_dir(data_dir, ENV_VAR) or datasources.hub_snapshot(HUB_DATASET, HUB_FILES)
     docs = list(_all_docs(str(root)))
     if category is not None:
         wanted = _norm(CATEGORIES[category])
         docs = [d for d in docs if d["group"] is not None and _norm(d["group"]) == wanted]
     what = f"category {CATEGORIES[category]!r}" if category else "MLLM-as-a-Judge"
-    return data_sources.as_dataset_dict(docs, what=f"{what} in {root}")
+    return datasources.as_dataset_dict(docs, what=f"{what} in {root}")
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ import ast
 import re
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources, images
+from judgecp import datasources, images
 from judgecp.adapters.lm_eval.choice_task import (
     MultipleChoiceTask,
     choice_document,
@@ -71,8 +71,8 @@ def parse_options(raw: Any) -> list[str]:
 
 def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: one document per single-image multiple-choice question."""
-    root = data_sources.local_dir(data_dir, ENV_VAR)
-    table = data_sources.load_table(root, hub_id=HUB_DATASET, split=SPLIT)
+    root = datasources.local_dir(data_dir, ENV_VAR)
+    table = datasources.load_table(root, hub_id=HUB_DATASET, split=SPLIT)
     key = f"mmmu_val:{root or HUB_DATASET}"
     image_columns = [c for c in IMAGE_COLUMNS if c in table.column_names]
     images.register_table(key, table, image_columns)

@@ -12,7 +12,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources
+from judgecp import datasources
 from judgecp.adapters.lm_eval.choice_task import (
     PARCTask,
     choice_document,
@@ -90,7 +90,7 @@ def load_docs(data_dir: str | None = None, parc_dataset: str | None = None, **_:
     A line that is not JSON belongs to no dataset: only ``parc_cp`` (every
     dataset) counts it.
     """
-    root = data_sources.local_dir(data_dir, ENV_VAR)
+    root = datasources.local_dir(data_dir, ENV_VAR)
     if root is None:
         raise InputError(
             f"PARC has no hub dataset of variations: name a variation directory with --metadata "

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.lm_eval import data_sources, images
+from judgecp import datasources, images
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
 from judgecp.prompts import POLARIS_PROMPT
 from judgecp.tables import read_jsonl
@@ -36,7 +36,7 @@ def likert_label(human_score: Any) -> str | None:
     try:
         c = float(human_score)
     except (TypeError, ValueError):
-        return data_sources.text(human_score)
+        return datasources.text(human_score)
     if math.isnan(c):
         return None
     return str(round(4 * c) + 1)
@@ -56,10 +56,10 @@ def _local_docs(root: str) -> tuple[dict[str, Any], ...]:
             continue
         image_path = base / str(row.get("img", ""))
         docs.append({
-            "id": data_sources.text(row.get("id", lineno - 1)),
+            "id": datasources.text(row.get("id", lineno - 1)),
             "label": likert_label(row.get("human_score")),
             "group": None,
-            "caption": data_sources.text(row.get("cand")) or "",
+            "caption": datasources.text(row.get("cand")) or "",
             "image_path": str(image_path),
             "image_error": images.check_image_file(image_path),
             "exclude": None,
@@ -76,9 +76,9 @@ def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: the local directory's documents, or the hub's test split."""
     import datasets
 
-    root = data_sources.local_dir(data_dir, ENV_VAR)
+    root = datasources.local_dir(data_dir, ENV_VAR)
     if root is not None and not list(root.glob("data/test-*.parquet")):
-        return data_sources.as_dataset_dict(list(_local_docs(str(root))))
+        return datasources.as_dataset_dict(list(_local_docs(str(root))))
     if root is not None:
         split = datasets.load_dataset("parquet", data_files={"test": sorted(str(p) for p in root.glob("data/test-*.parquet"))}, split="test")
     else:

@@ -47,15 +47,17 @@ def lm_eval_ready() -> None:
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> Path:
     from judgecp.adapters.lm_eval.tiny_models import build_tiny_llama
+    from tests.lm_eval.scripted import script_judge
 
-    return build_tiny_llama(tmp_path_factory.mktemp("models") / "llama", script=SCRIPT)
+    return build_tiny_llama(tmp_path_factory.mktemp("models") / "llama", prepare=lambda m, t: script_judge(m, t, SCRIPT))
 
 
 @pytest.fixture(scope="session")
 def tiny_llava(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> Path:
     from judgecp.adapters.lm_eval.tiny_models import build_tiny_llava
+    from tests.lm_eval.scripted import script_judge
 
-    return build_tiny_llava(tmp_path_factory.mktemp("models") / "llava", script=SCRIPT)
+    return build_tiny_llava(tmp_path_factory.mktemp("models") / "llava", prepare=lambda m, t: script_judge(m, t, SCRIPT))
 
 
 @pytest.fixture(scope="session")

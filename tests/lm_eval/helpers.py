@@ -108,11 +108,12 @@ def samples_records(files: list[Path]) -> list[dict[str, Any]]:
 def task_metrics(kind: str, records: list[dict[str, Any]], metadata: dict[str, Any], metric_list: Any = None,
                  **options: Any) -> dict[str, float]:
     """Every metric of a task recomputed from its records, as the task's aggregations compute them."""
+    from judgecp import scalars
     from judgecp.adapters.lm_eval import metrics
 
     protocol = metrics.task_protocol(metadata, kind)
     metrics._CACHE.clear()
     report = metrics.task_report(records, kind, protocol, **options)
     if metric_list is None:
-        metric_list = {"likert": metrics.likert_metrics, "pairwise": metrics.pairwise_metrics}[kind](protocol)
-    return {m.name: metrics.read_metric(report, m) for m in metric_list}
+        metric_list = {"likert": scalars.likert_metrics, "pairwise": scalars.pairwise_metrics}[kind](protocol)
+    return scalars.metric_values(report, metric_list)

@@ -89,10 +89,10 @@ def test_a_mismatched_calibrator_gives_nan_metrics_not_a_crash(tmp_path: Path) -
     """Inside the harness, another judge's records: metrics NaN (counts kept), so gate fails and the run is kept."""
     import math
 
-    from judgecp.adapters.lm_eval.calibrated import calibrated_metrics, calibrated_report
-    from judgecp.adapters.lm_eval.metrics import read_metric
+    from judgecp.adapters.lm_eval.calibrated import calibrated_report
     from judgecp.calibrators import calibrate
     from judgecp.data.export import to_records
+    from judgecp.scalars import calibrated_metrics, read_metric
     from judgecp.simulate import simulate_likert_judge
 
     records = to_records(simulate_likert_judge(n=200, seed=2))

@@ -11,17 +11,10 @@ import pytest
 
 from judgecp import Protocol, evaluate, from_records
 from judgecp.adapters.lm_eval import metrics
-from judgecp.adapters.lm_eval.metrics import (
-    aggregations,
-    mcq_metrics,
-    pairwise_metrics,
-    parc_metrics,
-    read_metric,
-    task_protocol,
-    task_report,
-)
+from judgecp.adapters.lm_eval.metrics import aggregations, task_protocol, task_report
 from judgecp.errors import InputError
 from judgecp.records import choice_record, pair_record
+from judgecp.scalars import mcq_metrics, pairwise_metrics, parc_metrics, read_metric
 from judgecp.simulate import simulate_mcq_records, simulate_pairwise_judge, simulate_parc_records
 
 

@@ -13,7 +13,8 @@ from tests.lm_eval.helpers import skip_without_lm_eval
 
 skip_without_lm_eval()
 
-from judgecp.adapters.lm_eval import choice_task, pairwise_task, tasks_path  # noqa: E402
+from judgecp import images  # noqa: E402
+from judgecp.adapters.lm_eval import pairwise_task, tasks_path  # noqa: E402
 from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
 from judgecp.tables import read_jsonl  # noqa: E402
@@ -99,7 +100,7 @@ def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(folder: str, tm
     """The same documents from the local copy (data_dir) and from the hub dataset the YAML and README name."""
     import datasets
 
-    from judgecp.adapters.lm_eval import data_sources
+    from judgecp import datasources
     from tests.lm_eval import fixtures
 
     builder, call = HUB_LOADS[folder]
@@ -113,7 +114,7 @@ def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(folder: str, tm
         rows = [r for _, r in read_jsonl(jsonl[0]) if r is not None]
         table = datasets.Dataset.from_list(rows)
     else:
-        table = data_sources.load_table(local, hub_id="unused", split=call[1]["split"], config=(call[0] + (None,))[1])
+        table = datasources.load_table(local, hub_id="unused", split=call[1]["split"], config=(call[0] + (None,))[1])
     calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr(datasets, "load_dataset", lambda *a, **kw: calls.append((a, kw)) or table)
     for var in ("JUDGECP_MT_BENCH_HUMAN_DIR", "JUDGECP_REWARDBENCH_DIR", "JUDGECP_CHATBOT_ARENA_DIR",
@@ -174,7 +175,7 @@ def test_parc_reads_the_local_variation_format(tmp_path: Path, monkeypatch: pyte
     two = by_id["parc/mit_states-00001/VS-S"]
     assert two["letters"] == ["A", "B"] and two["options"] == ["Left", "Right"] and len(two["image_refs"]) == 2
     assert utils.doc_to_text(two).startswith("<image>\n<image>\nWhich object")
-    assert [im.size for im in choice_task.doc_to_image(two)] == [(16, 16), (16, 16)]
+    assert [im.size for im in images.load_images(two)] == [(16, 16), (16, 16)]  # parc_cp's doc_to_image
     assert by_id["parc/mmbench-00000/blurry"]["family"] == "VR"
     assert sorted(d["exclude"] for d in docs if d["exclude"]) == ["duplicate_id", "malformed_json_line"]
     only = utils.load_docs(parc_dataset="mit_states")["test"]

@@ -13,23 +13,17 @@ from tests.lm_eval.helpers import skip_without_lm_eval
 skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval.ensemble_task import (  # noqa: E402
-    DEFAULT_PROMPTS,
-    SAMPLE_PROMPT,
-    doc_to_choice,
     doc_to_target,
-    doc_to_text,
-    ensemble_metrics,
     item_documents,
-    metric_values,
     records_report,
-    sample_items,
-    select_prompts,
     task_settings,
 )
 from judgecp.ensemble.prompts import build_prompt_set, write_prompt_set  # noqa: E402
 from judgecp.ensemble.simulate import simulate_prompt_judge, simulated_records  # noqa: E402
 from judgecp.ensemble.sources import PreferenceItem  # noqa: E402
+from judgecp.ensemble.study import DEFAULT_PROMPTS, SAMPLE_PROMPT, sample_items, select_prompts  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
+from judgecp.scalars import ensemble_metrics, metric_values  # noqa: E402
 
 
 def test_default_prompts_start_with_the_sample_and_have_distinct_texts() -> None:
@@ -68,11 +62,11 @@ def test_documents_show_the_images_in_the_prompts_order_and_target_the_preferred
     orig, flip = item_documents(item("B"), chosen, dataset="t", image_refs=["first.png", "second.png"])
     assert orig["image_refs"] == ["first.png", "second.png"] and flip["image_refs"] == ["second.png", "first.png"]
     assert (orig["order"], flip["order"]) == ("fwd", "rev")
-    assert doc_to_choice(orig) == ["A", "B"] and doc_to_choice(flip) == ["I", "II"]
+    assert orig["glyphs"] == ["A", "B"] and flip["glyphs"] == ["I", "II"]  # doc_to_choice: glyphs (the YAML)
     # the human prefers the original second image: "B" in the original order, "I" when flipped
     assert doc_to_target(orig) == "B" and doc_to_target(flip) == "I"
     assert doc_to_target({**orig, "label": None}) == ""
-    assert doc_to_text(orig).count("<image>") == 2 and "Caption: a red cube" in doc_to_text(orig)
+    assert orig["text"].count("<image>") == 2 and "Caption: a red cube" in orig["text"]  # doc_to_text: text
     assert orig["id"] == "it-1/photographer.supplement-sample.alignment.orig.AB"
     assert all(isinstance(v, (str, list)) or v is None for v in orig.values())  # datasets-friendly
 
@@ -114,7 +108,7 @@ def test_task_report_equals_the_core_report_and_counts_excluded_records(tmp_path
     write_embeddings(vectors, tmp_path / "emb.npz")
     settings = task_settings({"embeddings": str(tmp_path / "emb.npz"), "validation": 30, "seeds": 3, "clusters": 2})
     report = records_report(records, settings, task="t")
-    values = metric_values(report, with_mixture=True)
+    values = metric_values(report, ensemble_metrics(True))
     core = ensemble_report(read_ensemble_records(records, embeddings=vectors), validation=30, clusters=2, seeds=[0, 1, 2])
     assert values["ece_mixture"] == pytest.approx(core["methods"]["mixture"]["ece"], abs=1e-12)
     assert values["n_items"] == 119 and values["n_prompts"] == 4
@@ -126,7 +120,7 @@ def test_task_report_equals_the_core_report_and_counts_excluded_records(tmp_path
 def test_too_few_labeled_items_leave_the_metrics_undefined_not_a_crash() -> None:
     records, _ = simulated(n_items=5)
     report = records_report(records, task_settings({"validation": 50}), task="t")
-    values = metric_values(report, with_mixture=False)
+    values = metric_values(report, ensemble_metrics(False))
     assert "error" in report and values["n_items"] == 5 and values["excluded"] == 0
     assert math.isnan(values["ece_uniform"]) and math.isnan(values["fdp_bpe"])
     assert json.loads(json.dumps(report))["n_prompts"] == 4
@@ -146,7 +140,8 @@ def _png(path, colour):
 def test_mjbench_from_the_hub_keeps_images_in_the_table(tmp_path, monkeypatch) -> None:
     import datasets
 
-    from judgecp.adapters.lm_eval import images, tasks_path
+    from judgecp import images
+    from judgecp.adapters.lm_eval import tasks_path
     from tests.lm_eval.test_data_sources import task_utils
 
     rows = []
@@ -215,4 +210,4 @@ def test_metrics_after_the_first_find_their_records_by_id_and_never_guess() -> N
     fake._judgecp_records.clear()
     lost = PromptEnsembleTask.report_of_values(fake, [r["id"] for r in records])
     assert "not among the task's records" in lost["error"]
-    assert math.isnan(metric_values(lost, with_mixture=False)["ece_uniform"])
+    assert math.isnan(metric_values(lost, ensemble_metrics(False))["ece_uniform"])

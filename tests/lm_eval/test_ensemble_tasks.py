@@ -23,7 +23,8 @@ from tests.lm_eval.helpers import judge_run, results_file, samples, skip_without
 
 skip_without_lm_eval()
 
-from judgecp.adapters.lm_eval.ensemble_task import metric_values, records_report  # noqa: E402
+from judgecp.adapters.lm_eval.ensemble_task import records_report  # noqa: E402
+from judgecp.scalars import ensemble_metrics, metric_values  # noqa: E402
 from tests.lm_eval.helpers import samples_records  # noqa: E402
 
 PROMPTS = [
@@ -181,7 +182,7 @@ def test_samples_file_recomputes_the_task_metrics(ensemble_run: tuple[Path, str,
     files = sorted(output.rglob(f"samples_{HPDV2}_2*.jsonl"))
     records = samples_records(files)
     settings = task_settings({**results["configs"][HPDV2]["metadata"]})
-    got = metric_values(records_report(records, settings), with_mixture=True)
+    got = metric_values(records_report(records, settings), ensemble_metrics(True))
     expected = task_metrics(results, HPDV2)
     assert sorted(got) == sorted(expected)
     for name, value in got.items():

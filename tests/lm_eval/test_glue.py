@@ -10,16 +10,11 @@ import numpy as np
 import pytest
 
 from judgecp.adapters.lm_eval import metrics
-from judgecp.adapters.lm_eval.metrics import (
-    aggregations,
-    likert_metrics,
-    read_metric,
-    task_protocol,
-    task_report,
-)
+from judgecp.adapters.lm_eval.metrics import aggregations, task_protocol, task_report
 from judgecp.adapters.lm_eval.plugin import read_samples
 from judgecp.errors import InputError
 from judgecp.records import judge_output, parse_judge_output, score_record
+from judgecp.scalars import likert_metrics, read_metric
 from judgecp.scale import LikertScale
 from judgecp.simulate import simulate_likert_judge
 

@@ -1,4 +1,4 @@
-"""Images for judge tasks: read lazily, never sink the run.
+"""Images of judge documents (Pillow, imported lazily): read when judged, never sink the run.
 
 A document names its image by ``image_path`` (a local file) or carries it as
 ``image`` (a PIL image, as datasets' Image feature gives it). When it cannot
@@ -10,18 +10,22 @@ Documents with several images, or whose images live in a hub table, name
 them in ``image_refs``: local paths, or ``table#row#column`` references into
 a table registered with :func:`register_table` (a ``datasets.Dataset`` whose
 image columns are not decoded). The documents then stay small text records
-(lm-eval writes every document into the samples file), and an image that
-does not decode is a counted exclusion instead of a crash while lm-eval
-iterates the documents.
+(a harness may write every document into its output: lm-eval's samples
+file), and an image that does not decode is a counted exclusion instead of
+a crash while the harness iterates the documents. Nothing here imports a
+harness; the lm-eval tasks (``judgecp.tasks``, :mod:`judgecp.adapters.lm_eval`)
+are its users.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+#: lm-eval's logger tree: the warnings show in an lm-eval run's log next to the harness's own.
 logger = logging.getLogger("lm_eval.judgecp")
 
 #: Size of the blank image sent in place of one that failed to load.
@@ -139,6 +143,15 @@ def _load(doc: Mapping[str, Any], ref: str | None) -> Any:
             logger.warning("judgecp: %s of document %s could not be read (%s); it will be excluded", what, doc.get("id"), exc)
         _failed.add(key)
         return Image.new("RGB", PLACEHOLDER_SIZE)
+
+
+def fingerprint(images: Sequence[Any]) -> str:
+    """Content hash of a request's images (PIL): equal images, equal documents (scored once)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for img in images:
+        digest.update(f"{img.mode}{img.size}".encode())
+        digest.update(img.tobytes())
+    return digest.hexdigest()
 
 
 def failed(doc: Mapping[str, Any]) -> bool:

@@ -1,4 +1,4 @@
-"""Where a judge task's documents come from: a local directory, or the public dataset.
+"""Where a judge benchmark's documents come from: a local directory, or the public dataset on the hub.
 
 Every task reads the same schema from either source. The local directory is
 named by ``--metadata '{"data_dir": "..."}'`` or by the task's environment
@@ -8,6 +8,12 @@ hub into the hub cache. A local copy of a parquet-backed hub dataset holds
 its parquet files as the hub repository lays them out (``data/test-*.parquet``,
 ``ScienceQA-IMG/test-*.parquet``, ...); text datasets may also be one
 ``<split>.jsonl`` with the same fields.
+
+``datasets`` and ``huggingface_hub`` are imported lazily (extra ``lm-eval``,
+as in :mod:`judgecp.parc_build.sources`); nothing here imports a harness.
+The lm-eval task folders (``judgecp.tasks``) are its users: a
+``datasets.DatasetDict`` (:func:`as_dataset_dict`) is what a task's
+``custom_dataset`` returns.
 """
 
 from __future__ import annotations

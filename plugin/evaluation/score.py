@@ -53,7 +53,7 @@ THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 @dataclass
 class SplitResult:
     seed: int
-    test: NDArray[np.int64]
+    test: NDArray[np.signedinteger[Any]]  # int32 below 2**31 rows
     metrics: dict[str, RowMetrics]  # each method's coverage and width on the test rows
     seconds: dict[str, float]
     insufficient_groups: dict[str, list[str]] = field(default_factory=dict)
@@ -91,7 +91,9 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
         seconds[spec] = time.perf_counter() - t0
         # Keep the row metrics, not the prediction: a fraction of the memory at a million rows.
         metrics[spec] = RowMetrics.of(pred, y_test)
-    return SplitResult(seed, test, metrics, seconds, insufficient)
+    # The test rows as a small copy: ``test`` is a view that would keep the whole permutation alive.
+    kept = test.astype(np.int32) if data.n < 2**31 else test.copy()
+    return SplitResult(seed, kept, metrics, seconds, insufficient)
 
 
 _HELD: tuple[ScoreData, Protocol, Sequence[str]] | None = None

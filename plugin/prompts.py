@@ -17,6 +17,9 @@ words, or their numbers are not comparable.
   :data:`PAIRWISE_PROMPT`, the same words as one user turn. Fields
   ``question``, ``response_a``, ``response_b`` (the reversed order swaps the
   two responses).
+* Multiple choice (the PARC variation datasets in VLMEvalKit):
+  :func:`multiple_choice_prompt`, VLMEvalKit's own layout for multiple choice
+  closing with :data:`OPTION_LETTER_INSTRUCTION`.
 
 Every prompt is filled with :meth:`str.format`, so braces in a question or an
 answer are safe; the image goes through the model's vision input, never into
@@ -113,3 +116,20 @@ PAIRWISE_SINGLE_TURN_TEMPLATE = (
 
 #: System and user parts as one user turn (VLMEvalKit): the same words as lm-eval's two turns.
 PAIRWISE_PROMPT = PAIRWISE_SYSTEM_SINGLE_TURN + "\n\n" + PAIRWISE_SINGLE_TURN_TEMPLATE
+
+
+#: The last line of the multiple-choice prompt of the PARC variation datasets.
+OPTION_LETTER_INSTRUCTION = "Only respond with the option letter."
+
+
+def multiple_choice_prompt(question: str, options: list[tuple[str, str]]) -> str:
+    """PARC's multiple-choice prompt: the question, the options ``A. text`` one per line, the instruction.
+
+    The layout is VLMEvalKit's own for multiple choice (``Question:``, ``Options:``), with
+    its closing sentence replaced by :data:`OPTION_LETTER_INSTRUCTION`, so that the answer
+    is the option letter the logprobs are read at.
+    """
+    lines = [f"Question: {question}", "Options:"]
+    lines += [f"{letter}. {text}" for letter, text in options]
+    lines.append(OPTION_LETTER_INSTRUCTION)
+    return "\n".join(lines)

@@ -196,8 +196,9 @@ _write_lock = threading.Lock()
 
 
 def append_record(path: Path, record: dict[str, Any]) -> None:
-    """Append one record as a JSON line (flushed, so a crash keeps what was written)."""
-    line = json.dumps({**record, "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+    """Append one record as a JSON line (flushed, so a crash keeps what was written), with ``meta.written_at``."""
+    written_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    line = json.dumps({**record, "meta": {**(record.get("meta") or {}), "written_at": written_at}},
                       ensure_ascii=False, allow_nan=False)
     with _write_lock:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -223,11 +224,14 @@ def row_letters(meta: dict[str, Any], spec: Any) -> list[str]:
 
 
 def deliver(record: dict[str, Any], text: str, *, spec: Any, dataset: str, index: str | None, model: str) -> Any:
-    """Label a capture record with its row, append it to the sidecar, and return VLMEvalKit's prediction:
-    ``{"prediction", "extra_records"}`` for judgecp's datasets, plain text for VLMEvalKit's own."""
+    """Label a judge output with its row (``id``: the row's index, ``task``: the dataset, ``judge``: the model,
+    ``meta.prediction_sha1``: the prediction's fingerprint), append it to the sidecar, and return VLMEvalKit's
+    prediction: ``{"prediction", "extra_records"}`` for judgecp's datasets, plain text for VLMEvalKit's own."""
     from judgecp.adapters.vlmeval.capture import prediction_sha1
 
-    record.update(index=index, dataset=dataset, model=model, prediction_sha1=prediction_sha1(text))
+    if index is not None:
+        record["id"] = str(index)
+    record.update(task=dataset, judge=model, meta={**(record.get("meta") or {}), "prediction_sha1": prediction_sha1(text)})
     target = sidecar_target(model, dataset)
     if target is not None and index is not None:
         append_record(target, record)

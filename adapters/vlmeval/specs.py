@@ -27,13 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgecp.adapters.vlmeval.prompts import (
+from judgecp.errors import InputError
+from judgecp.prompts import (
     MLLM_JUDGE_PROMPT,
     PAIRWISE_PROMPT,
     POLARIS_PROMPT,
     multiple_choice_prompt,
 )
-from judgecp.errors import InputError
 from judgecp.scale import LikertScale
 
 #: VLMEvalKit ``TYPE`` of every judgecp judge dataset (none of VLMEvalKit's

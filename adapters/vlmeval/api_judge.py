@@ -37,8 +37,9 @@ from typing import Any
 
 from judgecp.adapters.vlmeval.capture import failed_record
 from judgecp.adapters.vlmeval.runtime import PROMPTS, capture_target, deliver, row_letters
-from judgecp.adapters.vlmeval.specs import LETTERS, JudgeSpec, spec_for
+from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
 from judgecp.data import SHAPE_OF_KIND
+from judgecp.data.choice import LETTERS
 from judgecp.extraction import DEFAULT_FLOOR, letter_output, openai_logprob_positions, score_output
 
 log = logging.getLogger("judgecp.vlmeval")

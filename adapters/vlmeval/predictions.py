@@ -53,18 +53,16 @@ from judgecp.adapters.vlmeval.capture import CAPTURE_FAILURE_FLAGS, prediction_s
 from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG
 from judgecp.adapters.vlmeval.specs import (
     KIND_COLUMN,
-    LETTERS,
     MCQ_KIND,
     MLLM_JUDGE_PAIR,
     PARC,
     SCALE_COLUMN,
     JudgeSpec,
     dataset_names,
-    row_options,
     spec_for,
 )
 from judgecp.data import KIND_OF_SHAPE, SHAPE_OF_KIND
-from judgecp.data.choice import variation_name
+from judgecp.data.choice import LETTERS, row_options, variation_name
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 from judgecp.records import judge_output, parse_judge_output

@@ -91,10 +91,6 @@ class PromptIndex:
             index = indices[min(n, len(indices) - 1)]
             return index, dict(self._meta.get((dataset, index), {}))
 
-    def claim(self, dataset: str | None, message: Any) -> str | None:
-        """The index of the row this message was built for (``None`` if unknown)."""
-        return self.claim_entry(dataset, message)[0]
-
     def clear(self) -> None:
         with self._lock:
             self._indices.clear()
@@ -121,7 +117,7 @@ def is_mcq(dataset_name: str | None) -> bool:
 
 def row_meta(line: Any) -> dict[str, Any]:
     """What a record builder needs to know about a multiple-choice row: its option letters."""
-    from judgecp.adapters.vlmeval.specs import row_options
+    from judgecp.data.choice import row_options
 
     return {"letters": [letter for letter, _ in row_options(line)]}
 
@@ -218,7 +214,7 @@ def capture_target(spec: Any, dataset: str | None) -> str | None:
 
 def row_letters(meta: dict[str, Any], spec: Any) -> list[str]:
     """The letters a row's answer is read among: the row's options, the spec's verdict letters, or A-Z."""
-    from judgecp.adapters.vlmeval.specs import LETTERS
+    from judgecp.data.choice import LETTERS
 
     return list(meta.get("letters") or (spec.letters if spec is not None else ()) or LETTERS)
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -63,6 +62,7 @@ from judgecp.adapters.vlmeval.specs import (
 )
 from judgecp.data import KIND_OF_SHAPE, SHAPE_OF_KIND
 from judgecp.data.choice import LETTERS, row_options, variation_name
+from judgecp.data.fields import to_object
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 from judgecp.records import judge_output, parse_judge_output
@@ -195,15 +195,8 @@ def legacy_record(old: dict[str, Any]) -> dict[str, Any] | None:
 
 def _parse_record(value: Any) -> dict[str, Any] | None:
     """The judge output in a cell or sidecar line (its JSON text or the dict), the old layout converted."""
-    obj = value
-    if isinstance(value, str):
-        try:
-            obj = json.loads(value)
-        except ValueError:
-            return None
-    if not isinstance(obj, dict):
-        return None
-    return legacy_record(obj) or parse_judge_output(obj)
+    obj = to_object(value)
+    return (legacy_record(obj) or parse_judge_output(obj)) if isinstance(obj, dict) else None
 
 
 def _repair_prediction(text: str) -> dict[str, Any] | None:

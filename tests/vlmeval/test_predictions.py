@@ -63,6 +63,17 @@ def write_tsv(path: Path, columns: list[str], rows: list[dict]) -> None:
         writer.writerows([{c: "" if r.get(c) is None else r.get(c) for c in columns} for r in rows])
 
 
+def without_embedded_records(tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    """The clean run as ``p.tsv`` without its extra_records column, and its sidecar's lines (the file removed)."""
+    root = copy(tmp_path, "clean")
+    run = runs(root)[0]
+    columns, rows = read_table(prediction(root))
+    write_tsv(run / "p.tsv", [c for c in columns if c != "extra_records"], rows)
+    lines = sidecar(run).read_text().splitlines()
+    sidecar(run).unlink()
+    return root, run, lines
+
+
 def test_clean_run_records_are_embedded(tmp_path: Path) -> None:
     root = copy(tmp_path, "clean")
     table = read_predictions(prediction(root))
@@ -97,15 +108,10 @@ def test_old_capture_records_read_as_judge_outputs() -> None:
 
 def test_sidecars_mixing_the_old_and_the_new_layout_match_the_same_rows(tmp_path: Path) -> None:
     """A run resumed after the upgrade: old lines and new lines in one sidecar, each matched to its row."""
-    root = copy(tmp_path, "clean")
-    run = runs(root)[0]
-    columns, rows = read_table(prediction(root))
-    write_tsv(run / "p.tsv", [c for c in columns if c != "extra_records"], rows)
-    lines = sidecar(run).read_text().splitlines()
+    root, run, lines = without_embedded_records(tmp_path)
     upgraded = [json.dumps(legacy_record(json.loads(x))) if k % 2 else x for k, x in enumerate(lines)]
     moved = tmp_path / "mixed.jsonl"
     moved.write_text("\n".join(upgraded) + "\n")
-    sidecar(run).unlink()
     mixed = read_predictions(run / "p.tsv", sidecars=[moved], dataset="MLLMJudge_CP")
     clean = read_predictions(prediction(root))
     assert mixed.record_sources["sidecar"] == len(mixed.rows) == 24 and not mixed.excluded
@@ -156,18 +162,13 @@ def test_without_extra_records_the_sidecar_is_used(tmp_path: Path) -> None:
 
 
 def test_stale_and_malformed_sidecar_records_are_counted(tmp_path: Path) -> None:
-    root = copy(tmp_path, "clean")
-    run = runs(root)[0]
-    columns, rows = read_table(prediction(root))
-    write_tsv(run / "p.tsv", [c for c in columns if c != "extra_records"], rows)
-    lines = sidecar(run).read_text().splitlines()
+    _, run, lines = without_embedded_records(tmp_path)
     stale = json.loads(lines[0])
     stale["prediction_sha1"] = "0" * 40  # a record of another run's prediction
     lines[0] = json.dumps(stale)
     lines[1] = lines[1][: len(lines[1]) // 2]  # a line cut by a crash
     moved = tmp_path / "elsewhere.jsonl"
     moved.write_text("\n".join(lines) + "\n")
-    sidecar(run).unlink()
     table = read_predictions(run / "p.tsv", sidecars=[moved], dataset="MLLMJudge_CP")
     assert table.excluded.counts["record_prediction_mismatch"] == 1
     assert table.excluded.counts["no_logprob_record"] == 1  # the row of the cut line

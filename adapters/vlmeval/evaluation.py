@@ -57,8 +57,6 @@ from judgecp.tables import table_from_rows
 
 log = logging.getLogger("judgecp.vlmeval")
 
-METRIC_SUFFIX = METRIC_SUFFIXES["likert"]
-
 
 def dataset_protocol(kind: str, settings: Mapping[str, Any] | None = None) -> Protocol:
     """The core's :class:`~judgecp.protocol.Protocol` for a prediction file of ``kind``.

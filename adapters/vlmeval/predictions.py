@@ -60,7 +60,7 @@ from judgecp.adapters.vlmeval.specs import (
     dataset_names,
     spec_for,
 )
-from judgecp.data import KIND_OF_SHAPE, SHAPE_OF_KIND
+from judgecp.data import KIND_OF_SHAPE, KINDS, SHAPE_OF_KIND
 from judgecp.data.choice import LETTERS, row_options, variation_name
 from judgecp.data.fields import to_object
 from judgecp.errors import InputError
@@ -343,9 +343,6 @@ def read_predictions(
         table.rows.append(row)
     table.record_sources = sources
     return table
-
-
-KINDS = ("likert", "pairwise", "mcq", "parc")
 
 
 def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, JudgeSpec | None]:

@@ -20,6 +20,9 @@ words, or their numbers are not comparable.
 * Multiple choice over option letters (ScienceQA-IMG, AI2D, MMMU):
   :data:`CHOICE_SEED_INSTRUCTION`, the conformal VLM benchmark seed's
   zero-shot instruction, in :func:`choice_seed_prompt`.
+* Multiple choice (the PARC variation datasets in VLMEvalKit):
+  :func:`multiple_choice_prompt`, VLMEvalKit's own layout for multiple choice
+  closing with :data:`OPTION_LETTER_INSTRUCTION`.
 
 Every prompt is filled with :meth:`str.format`, so braces in a question or an
 answer are safe; the image goes through the model's vision input, never into
@@ -152,3 +155,20 @@ def choice_seed_prompt(question: str, options: Sequence[str], letters: Sequence[
     lines = "\n".join(f"{letter}. {text}" for letter, text in zip(letters, options, strict=False))
     context_line = f"Context: {context}\n" if context else ""
     return f"{instruction}\n{context_line}{question}\n{lines}"
+
+
+#: The last line of the multiple-choice prompt of the PARC variation datasets.
+OPTION_LETTER_INSTRUCTION = "Only respond with the option letter."
+
+
+def multiple_choice_prompt(question: str, options: list[tuple[str, str]]) -> str:
+    """PARC's multiple-choice prompt: the question, the options ``A. text`` one per line, the instruction.
+
+    The layout is VLMEvalKit's own for multiple choice (``Question:``, ``Options:``), with
+    its closing sentence replaced by :data:`OPTION_LETTER_INSTRUCTION`, so that the answer
+    is the option letter the logprobs are read at.
+    """
+    lines = [f"Question: {question}", "Options:"]
+    lines += [f"{letter}. {text}" for letter, text in options]
+    lines.append(OPTION_LETTER_INSTRUCTION)
+    return "\n".join(lines)

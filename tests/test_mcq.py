@@ -214,3 +214,12 @@ def test_report_schema() -> None:
         assert m["set_size_correct"] < m["set_size_incorrect"]
     assert set(r["by_dataset"]) == {"sqa", "ai2d"} and set(r["by_category"]) == {"cat0", "cat1", "cat2"}
     assert r["by_dataset"]["sqa"]["methods"]["lac"]["coverage"] > 0.8
+
+
+def test_the_options_of_a_wide_row_are_its_non_empty_letter_columns() -> None:
+    from judgecp.data.choice import LETTERS, has_text, row_options
+
+    row = {"index": 1, "A": " red ", "B": float("nan"), "C": "", "D": 0, "E": None, "Z": "last", "a": "lower"}
+    assert row_options(row) == [("A", "red"), ("D", "0"), ("Z", "last")]  # NaN, blank and None are no options
+    assert LETTERS[0] == "A" and LETTERS[-1] == "Z" and len(LETTERS) == 26
+    assert not has_text("  ") and not has_text(float("nan")) and has_text(0) and has_text("x")

@@ -538,9 +538,9 @@ def test_vlmeval_tsv_builder_reads_the_build(tmp_path: Path) -> None:
     import csv
 
     try:
-        from judgecp.adapters.vlmeval.build import build_parc
+        from judgecp.adapters.vlmeval.builders import build_parc
     except ImportError as exc:  # the adapter is being ported to the new core API on main
-        pytest.skip(f"judgecp.adapters.vlmeval.build does not import: {exc}")
+        pytest.skip(f"judgecp.adapters.vlmeval.builders does not import: {exc}")
     src = write_originals(tmp_path / "src")
     build(src, tmp_path / "out", variations="VR-B,VS-S,LS-N", ls_n_fallback=True)
     result = build_parc(tmp_path / "out", tmp_path / "lmu", name="PARC_toy")

@@ -26,3 +26,11 @@ def test_a_pair_reads_the_same_in_lm_eval_and_vlmevalkit() -> None:
     vlmeval = specs.MLLM_JUDGE_PAIR.prompt.format(question=question, response_a=a, response_b=b)  # one user turn
     assert lm_eval == vlmeval
     assert "position biases" in vlmeval and "Output only the letter, without any explanation." in vlmeval
+
+
+def test_the_multiple_choice_prompt_lists_the_options_and_asks_for_the_letter() -> None:
+    text = prompts.multiple_choice_prompt("Which colour? {x}", [("A", "red"), ("B", "blue"), ("D", "green")])
+    assert text.splitlines() == ["Question: Which colour? {x}", "Options:", "A. red", "B. blue", "D. green",
+                                 prompts.OPTION_LETTER_INSTRUCTION]
+    row = {"index": 3, "question": "Which colour? {x}", "A": "red", "B": "blue", "C": float("nan"), "D": "green"}
+    assert specs.PARC.render(row) == text  # the PARC datasets' prompt, empty options left out

@@ -5,7 +5,7 @@ that need it import it when called. Entry points:
 
 * ``judgecp vlmeval <run.py args>`` (:mod:`.launcher`), or in Python
   :func:`register` then VLMEvalKit's ``run.py``;
-* ``judgecp vlmeval build-tsv`` (:mod:`.build`): the judge TSVs from the
+* ``judgecp vlmeval build-tsv`` (:mod:`.builders`): the judge TSVs from the
   public releases;
 * ``judgecp evaluate --format vlmeval PRED.xlsx`` (:mod:`.evaluation`).
 

@@ -8,7 +8,8 @@ models, with the record built by the same extractor from the returned
 tokens and their top-K alternatives: a rating token missing from a top-K
 list gets the floor ``log 1e-5`` and a ``missing_token`` flag (the core
 counts it); an endpoint that returns no logprobs gives an
-``api_no_logprobs`` record (the row is excluded and counted). Letter answers
+``api_no_logprobs`` record (the row is excluded and counted). Records are
+``judgecp.record/1`` judge outputs (``meta.source``: ``openai_api``). Letter answers
 (pairwise verdicts, PARC options, and VLMEvalKit's own multiple-choice
 benchmarks when started by the launcher: sidecar only, plain prediction)
 are read at the first generated letter, with the same floor for a letter
@@ -34,14 +35,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.vlmeval.capture import (
-    extraction_record,
-    failed_record,
-    letter_record_from_candidates,
-)
+from judgecp.adapters.vlmeval.capture import failed_record
 from judgecp.adapters.vlmeval.runtime import PROMPTS, capture_target, deliver, row_letters
-from judgecp.adapters.vlmeval.specs import LETTERS, JudgeSpec, spec_for
-from judgecp.extraction import DEFAULT_FLOOR, openai_logprob_positions
+from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
+from judgecp.data import SHAPE_OF_KIND
+from judgecp.data.choice import LETTERS
+from judgecp.extraction import DEFAULT_FLOOR, letter_output, openai_logprob_positions, score_output
 
 log = logging.getLogger("judgecp.vlmeval")
 
@@ -202,8 +201,9 @@ class JudgeCPOpenAI:
         kind: str = "likert",
         letters: Sequence[str] = (),
     ) -> dict[str, Any]:
+        """The judge output (``judgecp.record/1``) of one answer from its tokens and top-K alternatives."""
         if kind == "likert":
             assert spec is not None
-            return extraction_record(tokens, candidates, scale=spec.scale, floor=self.floor, source="openai_api")
-        return letter_record_from_candidates(tokens, candidates, letters or LETTERS, kind=kind, floor=self.floor,
-                                             source="openai_api")
+            return score_output(tokens, candidates, scale=spec.scale, floor=self.floor, source="openai_api")
+        return letter_output(SHAPE_OF_KIND[kind], tokens, candidates, [str(x) for x in letters or LETTERS],
+                             floor=self.floor, source="openai_api")

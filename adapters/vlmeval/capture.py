@@ -9,18 +9,19 @@ the model's outputs before any logits processor (temperature, top-k,
 repetition penalty, constrained decoding), which is what the judge "believes";
 ``output_scores`` would give the processed ones.
 
-:func:`letter_record` does the same for a letter answer (a pairwise verdict
-"A"/"B", a multiple-choice option letter): the answer position is the first
-generated token that is one of the letters (``"A"``, ``"▁A"``, ``"ĠA"``,
-``<0x41>``), and the record holds log P of every letter there (variants
-combined by log-sum-exp), the letter generated and the position; no letter
-generated gives ``logprobs: None`` and the flag ``no_answer_letter``.
-
-:func:`likert_record` turns the last captured call into a judgecp Likert
-record: it reads, at every generated position, the log-probability of every
-vocabulary token that spells a rating (``"4"``, ``"▁4"``, ``"Ġ4"``, ...) and of
-the generated token, and runs the core's three-stage score extractor
-(:func:`judgecp.extraction.extract_score`) on them. Log-probabilities are
+:func:`likert_record` turns the last captured call into a ``score`` judge output
+(``judgecp.record/1`` without the row's fields, docs/records.md): it reads, at every
+generated position, the log-probability of every vocabulary token that spells a rating
+(``"4"``, ``"▁4"``, ``"Ġ4"``, ...) and of the generated token, and runs the core's
+three-stage score extractor through :func:`judgecp.extraction.score_output`.
+:func:`letter_record` does the same for a letter answer (a pairwise verdict "A"/"B": a
+``pair`` output; a multiple-choice option letter: a ``choice`` output) through
+:func:`judgecp.extraction.letter_output`: the answer position is the first generated
+token that is one of the letters (``"A"``, ``"▁A"``, ``"ĠA"``, ``<0x41>``), and the
+output holds log P of every letter there (variants combined by log-sum-exp), the letter
+generated as ``prediction`` and, in ``meta``, ``stage``, ``position``, ``n_tokens``,
+``letters`` and ``source`` (``hf_generate``); no letter generated gives ``logprobs: null``
+and the flag ``no_answer_letter``. Log-probabilities are
 computed per step as ``logit - logsumexp(logits)`` in float32, so the full
 ``steps x vocabulary`` log-softmax is never materialised (the logits
 themselves are held by ``generate`` for the whole call: ``steps x vocab``
@@ -40,18 +41,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judgecp.extraction import DEFAULT_FLOOR, extract_letter, extract_score
+from judgecp.data import SHAPE_OF_KIND
+from judgecp.extraction import DEFAULT_FLOOR, letter_output, score_output
 from judgecp.extraction import label_token_ids as core_label_token_ids
+from judgecp.records import judge_output
 from judgecp.scale import LikertScale
-
-#: Version of the capture record layout (``record["v"]``).
-RECORD_VERSION = 1
 
 FLAG_NO_CAPTURE = "no_capture"
 FLAG_MULTIPLE_CALLS = "multiple_generate_calls"
@@ -199,33 +198,6 @@ def prediction_sha1(text: str | None) -> str:
     return hashlib.sha1(norm.encode("utf-8")).hexdigest()
 
 
-def extraction_record(
-    tokens: Sequence[str],
-    per_position: Sequence[Mapping[str, float]],
-    *,
-    scale: LikertScale,
-    floor: float = DEFAULT_FLOOR,
-    flags: Sequence[str] = (),
-    source: str,
-) -> dict[str, Any]:
-    """A Likert capture record from tokens and per-position candidates (shared by HF and API judges)."""
-    result = extract_score(tokens, per_position, scale=scale, floor=floor)
-    logprobs = None
-    if result.logprobs is not None:
-        logprobs = {k: (v if math.isfinite(v) else floor) for k, v in result.logprobs.items()}
-    return {
-        "v": RECORD_VERSION,
-        "kind": "likert",
-        "source": source,
-        "logprobs": logprobs,
-        "parsed": result.parsed,
-        "stage": result.stage,
-        "position": result.position,
-        "n_tokens": len(tokens),
-        "flags": [*flags, *result.flags],
-    }
-
-
 def likert_record(
     calls: Sequence[GenerateCall],
     tokenizer: Any,
@@ -233,7 +205,7 @@ def likert_record(
     scale: LikertScale | None = None,
     floor: float = DEFAULT_FLOOR,
 ) -> dict[str, Any]:
-    """The capture record of one judged item from the ``generate`` calls made for it."""
+    """The ``score`` judge output of one judged item from the ``generate`` calls made for it."""
     scale = scale or LikertScale()
     if not calls:
         return failed_record(FLAG_NO_CAPTURE)
@@ -242,29 +214,7 @@ def likert_record(
     flags += more
     if FLAG_BEAM_SEARCH in flags:
         return failed_record(*flags)
-    return extraction_record(tokens, per_position, scale=scale, floor=floor, flags=flags, source="hf_generate")
-
-
-def letter_record_from_candidates(
-    tokens: Sequence[str],
-    per_position: Sequence[Mapping[str, float]],
-    letters: Sequence[str],
-    *,
-    kind: str,
-    floor: float = DEFAULT_FLOOR,
-    flags: Sequence[str] = (),
-    source: str,
-) -> dict[str, Any]:
-    """A letter record from generated tokens and per-position candidate logprobs (HF and API judges):
-    :func:`judgecp.extraction.extract_letter` (the first generated letter; the record keeps all letters'
-    values, the reader restricts them to a row's options)."""
-    wanted = [str(x) for x in letters]
-    found = extract_letter(tokens, per_position, wanted, floor=floor)
-    if found.logprobs is None:
-        return failed_record(*flags, *found.flags, kind=kind, source=source, letters=wanted, n_tokens=len(tokens))
-    return {"v": RECORD_VERSION, "kind": kind, "source": source, "letters": wanted, "logprobs": found.logprobs,
-            "answer": found.answer, "stage": "first_letter", "position": found.position, "n_tokens": len(tokens),
-            "flags": [*flags, *found.flags]}
+    return score_output(tokens, per_position, scale=scale, floor=floor, flags=flags, source="hf_generate")
 
 
 def letter_record(
@@ -275,7 +225,9 @@ def letter_record(
     kind: str,
     floor: float = DEFAULT_FLOOR,
 ) -> dict[str, Any]:
-    """The capture record of one letter answer (pairwise verdict, option letter) from its ``generate`` calls."""
+    """The ``pair`` or ``choice`` judge output of one letter answer (pairwise verdict, option letter) from its
+    ``generate`` calls: :func:`judgecp.extraction.letter_output` (the first generated letter; the output keeps
+    all letters' values, the reader restricts them to a row's options)."""
     wanted = [str(x) for x in letters]
     if not calls:
         return failed_record(FLAG_NO_CAPTURE, kind=kind, letters=wanted)
@@ -284,15 +236,15 @@ def letter_record(
     flags += more
     if FLAG_BEAM_SEARCH in flags:
         return failed_record(*flags, kind=kind, letters=wanted)
-    return letter_record_from_candidates(tokens, per_position, wanted, kind=kind, floor=floor, flags=flags,
-                                         source="hf_generate")
+    return letter_output(SHAPE_OF_KIND[kind], tokens, per_position, wanted, floor=floor, flags=flags,
+                         source="hf_generate")
 
 
 def failed_record(
     *flags: str, kind: str = "likert", source: str = "hf_generate", letters: Sequence[str] | None = None,
-    n_tokens: int = 0,
 ) -> dict[str, Any]:
-    """A record without logprobs (``flags`` say why)."""
-    shape = {"letters": list(letters or []), "answer": None} if kind != "likert" else {"parsed": None}
-    return {"v": RECORD_VERSION, "kind": kind, "source": source, **shape, "logprobs": None, "stage": None,
-            "position": None, "n_tokens": n_tokens, "flags": list(flags)}
+    """A judge output without logprobs (``flags`` say why)."""
+    shape = SHAPE_OF_KIND[kind]
+    extra = {} if shape == "score" else {"letters": list(letters or [])}
+    return judge_output(shape, logprobs=None, flags=flags, stage=None, position=None, n_tokens=0, source=source,
+                        **extra)

@@ -39,7 +39,7 @@ the installed vlmeval package. Extra model entries: $JUDGECP_VLMEVAL_MODELS
 
 
 def _build(argv: Sequence[str]) -> int:
-    from judgecp.adapters.vlmeval.build import (
+    from judgecp.adapters.vlmeval.builders import (
         build_mllm_judge,
         build_mllm_judge_pair,
         build_parc,

@@ -42,7 +42,7 @@ import pandas as pd
 from vlmeval.dataset.image_base import ImageBaseDataset
 from vlmeval.smp import LMUDataRoot, load, toliststr
 
-from judgecp.adapters.vlmeval.build import read_manifest
+from judgecp.adapters.vlmeval.builders import read_manifest
 from judgecp.adapters.vlmeval.evaluation import (
     dataset_protocol,
     evaluate_prediction_file,

@@ -229,7 +229,7 @@ def ensemble_records(table: Any) -> list[dict[str, Any]]:
             answer_key = None
         records.append(study_record(
             columns.get("item"), columns.get("prompt_id"), order=str(columns.get("order") or "fwd"),
-            label=columns.get("preference"), logprobs=logprobs, answer_key=answer_key, judge=row.record.get("model"),
+            label=columns.get("preference"), logprobs=logprobs, answer_key=answer_key, judge=row.record.get("judge"),
             task=columns.get("category"), flags=[*row.flags, *(row.record.get("flags") or [])],
             meta={"vlmeval_index": row.index},
         ))

@@ -22,7 +22,8 @@ Every row the TSV builder read is accounted for somewhere in it.
 
 The headline VLMEvalKit prints and stores in ``status.json`` is a dict of
 plain Python numbers (VLMEvalKit's JSON encoder fails on NumPy 2 scalars):
-``n``, ``n_read``, ``excluded`` and the kind's numbers (:func:`headline`).
+the core's (:func:`judgecp.headline.report_headline`: ``n``, ``n_read``,
+``excluded`` and the kind's numbers) and ``excluded_at_build``.
 """
 
 from __future__ import annotations
@@ -48,15 +49,13 @@ from judgecp.data import Fields, from_table
 from judgecp.errors import InputError
 from judgecp.evaluation import evaluate
 from judgecp.exclusions import Exclusions
+from judgecp.headline import report_headline
 from judgecp.plugins import RecordBatch
 from judgecp.protocol import Protocol, parse_settings
-from judgecp.report import dumps, to_strict
+from judgecp.report import dumps
 from judgecp.tables import table_from_rows
 
 log = logging.getLogger("judgecp.vlmeval")
-
-METRIC_SUFFIX = METRIC_SUFFIXES["likert"]
-HEADLINE_POINT = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae", "bias")
 
 
 def dataset_protocol(kind: str, settings: Mapping[str, Any] | None = None) -> Protocol:
@@ -94,75 +93,12 @@ def metric_path(prediction_file: str | Path, kind: str = "likert") -> Path:
     return p.with_name(p.stem + METRIC_SUFFIXES[kind] + ".json")
 
 
-def _total(entries: Any) -> int:
-    return sum(int(e["count"]) for e in entries or [])
-
-
 def headline(report: Mapping[str, Any], protocol: Protocol | None = None) -> dict[str, Any]:
-    """Plain-number summary of a report, for VLMEvalKit's log and ``status.json`` (nested one level).
-
-    Likert: point metrics and, per method, ``coverage``, ``set_width`` and
-    (interval methods) ``interval_coverage``, ``interval_width``,
-    ``full_range``. Pairwise: ``scope`` coverage and risk at
-    the protocol's ``alpha`` (and every other controller's), and the BPE signal's
-    ``accuracy``, ``auroc``, ``auprc``, ``ece``. PARC: calibrated
-    ``reliability`` and ``accuracy``, ``overall`` (the model's mean over its
-    cells) and per family (``O``, ``LR``, ``LS``, ``VR``, ``VS``).
-    """
-    protocol = protocol or Protocol()
-    kind = report.get("kind", "likert")
-    out: dict[str, Any] = {
-        "n": report.get("n", 0),
-        "n_read": report.get("n_read", 0),
-        "excluded": _total(report.get("excluded")),
-    }
-    if kind == "pairwise":
-        level = f"{protocol.level:g}"
-        if report.get("controllers"):
-            out["alpha"] = protocol.level
-            for name, levels in report["controllers"].items():
-                entry = levels.get(level)
-                if entry is not None:
-                    out[name] = {"coverage": entry["coverage"], "risk": entry["risk"],
-                                 "abstain_all": entry["abstain_all"]}
-        signal = (report.get("uncertainty") or {}).get(protocol.signal)
-        if signal:
-            out[protocol.signal] = {k: signal.get(k) for k in ("accuracy", "auroc", "auprc", "ece")}
-        out["single_order"] = sum(int(f["count"]) for f in report.get("flags", []) if f.get("flag") == "single_order")
-    elif kind == "parc":
-        for score in ("reliability", "accuracy"):
-            table = report.get(score) or {}
-            scores: dict[str, Any] = {}
-            models = table.get("model") or {}
-            if len(models) == 1:
-                scores["overall"] = next(iter(models.values())).get("calibrated")
-            for family, value in (table.get("family") or {}).items():
-                scores[family] = value.get("calibrated")
-            if scores:
-                out[score] = scores
-    else:
-        point = report.get("point") or {}
-        for key in HEADLINE_POINT:
-            if key in point:
-                out[key] = point[key]
-        for name, entry in (report.get("methods") or {}).items():
-            summary: dict[str, Any] = {
-                "coverage": entry["labels"]["coverage"],
-                "set_width": entry["labels"]["width"],
-            }
-            if entry.get("interval"):
-                summary["interval_coverage"] = entry["interval"]["coverage"]
-                summary["interval_width"] = entry["interval"]["width"]
-            summary["full_range"] = entry.get("full_range")
-            out[name] = summary
-    vl = report.get("vlmeval") or {}
-    if vl.get("excluded_at_build") is not None:
-        out["excluded_at_build"] = _total(vl["excluded_at_build"])
-    if report.get("error"):
-        out["error"] = report["error"]
-    strict = to_strict(out)
-    assert isinstance(strict, dict)
-    return strict
+    """Plain-number summary of a report, for VLMEvalKit's log and ``status.json`` (nested one level):
+    :func:`judgecp.headline.report_headline` and ``excluded_at_build``, the rows the TSV builder left out."""
+    built = (report.get("vlmeval") or {}).get("excluded_at_build")
+    extra = None if built is None else {"excluded_at_build": sum(int(e["count"]) for e in built)}
+    return report_headline(report, protocol, extra)
 
 
 def _reasons(excluded: Exclusions) -> str:

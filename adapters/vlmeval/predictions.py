@@ -20,6 +20,11 @@ repaired or counted here, never silently dropped:
   is excluded as ``record_prediction_mismatch`` (a record from another
   run) or ``no_logprob_record``.
 
+Records are the judge outputs capture writes (``judgecp.record/1`` with the
+row's ``id``, ``task``, ``judge`` and ``meta.prediction_sha1``); the layout
+before it (``{"v": 1, "kind", ...}``, old runs) is converted on read
+(:func:`legacy_record`).
+
 Other exclusions: ``inference_failed`` (VLMEvalKit's failure message),
 ``duplicate_index``, ``index_missing``, and the capture failures
 ``no_capture``, ``beam_search``, ``api_no_logprobs``, ``no_answer_letter``.
@@ -37,7 +42,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,18 +52,20 @@ from judgecp.adapters.vlmeval.capture import CAPTURE_FAILURE_FLAGS, prediction_s
 from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG
 from judgecp.adapters.vlmeval.specs import (
     KIND_COLUMN,
-    LETTERS,
     MCQ_KIND,
     MLLM_JUDGE_PAIR,
     PARC,
     SCALE_COLUMN,
     JudgeSpec,
     dataset_names,
-    row_options,
     spec_for,
 )
+from judgecp.data import KIND_OF_SHAPE, KINDS, SHAPE_OF_KIND
+from judgecp.data.choice import LETTERS, row_options, variation_name
+from judgecp.data.fields import to_object
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.records import judge_output, parse_judge_output
 from judgecp.scale import LikertScale
 from judgecp.tables import read_jsonl
 from judgecp.tables import read_table as core_read_table
@@ -121,11 +127,11 @@ class PredictionTable:
 
     def record_dataset(self) -> str | None:
         """The dataset the records were captured for (VLMEvalKit's own benchmarks: not in our name list)."""
-        names = {str(r.record.get("dataset")) for r in self.rows if r.record and r.record.get("dataset")}
+        names = {str(r.record.get("task")) for r in self.rows if r.record and r.record.get("task")}
         return names.pop() if len(names) == 1 else None
 
     def record_model(self) -> str | None:
-        names = {str(r.record.get("model")) for r in self.rows if r.record and r.record.get("model")}
+        names = {str(r.record.get("judge")) for r in self.rows if r.record and r.record.get("judge")}
         return names.pop() if len(names) == 1 else None
 
 
@@ -163,19 +169,34 @@ def split_stem(stem: str, dataset: str | None = None) -> tuple[str | None, str |
 # -- records -------------------------------------------------------------------
 
 
+def legacy_record(old: dict[str, Any]) -> dict[str, Any] | None:
+    """A capture record of the layout before ``judgecp.record/1`` as the judge output capture writes now.
+
+    Older runs (and runs resumed with their ``extra_records``) hold
+    ``{"v": 1, "kind", "source", "logprobs", "parsed" | "answer", "stage",
+    "position", "n_tokens", "letters", "flags", "index", "dataset", "model",
+    "prediction_sha1"}``: the kind becomes the shape, ``parsed``/``answer``
+    the ``prediction``, ``index``/``dataset``/``model`` the ``id``/``task``/
+    ``judge``, the rest ``meta``. ``None`` when ``old`` is not such a record.
+    """
+    kind = old.get("kind")
+    if old.get("v") != 1 or kind not in SHAPE_OF_KIND:
+        return None
+    shape = SHAPE_OF_KIND[kind]
+    meta = {k: old[k] for k in ("stage", "position", "n_tokens", "letters", "source", "prediction_sha1", "written_at")
+            if k in old}
+    record = judge_output(shape, logprobs=old.get("logprobs"), prediction=old.get("parsed" if shape == "score" else "answer"),
+                          flags=old.get("flags") or [], **meta)
+    for name, key in (("id", "index"), ("task", "dataset"), ("judge", "model")):
+        if old.get(key) is not None:
+            record[name] = str(old[key])
+    return record
+
+
 def _parse_record(value: Any) -> dict[str, Any] | None:
-    if isinstance(value, dict):
-        return value
-    if value is None:
-        return None
-    text = str(value).strip()
-    if not text:
-        return None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return obj if isinstance(obj, dict) else None
+    """The judge output in a cell or sidecar line (its JSON text or the dict), the old layout converted."""
+    obj = to_object(value)
+    return (legacy_record(obj) or parse_judge_output(obj)) if isinstance(obj, dict) else None
 
 
 def _repair_prediction(text: str) -> dict[str, Any] | None:
@@ -217,15 +238,21 @@ def find_sidecars(path: Path, stem: str) -> list[Path]:
 
 
 def read_sidecars(paths: Sequence[Path], excluded: Exclusions) -> dict[str, list[dict[str, Any]]]:
-    """Sidecar records by index; unreadable lines are counted as ``sidecar_malformed_line``."""
+    """Sidecar records by index (``id``; old layout converted); unreadable lines are counted as
+    ``sidecar_malformed_line``."""
     by_index: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
-        for lineno, rec in read_jsonl(path):
-            if rec is None or rec.get("index") is None:
+        for lineno, line in read_jsonl(path):
+            rec = _parse_record(line)
+            if rec is None or rec.get("id") is None:
                 excluded.add("sidecar_malformed_line", f"{path.name}:{lineno}")
                 continue
-            by_index.setdefault(str(rec["index"]), []).append(rec)
+            by_index.setdefault(str(rec["id"]), []).append(rec)
     return by_index
+
+
+def _fingerprint(record: dict[str, Any]) -> Any:
+    return (record.get("meta") or {}).get("prediction_sha1")
 
 
 def _index_text(value: Any) -> str:
@@ -287,17 +314,17 @@ def read_predictions(
             table.excluded.add("inference_failed", index)
             continue
         fingerprint = prediction_sha1(text)
-        if record is not None and record.get("index") not in (None, index) and str(record.get("index")) != index:
+        if record is not None and record.get("id") not in (None, index):
             record = None  # an embedded record of another row: fall back to the sidecar
             flags.append("embedded_record_index_mismatch")
-        if record is not None and record.get("prediction_sha1") not in (None, fingerprint):
+        if record is not None and _fingerprint(record) not in (None, fingerprint):
             record = None
             flags.append("embedded_record_prediction_mismatch")
         if record is not None:
             sources["repaired" if repaired is not None else "embedded"] += 1
         else:
             candidates = by_index.get(index, [])
-            matching = [r for r in candidates if r.get("prediction_sha1") == fingerprint]
+            matching = [r for r in candidates if _fingerprint(r) == fingerprint]
             if matching:
                 record = matching[-1]
                 flags.append(FLAG_FROM_SIDECAR)
@@ -318,16 +345,13 @@ def read_predictions(
     return table
 
 
-KINDS = ("likert", "pairwise", "mcq", "parc")
-
-
 def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, JudgeSpec | None]:
     """The kind of a prediction file and its judge spec (``None`` for VLMEvalKit's own multiple choice).
 
     In order: ``kind`` when given; the dataset name (judgecp's datasets);
-    the ``judgecp_kind`` column a judgecp TSV carries; the records' own kind
-    (an ``-lp`` model on VLMEvalKit's multiple-choice benchmarks writes kind
-    ``mcq`` into the sidecar).
+    the ``judgecp_kind`` column a judgecp TSV carries; the kind of the
+    records' shape (an ``-lp`` model on VLMEvalKit's multiple-choice
+    benchmarks writes ``choice`` records into the sidecar: ``mcq``).
     """
     if kind is not None and kind not in KINDS:
         raise InputError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
@@ -343,7 +367,7 @@ def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, 
         elif not columns and KIND_COLUMN in table.columns:
             kind = "likert"
         else:
-            record_kinds = {str(r.record.get("kind")) for r in table.rows if r.record and r.record.get("kind")}
+            record_kinds = {KIND_OF_SHAPE[r.record["shape"]] for r in table.rows if r.record}
             if len(record_kinds) == 1:
                 kind = record_kinds.pop()
     if kind is None:
@@ -397,7 +421,7 @@ def likert_records(table: PredictionTable, spec: JudgeSpec) -> list[dict[str, An
             "id": row.index,
             "label": row.columns.get(spec.label),
             "logprobs": row.record.get("logprobs"),
-            "parsed": row.record.get("parsed"),
+            "parsed": row.record.get("prediction"),
             "flags": [*row.flags, *row.record.get("flags", [])],
         }
         if spec.group:
@@ -462,26 +486,6 @@ def load_option_table(dataset: str, lmu_root: str | Path | None = None) -> dict[
     return out
 
 
-def _family_variation(variation: str, family: Any, table: PredictionTable, index: str) -> str:
-    """PARC's variation name for the core: names outside PARC's list get their ``family`` as prefix.
-
-    The core derives a variation's family from its name (``LR-I`` -> ``LR``);
-    the variation format allows other names with a ``family`` field, which
-    become ``<family>-<name>`` (flag ``variation_renamed``).
-    """
-    from judgecp.parc import FAMILIES, family_of
-
-    try:
-        family_of(variation)
-        return variation
-    except InputError:
-        fam = str(family or "").strip().upper()
-        if fam in FAMILIES:
-            table.flags.add("variation_renamed", index)
-            return f"{fam}-{variation}"
-        return variation  # the core counts it as variation_unknown
-
-
 def option_records(
     table: PredictionTable,
     kind: str,
@@ -527,14 +531,15 @@ def option_records(
             "options": options,
             "correct": cols.get("answer"),
             "logprobs": {letter: lp[letter] for letter in options if letter in lp},
-            "prediction": row.record.get("answer"),
+            "prediction": row.record.get("prediction"),
             "model": model,
         }
         if kind == "parc":
             rec["dataset"] = row.columns.get("source_dataset") or dataset
             rec["source_id"] = row.columns.get("source_id")
-            rec["variation"] = _family_variation(str(row.columns.get("variation") or ""), row.columns.get("family"),
-                                                 table, row.index)
+            # a variation named otherwise becomes <family>-<name> (flag variation_renamed), as the core reads PARC
+            rec["variation"] = variation_name(str(row.columns.get("variation") or ""), row.columns.get("family"),
+                                              table.flags, row.index)
             rec["category"] = rec["variation"]
         else:
             rec["dataset"] = dataset

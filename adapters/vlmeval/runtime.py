@@ -91,10 +91,6 @@ class PromptIndex:
             index = indices[min(n, len(indices) - 1)]
             return index, dict(self._meta.get((dataset, index), {}))
 
-    def claim(self, dataset: str | None, message: Any) -> str | None:
-        """The index of the row this message was built for (``None`` if unknown)."""
-        return self.claim_entry(dataset, message)[0]
-
     def clear(self) -> None:
         with self._lock:
             self._indices.clear()
@@ -121,7 +117,7 @@ def is_mcq(dataset_name: str | None) -> bool:
 
 def row_meta(line: Any) -> dict[str, Any]:
     """What a record builder needs to know about a multiple-choice row: its option letters."""
-    from judgecp.adapters.vlmeval.specs import row_options
+    from judgecp.data.choice import row_options
 
     return {"letters": [letter for letter, _ in row_options(line)]}
 
@@ -196,8 +192,9 @@ _write_lock = threading.Lock()
 
 
 def append_record(path: Path, record: dict[str, Any]) -> None:
-    """Append one record as a JSON line (flushed, so a crash keeps what was written)."""
-    line = json.dumps({**record, "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+    """Append one record as a JSON line (flushed, so a crash keeps what was written), with ``meta.written_at``."""
+    written_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    line = json.dumps({**record, "meta": {**(record.get("meta") or {}), "written_at": written_at}},
                       ensure_ascii=False, allow_nan=False)
     with _write_lock:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -217,17 +214,20 @@ def capture_target(spec: Any, dataset: str | None) -> str | None:
 
 def row_letters(meta: dict[str, Any], spec: Any) -> list[str]:
     """The letters a row's answer is read among: the row's options, the spec's verdict letters, or A-Z."""
-    from judgecp.adapters.vlmeval.specs import LETTERS
+    from judgecp.data.choice import LETTERS
 
     return list(meta.get("letters") or (spec.letters if spec is not None else ()) or LETTERS)
 
 
 def deliver(record: dict[str, Any], text: str, *, spec: Any, dataset: str, index: str | None, model: str) -> Any:
-    """Label a capture record with its row, append it to the sidecar, and return VLMEvalKit's prediction:
-    ``{"prediction", "extra_records"}`` for judgecp's datasets, plain text for VLMEvalKit's own."""
+    """Label a judge output with its row (``id``: the row's index, ``task``: the dataset, ``judge``: the model,
+    ``meta.prediction_sha1``: the prediction's fingerprint), append it to the sidecar, and return VLMEvalKit's
+    prediction: ``{"prediction", "extra_records"}`` for judgecp's datasets, plain text for VLMEvalKit's own."""
     from judgecp.adapters.vlmeval.capture import prediction_sha1
 
-    record.update(index=index, dataset=dataset, model=model, prediction_sha1=prediction_sha1(text))
+    if index is not None:
+        record["id"] = str(index)
+    record.update(task=dataset, judge=model, meta={**(record.get("meta") or {}), "prediction_sha1": prediction_sha1(text)})
     target = sidecar_target(model, dataset)
     if target is not None and index is not None:
         append_record(target, record)

@@ -22,18 +22,18 @@ records (kind ``mcq``) come from the ``-lp`` models' sidecar, and
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgecp.adapters.vlmeval.prompts import (
+from judgecp.data.choice import has_text, row_options
+from judgecp.errors import InputError
+from judgecp.prompts import (
     MLLM_JUDGE_PROMPT,
     PAIRWISE_PROMPT,
     POLARIS_PROMPT,
     multiple_choice_prompt,
 )
-from judgecp.errors import InputError
 from judgecp.scale import LikertScale
 
 #: VLMEvalKit ``TYPE`` of every judgecp judge dataset (none of VLMEvalKit's
@@ -48,22 +48,8 @@ SCALE_COLUMN = "judgecp_scale"
 #: The kind of the records a ``-lp`` model writes for VLMEvalKit's own multiple-choice datasets.
 MCQ_KIND = "mcq"
 
-#: Option letters, in VLMEvalKit's column order (``A`` .. ``Z``).
-LETTERS = tuple(string.ascii_uppercase)
-
 #: The file each kind's ``evaluate()`` writes beside the prediction file: ``<stem><suffix>.json``.
 METRIC_SUFFIXES = {"likert": "_cp", "pairwise": "_selective", "parc": "_reliability", MCQ_KIND: "_mcq"}
-
-
-def _present(value: Any) -> bool:
-    if value is None or (isinstance(value, float) and value != value):
-        return False
-    return bool(str(value).strip())
-
-
-def row_options(row: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """``(letter, text)`` of the options a TSV or prediction row has (non-empty ``A`` .. ``Z`` columns)."""
-    return [(letter, str(row[letter]).strip()) for letter in LETTERS if letter in row and _present(row[letter])]
 
 
 @dataclass(frozen=True)
@@ -106,7 +92,7 @@ class JudgeSpec:
         """The judge prompt for one TSV row (missing or NaN fields are an error naming them)."""
         if self.kind == "parc":
             options = row_options(row)
-            if len(options) < 2 or not _present(row.get("question")):
+            if len(options) < 2 or not has_text(row.get("question")):
                 raise InputError(f"{self.key}: row {row.get('index')!r} needs a question and at least two options")
             return multiple_choice_prompt(str(row["question"]), options)
         values: dict[str, str] = {}

@@ -21,6 +21,8 @@ with ``variation`` (and ``source_id``): :attr:`ChoiceData.kind` is
 from __future__ import annotations
 
 import math
+import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +121,22 @@ class ChoiceData:
             self.correct[index], self.prediction[index], {k: v[index] for k, v in self.fields.items()},
             self.excluded, self.flags, self.n_read, self.source, self.kind,
         )
+
+
+#: Option letters in the order of a wide table's option columns (``A`` .. ``Z``, VLMEvalKit's layout).
+LETTERS = tuple(string.ascii_uppercase)
+
+
+def has_text(value: Any) -> bool:
+    """Whether a table cell holds text (not ``None``, NaN, or only whitespace)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return False
+    return bool(str(value).strip())
+
+
+def row_options(row: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(letter, text)`` of the options a wide row has: its non-empty ``A`` .. ``Z`` cells, in letter order."""
+    return [(letter, str(row[letter]).strip()) for letter in LETTERS if letter in row and has_text(row[letter])]
 
 
 def option_columns(table: Table, fields: Fields) -> LogprobColumns | None:

@@ -89,13 +89,14 @@ def test_request_and_record(server: tuple[Server, str], message: list[dict[str, 
 
     record = json.loads(out["extra_records"])
     assert out["prediction"].endswith("Score: 4")
-    assert record["parsed"] == 4 and record["stage"] == "anchored" and record["source"] == "openai_api"
+    assert record["shape"] == "score" and record["prediction"] == 4 and record["meta"]["stage"] == "anchored"
+    assert record["meta"]["source"] == "openai_api"
     lp = record["logprobs"]
     assert lp["4"] == pytest.approx(math.log(math.exp(-0.4) + math.exp(-2.5)))  # " 4" and "4" merged
     assert lp["3"] == pytest.approx(-1.3) and lp["2"] == pytest.approx(-4.0)
     assert lp["1"] == pytest.approx(DEFAULT_FLOOR) and lp["5"] == pytest.approx(DEFAULT_FLOOR)  # not in the top-k
     assert "missing_token" in record["flags"]
-    assert record["index"] == "7" and record["prediction_sha1"] == prediction_sha1(out["prediction"])
+    assert record["id"] == "7" and record["meta"]["prediction_sha1"] == prediction_sha1(out["prediction"])
     side = json.loads((tmp_path / "judge-7b_MLLMJudge_CP_lprecords.jsonl").read_text())
     assert side["logprobs"] == lp
 
@@ -145,10 +146,10 @@ def test_letter_answers(server: tuple[Server, str], message: list[dict[str, str]
         out = judge.generate(message, dataset="MLLMJudgePair_CP")
         plain = judge.generate(message, dataset="TinyMCQ_api")
     record = json.loads(out["extra_records"])
-    assert record["kind"] == "pairwise" and record["answer"] == "B" and record["index"] == "3"
+    assert record["shape"] == "pair" and record["prediction"] == "B" and record["id"] == "3"
     assert record["logprobs"]["B"] == pytest.approx(-0.3)
     assert record["logprobs"]["A"] == pytest.approx(math.log(math.exp(-1.6) + math.exp(-3.2)))
     assert plain == " B"  # VLMEvalKit's own benchmark: plain text, the record in the sidecar
     (mcq,) = [json.loads(x) for x in (tmp_path / "judge-7b_TinyMCQ_api_lprecords.jsonl").read_text().splitlines()]
-    assert mcq["kind"] == "mcq" and mcq["letters"] == ["A", "B", "C"] and mcq["index"] == "9"
+    assert mcq["shape"] == "choice" and mcq["meta"]["letters"] == ["A", "B", "C"] and mcq["id"] == "9"
     assert mcq["logprobs"]["C"] == pytest.approx(DEFAULT_FLOOR) and mcq["flags"] == ["missing_token"]

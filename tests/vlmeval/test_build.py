@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from judgecp.adapters.vlmeval.build import (
+from judgecp.adapters.vlmeval.builders import (
     build_mllm_judge,
     build_mllm_judge_pair,
     build_parc,

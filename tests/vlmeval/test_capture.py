@@ -19,7 +19,6 @@ from judgecp.adapters.vlmeval.capture import (  # noqa: E402
     GenerateCapture,
     label_token_ids,
     letter_record,
-    letter_record_from_candidates,
     likert_record,
     position_logprobs,
     prediction_sha1,
@@ -27,7 +26,8 @@ from judgecp.adapters.vlmeval.capture import (  # noqa: E402
 from judgecp.adapters.vlmeval.models import attach_capture  # noqa: E402
 from judgecp.adapters.vlmeval.runtime import PROMPTS, mark_mcq, register_prompt, run_context  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
-from judgecp.extraction import DEFAULT_FLOOR, token_letter  # noqa: E402
+from judgecp.extraction import DEFAULT_FLOOR, letter_output, token_letter  # noqa: E402
+from judgecp.records import SCHEMA  # noqa: E402
 from judgecp.scale import LikertScale  # noqa: E402
 from tests.vlmeval.tiny_models import tiny_llama  # noqa: E402
 
@@ -122,9 +122,10 @@ def test_score_record_from_raw_logits_not_constrained_scores(llama: tuple[Any, A
     with GenerateCapture() as cap:
         seq, start = generate(model, tok, force=" Score: 4", max_new_tokens=12)
     record = likert_record(cap.calls, tok)
-    assert record["parsed"] == 4 and record["stage"] == "anchored"
-    assert record["flags"] == []
-    position = record["position"]
+    assert record["schema"] == SCHEMA and record["shape"] == "score"
+    assert record["prediction"] == 4 and record["meta"]["stage"] == "anchored"
+    assert record["flags"] == [] and record["meta"]["source"] == "hf_generate"
+    position = record["meta"]["position"]
     manual = manual_logprobs(model, seq[0])[start + position - 1]
     variants = label_token_ids(tok, LikertScale())
     for label in "12345":
@@ -173,12 +174,12 @@ def test_attach_capture_returns_structured_predictions_and_writes_the_sidecar(
     assert set(out) == {"prediction", "extra_records"}
     assert out["prediction"].strip() == "Score: 3"
     record = json.loads(out["extra_records"])
-    assert record["index"] == "42" and record["parsed"] == 3 and record["model"] == "tiny-lp"
-    assert record["prediction_sha1"] == prediction_sha1(out["prediction"])
+    assert record["id"] == "42" and record["prediction"] == 3 and record["judge"] == "tiny-lp"
+    assert record["meta"]["prediction_sha1"] == prediction_sha1(out["prediction"])
     lines = (tmp_path / "tiny-lp_MLLMJudge_CP_lprecords.jsonl").read_text().splitlines()
     assert len(lines) == 1
     side = json.loads(lines[0])
-    assert side["logprobs"] == record["logprobs"] and side["index"] == "42"
+    assert side["logprobs"] == record["logprobs"] and side["id"] == "42" and side["task"] == "MLLMJudge_CP"
     # any other dataset passes straight through, as plain text
     plain = judge.generate(message=message, dataset="MMBench_DEV_EN")
     assert isinstance(plain, str) and plain.strip() == "Score: 3"
@@ -209,18 +210,17 @@ def test_attach_capture_refuses_what_it_cannot_capture(llama: tuple[Any, Any]) -
 # -- letter answers: pairwise verdicts, option letters ---------------------------------------
 
 
-def test_letter_record_from_candidates_reads_the_first_letter() -> None:
+def test_letter_output_from_candidates_reads_the_first_letter() -> None:
     tokens = ["The", "Ġanswer", "Ġis", "ĠB", "."]
     per_position = [{}, {}, {}, {"ĠB": -0.2, "B": -3.0, "ĠA": -1.9, "<0x44>": -6.0}, {}]
-    record = letter_record_from_candidates(tokens, per_position, ["A", "B", "C", "D"], kind="mcq",
-                                           source="openai_api")
-    assert record["answer"] == "B" and record["position"] == 3 and record["stage"] == "first_letter"
+    record = letter_output("choice", tokens, per_position, ["A", "B", "C", "D"], source="openai_api")
+    assert record["prediction"] == "B" and record["meta"]["position"] == 3
+    assert record["meta"]["stage"] == "first_letter"
     assert record["logprobs"]["B"] == pytest.approx(math.log(math.exp(-0.2) + math.exp(-3.0)))
     assert record["logprobs"]["A"] == pytest.approx(-1.9) and record["logprobs"]["D"] == pytest.approx(-6.0)
     assert record["logprobs"]["C"] == pytest.approx(DEFAULT_FLOOR) and record["flags"] == ["missing_token"]
-    none = letter_record_from_candidates(["ĠScore", ":", "Ġ4"], [{}, {}, {}], ["A", "B"], kind="pairwise",
-                                         source="hf_generate")
-    assert none["logprobs"] is None and none["flags"] == [FLAG_NO_LETTER] and none["n_tokens"] == 3
+    none = letter_output("pair", ["ĠScore", ":", "Ġ4"], [{}, {}, {}], ["A", "B"], source="hf_generate")
+    assert none["logprobs"] is None and none["flags"] == [FLAG_NO_LETTER] and none["meta"]["n_tokens"] == 3
     assert [token_letter(t) for t in ("A", "▁C", "ĠZ", "<0x42>", "AB", "a", "Ġ", "1")] == [
         "A", "C", "Z", "B", None, None, None, None]
 
@@ -231,8 +231,8 @@ def test_letter_record_from_raw_logits_equals_a_manual_forward_pass(llama: tuple
     with GenerateCapture() as cap:
         seq, start = generate(model, tok, force=" B", max_new_tokens=4)
     record = letter_record(cap.calls, tok, ["A", "B"], kind="pairwise")
-    assert record["answer"] == "B" and record["flags"] == [] and record["kind"] == "pairwise"
-    manual = manual_logprobs(model, seq[0])[start + record["position"] - 1]
+    assert record["prediction"] == "B" and record["flags"] == [] and record["shape"] == "pair"
+    manual = manual_logprobs(model, seq[0])[start + record["meta"]["position"] - 1]
     variants = label_token_ids(tok, ["A", "B"])
     for letter in "AB":
         ids = [idx for text, idx in variants.items() if token_letter(text) == letter]
@@ -267,9 +267,9 @@ def test_vlmeval_multiple_choice_gets_plain_predictions_and_sidecar_records(
         out = judge.generate(message, dataset="AI2D_TEST")
     assert isinstance(out, str) and out.strip() == "C"  # VLMEvalKit's own evaluation sees plain text
     (record,) = [json.loads(x) for x in (tmp_path / "tiny-lp_AI2D_TEST_lprecords.jsonl").read_text().splitlines()]
-    assert record["kind"] == "mcq" and record["index"] == "7" and record["letters"] == ["A", "B", "C"]
-    assert record["answer"] == "C" and set(record["logprobs"]) == {"A", "B", "C"}
-    assert record["prediction_sha1"] == prediction_sha1(out) and record["dataset"] == "AI2D_TEST"
+    assert record["shape"] == "choice" and record["id"] == "7" and record["meta"]["letters"] == ["A", "B", "C"]
+    assert record["prediction"] == "C" and set(record["logprobs"]) == {"A", "B", "C"}
+    assert record["meta"]["prediction_sha1"] == prediction_sha1(out) and record["task"] == "AI2D_TEST"
 
 
 def test_judgecp_letter_datasets_get_structured_predictions(llama: tuple[Any, Any], tmp_path: Path) -> None:
@@ -282,7 +282,7 @@ def test_judgecp_letter_datasets_get_structured_predictions(llama: tuple[Any, An
     with run_context(tmp_path, "tiny-lp"):
         pair = json.loads(judge.generate(pair_msg, dataset="MLLMJudgePair_CP")["extra_records"])
         parc = json.loads(judge.generate(parc_msg, dataset="PARC_toy")["extra_records"])
-    assert pair["kind"] == "pairwise" and pair["letters"] == ["A", "B"] and pair["index"] == "3"
-    assert parc["kind"] == "parc" and parc["letters"] == ["A", "B", "C", "D"] and parc["index"] == "11"
-    assert pair["answer"] == parc["answer"] == "A"
+    assert pair["shape"] == "pair" and pair["meta"]["letters"] == ["A", "B"] and pair["id"] == "3"
+    assert parc["shape"] == "choice" and parc["meta"]["letters"] == ["A", "B", "C", "D"] and parc["id"] == "11"
+    assert pair["prediction"] == parc["prediction"] == "A"
     assert (tmp_path / "tiny-lp_PARC_toy_lprecords.jsonl").exists()

@@ -3,7 +3,7 @@
 VLMEvalKit is not installed here: the dataset class is built against a small
 stand-in of the two VLMEvalKit names it uses (``ImageBaseDataset``'s image
 handling, ``vlmeval.smp``), and the sidecar records are made by the real
-capture function (:func:`letter_record_from_candidates`) from scripted
+capture function (:func:`judgecp.extraction.letter_output`) from scripted
 per-position logprobs.
 """
 
@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 
 from judgecp.adapters.vlmeval import ensemble
-from judgecp.adapters.vlmeval.capture import letter_record_from_candidates, prediction_sha1
+from judgecp.adapters.vlmeval.capture import prediction_sha1
 from judgecp.ensemble.prompts import build_prompt_set
 from judgecp.ensemble.sources import PreferenceItem, read_hpdv2
 from judgecp.errors import InputError
+from judgecp.extraction import letter_output
 
 PROMPT_IDS = ["supplement-sample", "photographer.supplement-sample.quality-artifacts.flip.AB"]
 
@@ -135,8 +136,9 @@ def simulated_run(tmp_path: Path, n_items: int = 80, drop: int | None = None) ->
             p_truth = confident if right else 1 - confident
             said = truth if p_truth >= 0.5 else other
             candidates = {truth: math.log(p_truth), other: math.log(1 - p_truth), "The": -9.0}
-            record = letter_record_from_candidates([said], [candidates], ["A", "B"], kind="mcq", source="hf_generate")
-            record.update(index=row["index"], dataset=dataset, model=model, prediction_sha1=prediction_sha1(said))
+            record = letter_output("choice", [said], [candidates], ["A", "B"], source="hf_generate")
+            record.update(id=row["index"], task=dataset, judge=model)
+            record["meta"]["prediction_sha1"] = prediction_sha1(said)
             writer.writerow({**row, "prediction": said})
             if k != drop:
                 side.write(json.dumps(record) + "\n")

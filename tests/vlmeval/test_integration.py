@@ -93,11 +93,12 @@ def test_launcher_runs_mllm_judge_end_to_end(ws: Workspace) -> None:
     assert {"index", "answer", "category", "response", "prediction", "extra_records"} <= set(columns)
     assert len(rows) == 24
     # every row has its record in the prediction file and in the sidecar, the same one
-    side = {r["index"]: r for r in sidecar_lines(run / f"{LP}_MLLMJudge_CP_lprecords.jsonl")}
+    side = {r["id"]: r for r in sidecar_lines(run / f"{LP}_MLLMJudge_CP_lprecords.jsonl")}
     assert sorted(side, key=int) == [str(r["index"]) for r in rows]
     for row in rows:
         embedded = json.loads(row["extra_records"])
-        assert embedded["index"] == str(row["index"])
+        assert embedded["schema"] == "judgecp.record/1" and embedded["shape"] == "score"
+        assert embedded["id"] == str(row["index"]) and embedded["task"] == "MLLMJudge_CP"
         assert embedded["logprobs"] == side[str(row["index"])]["logprobs"]
     # the metric file and the headline in status.json
     metrics = json.loads((run / f"{LP}_MLLMJudge_CP_cp.json").read_text())
@@ -141,7 +142,7 @@ def records_match_a_forward_pass(ws: Workspace, run: Path, model: str, dataset: 
 
     stem = f"{model}_{dataset}"
     _, rows = read_xlsx(run / f"{stem}.xlsx")
-    side = {r["index"]: r for r in sidecar_lines(run / f"{stem}_lprecords.jsonl")}
+    side = {r["id"]: r for r in sidecar_lines(run / f"{stem}_lprecords.jsonl")}
     variants = label_token_ids(judge.processor.tokenizer, labels)
     checked = 0
     for row in rows:
@@ -163,7 +164,7 @@ def records_match_a_forward_pass(ws: Workspace, run: Path, model: str, dataset: 
                               pixel_values=inputs["pixel_values"], pixel_attention_mask=inputs.get("pixel_attention_mask"),
                               use_cache=False)
         logp = torch.log_softmax(out.logits[0].float(), dim=-1)
-        row_at = len(sequence) - steps + record["position"] - 1
+        row_at = len(sequence) - steps + record["meta"]["position"] - 1
         for label in labels:
             ids = [i for t, i in variants.items() if label_of(t) == label]
             manual = float(torch.logsumexp(logp[row_at, ids], dim=0))
@@ -302,10 +303,10 @@ def test_pairwise_judging_in_both_orders_end_to_end(ws: Workspace) -> None:
     columns, rows = read_xlsx(run / f"{LLP}_{PAIR}.xlsx")
     assert {"pair_id", "order", "response_a", "response_b", "preference", "prediction", "extra_records"} <= set(columns)
     assert len(rows) == 24 and {r["order"] for r in rows} == {"fwd", "rev"}
-    side = {r["index"]: r for r in sidecar_lines(run / f"{LLP}_{PAIR}_lprecords.jsonl")}
+    side = {r["id"]: r for r in sidecar_lines(run / f"{LLP}_{PAIR}_lprecords.jsonl")}
     for row in rows:
         record = json.loads(row["extra_records"])
-        assert record["kind"] == "pairwise" and record["logprobs"] == side[str(row["index"])]["logprobs"]
+        assert record["shape"] == "pair" and record["logprobs"] == side[str(row["index"])]["logprobs"]
         assert set(record["logprobs"]) == {"A", "B"}
     metrics = json.loads((run / f"{LLP}_{PAIR}_selective.json").read_text())
     assert metrics["kind"] == "pairwise" and metrics["n"] == 12 and metrics["n_read"] == 24
@@ -357,7 +358,7 @@ def test_parc_variation_dataset_end_to_end(ws: Workspace) -> None:
     for row in rows:
         record = json.loads(row["extra_records"])
         options = [x for x in "ABC" if row.get(x) not in (None, "")]
-        assert record["kind"] == "parc" and record["letters"] == options  # read among the row's own options
+        assert record["shape"] == "choice" and record["meta"]["letters"] == options  # read among the row's own options
     metrics = json.loads((run / f"{LLP}_PARC_toy_reliability.json").read_text())
     assert metrics["kind"] == "parc" and metrics["n_read"] == len(rows) == 20 * 4 + 2  # + renamed, orphan
     assert {e["reason"] for e in metrics["vlmeval"]["excluded_at_build"]} == {
@@ -378,8 +379,8 @@ def test_vlmeval_multiple_choice_with_an_lp_model_gets_conformal_sets_post_hoc(w
     entry = json.loads((run / "status.json").read_text())["datasets"][MCQ]
     assert entry["status"] == "done" and entry["primary_metric"] == "Overall Acc"
     side = sidecar_lines(run / f"{LLP}_{MCQ}_lprecords.jsonl")
-    assert len(side) == 24 and all(r["kind"] == "mcq" for r in side)
-    assert {len(r["letters"]) for r in side} == {3, 4}  # the row's own options (D only on some rows)
+    assert len(side) == 24 and all(r["shape"] == "choice" for r in side)
+    assert {len(r["meta"]["letters"]) for r in side} == {3, 4}  # the row's own options (D only on some rows)
     out = ws.root / "mcq.json"
     ok(ws.run("evaluate", "--format", "vlmeval", str(work / LLP / f"{LLP}_{MCQ}.xlsx"), "--seeds", "3",
               "--json", str(out)))

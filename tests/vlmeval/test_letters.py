@@ -55,9 +55,10 @@ def test_pairwise_rows_hold_both_orders_and_their_letter_records(tmp_path: Path)
     side = sidecar_records(pred.with_name(f"{LP}_{PAIR}_lprecords.jsonl"))
     orders: dict[str, set[str]] = {}
     for row in table.rows:
-        assert row.record is not None and row.record["kind"] == "pairwise" and row.record["letters"] == ["A", "B"]
+        # the fixture's records have the layout before judgecp.record/1: read as today's judge outputs
+        assert row.record is not None and row.record["shape"] == "pair" and row.record["meta"]["letters"] == ["A", "B"]
         assert row.record["logprobs"] == side[row.index]["logprobs"] and set(row.record["logprobs"]) == {"A", "B"}
-        assert row.record["answer"] == row.prediction.strip()  # the letter the model generated
+        assert row.record["prediction"] == row.prediction.strip()  # the letter the model generated
         orders.setdefault(str(row.columns["pair_id"]), set()).add(str(row.columns["order"]))
     assert len(orders) == 12 and all(o == {"fwd", "rev"} for o in orders.values())
     by_pair = {(str(r.columns["pair_id"]), r.columns["order"]): r.columns for r in table.rows}

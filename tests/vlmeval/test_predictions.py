@@ -12,6 +12,7 @@ import json
 import math
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,9 +22,15 @@ from judgecp.adapters.vlmeval.evaluation import (
     headline,
     metric_path,
 )
-from judgecp.adapters.vlmeval.predictions import read_predictions, read_table, split_stem
+from judgecp.adapters.vlmeval.predictions import (
+    legacy_record,
+    read_predictions,
+    read_table,
+    split_stem,
+)
 from judgecp.cli import main
 from judgecp.errors import InputError
+from judgecp.records import problem
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LP = "tiny-docling-lp"
@@ -56,6 +63,17 @@ def write_tsv(path: Path, columns: list[str], rows: list[dict]) -> None:
         writer.writerows([{c: "" if r.get(c) is None else r.get(c) for c in columns} for r in rows])
 
 
+def without_embedded_records(tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    """The clean run as ``p.tsv`` without its extra_records column, and its sidecar's lines (the file removed)."""
+    root = copy(tmp_path, "clean")
+    run = runs(root)[0]
+    columns, rows = read_table(prediction(root))
+    write_tsv(run / "p.tsv", [c for c in columns if c != "extra_records"], rows)
+    lines = sidecar(run).read_text().splitlines()
+    sidecar(run).unlink()
+    return root, run, lines
+
+
 def test_clean_run_records_are_embedded(tmp_path: Path) -> None:
     root = copy(tmp_path, "clean")
     table = read_predictions(prediction(root))
@@ -65,6 +83,42 @@ def test_clean_run_records_are_embedded(tmp_path: Path) -> None:
     side = {json.loads(line)["index"]: json.loads(line) for line in sidecar(runs(root)[0]).read_text().splitlines()}
     for row in table.rows:
         assert row.record is not None and row.record["logprobs"] == side[row.index]["logprobs"]
+
+
+def test_old_capture_records_read_as_judge_outputs() -> None:
+    """The layout before judgecp.record/1 (the committed fixtures, old runs) converts field by field."""
+    old = {"v": 1, "kind": "likert", "source": "hf_generate", "logprobs": {"1": -0.5, "2": -1.0}, "parsed": 1,
+           "stage": "backward", "position": 0, "n_tokens": 2, "flags": ["backward_scan"], "index": 0,
+           "dataset": "MLLMJudge_CP", "model": "m-lp", "prediction_sha1": "ab", "written_at": "2026-11-22T02:15:36+00:00"}
+    record = legacy_record(old)
+    assert record is not None and problem(record) is None
+    assert (record["shape"], record["id"], record["task"], record["judge"]) == ("score", "0", "MLLMJudge_CP", "m-lp")
+    assert record["prediction"] == 1 and record["logprobs"] == {"1": -0.5, "2": -1.0}
+    assert record["flags"] == ["backward_scan"] and record["meta"] == {
+        "stage": "backward", "position": 0, "n_tokens": 2, "source": "hf_generate", "prediction_sha1": "ab",
+        "written_at": "2026-11-22T02:15:36+00:00"}
+    letters = {"v": 1, "kind": "parc", "source": "openai_api", "letters": ["A", "B"], "logprobs": None,
+               "answer": None, "stage": None, "position": None, "n_tokens": 3, "flags": ["no_answer_letter"]}
+    choice = legacy_record(letters)
+    assert choice is not None and choice["shape"] == "choice" and choice["prediction"] is None
+    assert choice["logprobs"] is None and choice["meta"]["letters"] == ["A", "B"] and "id" not in choice
+    assert legacy_record({"v": 1, "kind": "ranking"}) is None and legacy_record({"kind": "likert"}) is None
+    assert legacy_record({"schema": "judgecp.record/1", "shape": "score"}) is None  # already a record
+
+
+def test_sidecars_mixing_the_old_and_the_new_layout_match_the_same_rows(tmp_path: Path) -> None:
+    """A run resumed after the upgrade: old lines and new lines in one sidecar, each matched to its row."""
+    root, run, lines = without_embedded_records(tmp_path)
+    upgraded = [json.dumps(legacy_record(json.loads(x))) if k % 2 else x for k, x in enumerate(lines)]
+    moved = tmp_path / "mixed.jsonl"
+    moved.write_text("\n".join(upgraded) + "\n")
+    mixed = read_predictions(run / "p.tsv", sidecars=[moved], dataset="MLLMJudge_CP")
+    clean = read_predictions(prediction(root))
+    assert mixed.record_sources["sidecar"] == len(mixed.rows) == 24 and not mixed.excluded
+    def fields(table: Any) -> list[tuple[Any, ...]]:
+        return [(r.index, r.record["id"], r.record["logprobs"], r.record["prediction"], r.record["flags"]) for r in table.rows]
+
+    assert fields(mixed) == fields(clean)
 
 
 def test_clean_run_metric_file_and_headline(tmp_path: Path) -> None:
@@ -108,18 +162,13 @@ def test_without_extra_records_the_sidecar_is_used(tmp_path: Path) -> None:
 
 
 def test_stale_and_malformed_sidecar_records_are_counted(tmp_path: Path) -> None:
-    root = copy(tmp_path, "clean")
-    run = runs(root)[0]
-    columns, rows = read_table(prediction(root))
-    write_tsv(run / "p.tsv", [c for c in columns if c != "extra_records"], rows)
-    lines = sidecar(run).read_text().splitlines()
+    _, run, lines = without_embedded_records(tmp_path)
     stale = json.loads(lines[0])
     stale["prediction_sha1"] = "0" * 40  # a record of another run's prediction
     lines[0] = json.dumps(stale)
     lines[1] = lines[1][: len(lines[1]) // 2]  # a line cut by a crash
     moved = tmp_path / "elsewhere.jsonl"
     moved.write_text("\n".join(lines) + "\n")
-    sidecar(run).unlink()
     table = read_predictions(run / "p.tsv", sidecars=[moved], dataset="MLLMJudge_CP")
     assert table.excluded.counts["record_prediction_mismatch"] == 1
     assert table.excluded.counts["no_logprob_record"] == 1  # the row of the cut line

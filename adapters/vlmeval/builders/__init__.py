@@ -21,3 +21,11 @@ Modules: :mod:`.mllm_judge` (scoring and pair-comparison splits),
 :mod:`.polaris`, :mod:`.parc`; :mod:`.common` holds what they share. Only
 the standard library is used, so the builders run without VLMEvalKit.
 """
+
+from judgecp.adapters.vlmeval.builders.common import BuildResult, manifest_path, read_manifest
+from judgecp.adapters.vlmeval.builders.mllm_judge import build_mllm_judge, build_mllm_judge_pair
+from judgecp.adapters.vlmeval.builders.parc import build_parc, parc_dataset_name
+from judgecp.adapters.vlmeval.builders.polaris import build_polaris, polaris_label
+
+__all__ = ["BuildResult", "build_mllm_judge", "build_mllm_judge_pair", "build_parc", "build_polaris",
+           "manifest_path", "parc_dataset_name", "polaris_label", "read_manifest"]

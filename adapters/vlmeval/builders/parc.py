@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.adapters.vlmeval.builders.common import Build, BuildResult, find
-from judgecp.adapters.vlmeval.specs import KIND_COLUMN, LETTERS, PARC
+from judgecp.adapters.vlmeval.specs import KIND_COLUMN, PARC
+from judgecp.data.choice import LETTERS
 from judgecp.errors import InputError
 
 PARC_FILE = "variations.jsonl"

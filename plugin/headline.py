@@ -11,12 +11,12 @@ scalars); nothing here knows a harness.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from judgecp.protocol import Protocol
 from judgecp.report import to_strict
+from judgecp.scalars import calibrated_metrics, read_metric
 
 #: The Likert judge's point metrics a headline shows (those the report has).
 HEADLINE_POINT = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae", "bias")
@@ -96,34 +96,16 @@ def report_headline(
     return strict
 
 
-def _number(value: Any) -> float:
-    return math.nan if value is None else float(value)
-
-
 def calibrated_headline(summary: Mapping[str, Any]) -> dict[str, float]:
     """The plain numbers of a calibrator's summary (:func:`judgecp.calibrators.apply`); NaN where undefined.
 
-    ``n``, ``excluded``; Likert and multiple choice: ``set_size`` (mean),
-    ``singleton_share``, ``coverage_labeled``; pairwise: ``abstention_rate``,
-    ``risk_labeled`` (error among accepted); every kind: ``drift_p_value``,
-    ``corrected_score`` with ``corrected_score_lower`` / ``_upper`` (PPI++)
-    and ``judge_score`` (the judge's own mean). NaN stands for no labels, no
-    unlabeled rows.
+    The metrics lm-eval's calibrated tasks report (:func:`judgecp.scalars.calibrated_metrics`),
+    read the same way, without their ``_stderr`` columns (lm-eval's layout): ``n``,
+    ``excluded``; Likert and multiple choice: ``set_size`` (mean), ``singleton_share``,
+    ``coverage_labeled``; pairwise: ``abstention_rate``, ``risk_labeled`` (error among
+    accepted); every kind: ``drift_p_value``, ``corrected_score`` with
+    ``corrected_score_lower`` / ``_upper`` (PPI++) and ``judge_score`` (the judge's own
+    mean). NaN stands for no labels, no unlabeled rows.
     """
-    labeled = summary.get("labeled") or {}
-    est = (summary.get("estimate") or {}).get("estimate") or {}
-    ppi, judge = est.get("ppi") or {}, est.get("judge_only") or {}
-    out: dict[str, float] = {"n": float(summary["n_applied"]), "excluded": float(_total(summary["excluded"]))}
-    if summary["kind"] == "pairwise":
-        out["abstention_rate"] = _number(summary.get("abstention_rate"))
-        out["risk_labeled"] = _number(labeled.get("error_among_accepted"))
-    else:
-        out["set_size"] = _number(summary.get("mean_set_size"))
-        out["singleton_share"] = _number(summary.get("singleton_share"))
-        out["coverage_labeled"] = _number(labeled.get("coverage"))
-    out["drift_p_value"] = _number(summary["drift"].get("p_value"))
-    for key, source in (("corrected_score", "mean"), ("corrected_score_lower", "lower"),
-                        ("corrected_score_upper", "upper")):
-        out[key] = _number(ppi.get(source))
-    out["judge_score"] = _number(judge.get("mean"))
-    return out
+    view = {**summary, "n": summary["n_applied"], "n_excluded": _total(summary["excluded"])}
+    return {m.name: read_metric(view, m) for m in calibrated_metrics(summary["kind"]) if not m.name.endswith("_stderr")}

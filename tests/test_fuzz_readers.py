@@ -167,3 +167,24 @@ def test_one_huge_cell_costs_its_own_size(tmp_path: Path, suffix: str) -> None:
     assert isinstance(data, ScoreData) and data.n == 200
     assert len(data.field("answer")[3]) == 50_000_000
     assert peak < 600_000_000  # a few copies of the 50 MB cell at most, not 200 x 50 MB
+
+
+def test_arrow_reader_allocates_from_the_system_pool_and_restores_the_default(tmp_path: Path) -> None:
+    """The CSV's columns live in the system allocator (freed memory goes back); the process's
+    default pool is the same object after a read, and after a read pyarrow gave up on."""
+    pa = pytest.importorskip("pyarrow")
+    from judgecp.tables import ArrowColumn
+
+    path = tmp_path / "rows.csv"
+    path.write_text("id,label\n" + "".join(f"r{i},{i % 5 + 1}\n" for i in range(2000)), encoding="utf-8")
+    before = pa.default_memory_pool()
+    system_before = pa.system_memory_pool().bytes_allocated()
+    table = read_table(path)
+    assert type(table.columns["id"]) is ArrowColumn
+    assert pa.system_memory_pool().bytes_allocated() > system_before  # the columns are the system pool's
+    assert pa.default_memory_pool().backend_name == before.backend_name
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"id,label\nr1,\xff\xfe\n")  # not UTF-8: pyarrow gives up, the standard reader decides
+    with pytest.raises(InputError):
+        from_table(read_table(bad), "likert")
+    assert pa.default_memory_pool().backend_name == before.backend_name

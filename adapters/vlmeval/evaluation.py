@@ -109,7 +109,7 @@ def table_records(
     table: PredictionTable, kind: str, spec: JudgeSpec | None, *, group: str | None = None,
     dataset: str | None = None, model: str | None = None, lmu_root: str | Path | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows of a read prediction table as rows for the core's reader of ``kind``."""
+    """The rows of a read prediction table as ``judgecp.record/1`` records of ``kind``'s shape."""
     if kind == "likert":
         assert spec is not None
         return likert_records(table, spec)
@@ -259,7 +259,7 @@ def prediction_batch(
     sidecars: Sequence[str | Path] | None = None,
     dataset: str | None = None,
 ) -> RecordBatch:
-    """A prediction file as rows for the core (``judgecp evaluate --format vlmeval``, post hoc).
+    """A prediction file as ``judgecp.record/1`` records (``judgecp evaluate --format vlmeval``, post hoc).
 
     The kind comes from the file (:func:`~judgecp.adapters.vlmeval.predictions.resolve_kind`)
     unless given; the batch says it, and its ``info["vlmeval"]`` is the

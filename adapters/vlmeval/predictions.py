@@ -29,13 +29,13 @@ Other exclusions: ``inference_failed`` (VLMEvalKit's failure message),
 ``duplicate_index``, ``index_missing``, and the capture failures
 ``no_capture``, ``beam_search``, ``api_no_logprobs``, ``no_answer_letter``.
 The reader is generic (:func:`read_predictions`); one function per kind turns
-its rows into the core's records: :func:`likert_records`,
-:func:`pairwise_records` (one record per row: pair and order, "A"/"B"
-logprobs, the human preference in the original order) and
-:func:`option_records` (multiple choice: PARC variation datasets and
-VLMEvalKit's own multiple-choice benchmarks, whose options and answer key
-are the prediction file's ``A``..``Z`` and ``answer`` columns, or, when the
-file lacks them, the dataset's TSV in ``$LMUData``).
+its rows into ``judgecp.record/1`` records with the core's builders, which
+the core reads as any record file: :func:`likert_records` (``score``),
+:func:`pairwise_records` (``pair``, one per row) and :func:`option_records`
+(``choice``: PARC variation datasets and VLMEvalKit's own multiple-choice
+benchmarks, whose options and answer key are the prediction file's
+``A``..``Z`` and ``answer`` columns, or, when the file lacks them, the
+dataset's TSV in ``$LMUData``).
 """
 
 from __future__ import annotations
@@ -498,7 +498,7 @@ def option_records(
     model: str | None = None,
     lmu_root: str | Path | None = None,
 ) -> list[dict[str, Any]]:
-    """The core's multiple-choice records of the table's rows (PARC: with ``source_id`` and ``variation``).
+    """``judgecp.record/1`` choice records of the table's rows (PARC: with ``source_id``, ``variation``, ``family``).
 
     A row's options are its non-empty ``A``..``Z`` columns and its answer key
     the ``answer`` column (comma-separated letters for several correct

@@ -46,14 +46,14 @@ from judgecp.adapters.vlmeval.predictions import (
 )
 from judgecp.adapters.vlmeval.specs import METRIC_SUFFIXES, JudgeSpec
 from judgecp.data import Fields, from_table
-from judgecp.errors import InputError
+from judgecp.errors import InputError, NoUsableRecords
 from judgecp.evaluation import evaluate
 from judgecp.exclusions import Exclusions
 from judgecp.headline import report_headline
 from judgecp.plugins import RecordBatch
 from judgecp.protocol import Protocol, parse_settings
 from judgecp.report import dumps
-from judgecp.tables import table_from_rows
+from judgecp.tables import Table, table_from_rows
 
 log = logging.getLogger("judgecp.vlmeval")
 
@@ -109,7 +109,7 @@ def table_records(
     table: PredictionTable, kind: str, spec: JudgeSpec | None, *, group: str | None = None,
     dataset: str | None = None, model: str | None = None, lmu_root: str | Path | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows of a read prediction table as rows for the core's reader of ``kind``."""
+    """The rows of a read prediction table as ``judgecp.record/1`` records of ``kind``'s shape."""
     if kind == "likert":
         assert spec is not None
         return likert_records(table, spec)
@@ -140,18 +140,25 @@ def core_data(
     excluded.merge(table.excluded)  # after the records: building them may count rows
     if excluded_at_load is not None:
         excluded.merge(excluded_at_load)
+    rows = record_table(table, records, excluded)
+    # the records' own fields; a group column the reader kept under its name (meta) for the kinds that group
+    wanted = kind == "likert" or (kind == "pairwise" and group in rows.columns)
+    data = from_table(rows, kind, Fields(group=group if wanted else None))
+    if kind == "pairwise":
+        used = set(data.pair_ids.tolist())
+        table.rows_used = sum(1 for r in records if r["pair_id"].strip() in used)
+    return data
+
+
+def record_table(table: PredictionTable, records: list[dict[str, Any]], excluded: Exclusions) -> Table:
+    """The records as the core's table (checked and flattened as any record file); none usable is the
+    core's :class:`~judgecp.errors.NoUsableRecords` (the reader's counts and the records' own)."""
     if not records:
         raise InputError(f"{table.path}: no usable rows ({_reasons(excluded)})")
     rows = table_from_rows(records, source=str(table.path), excluded=excluded, n_read=len(records) + excluded.total)
-    if kind == "likert":
-        assert spec is not None
-        fields = Fields(label="label", id="id", logprobs="logprobs", prediction="parsed", group=group)
-        return from_table(rows, kind, fields, scale=spec.scale)
-    data = from_table(rows, kind, Fields(group=group if kind == "pairwise" and group in rows.columns else None))
-    if kind == "pairwise":
-        used = set(data.pair_ids.tolist())
-        table.rows_used = sum(1 for r in records if str(r.get("pair_id", "")).strip() in used)
-    return data
+    if rows.n_rows == 0:
+        raise NoUsableRecords(rows.source, rows.excluded, rows.n_read)
+    return rows
 
 
 def _error_report(
@@ -252,7 +259,7 @@ def prediction_batch(
     sidecars: Sequence[str | Path] | None = None,
     dataset: str | None = None,
 ) -> RecordBatch:
-    """A prediction file as rows for the core (``judgecp evaluate --format vlmeval``, post hoc).
+    """A prediction file as ``judgecp.record/1`` records (``judgecp evaluate --format vlmeval``, post hoc).
 
     The kind comes from the file (:func:`~judgecp.adapters.vlmeval.predictions.resolve_kind`)
     unless given; the batch says it, and its ``info["vlmeval"]`` is the
@@ -260,12 +267,8 @@ def prediction_batch(
     """
     table = read_predictions(prediction_file, dataset=dataset, sidecars=sidecars)
     kind, spec = resolve_kind(table, kind)
-    group = spec.group if spec is not None else None
-    records = table_records(table, kind, spec, group=group)
-    if kind == "likert":
-        assert spec is not None
-        for r in records:
-            r["scale"] = [spec.scale.minimum, spec.scale.maximum]
-    if not records:
-        raise InputError(f"{table.path}: no usable rows ({_reasons(table.excluded)})")
+    records = table_records(table, kind, spec, group=spec.group if spec is not None else None)
+    probe = Exclusions()  # the core counts the records' problems again when it reads the batch
+    probe.merge(table.excluded)
+    record_table(table, records, probe)
     return RecordBatch(records, str(table.path), table.excluded, table.n_read, {"vlmeval": table.summary()}, kind=kind)

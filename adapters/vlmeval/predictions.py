@@ -29,13 +29,13 @@ Other exclusions: ``inference_failed`` (VLMEvalKit's failure message),
 ``duplicate_index``, ``index_missing``, and the capture failures
 ``no_capture``, ``beam_search``, ``api_no_logprobs``, ``no_answer_letter``.
 The reader is generic (:func:`read_predictions`); one function per kind turns
-its rows into the core's records: :func:`likert_records`,
-:func:`pairwise_records` (one record per row: pair and order, "A"/"B"
-logprobs, the human preference in the original order) and
-:func:`option_records` (multiple choice: PARC variation datasets and
-VLMEvalKit's own multiple-choice benchmarks, whose options and answer key
-are the prediction file's ``A``..``Z`` and ``answer`` columns, or, when the
-file lacks them, the dataset's TSV in ``$LMUData``).
+its rows into ``judgecp.record/1`` records with the core's builders, which
+the core reads as any record file: :func:`likert_records` (``score``),
+:func:`pairwise_records` (``pair``, one per row) and :func:`option_records`
+(``choice``: PARC variation datasets and VLMEvalKit's own multiple-choice
+benchmarks, whose options and answer key are the prediction file's
+``A``..``Z`` and ``answer`` columns, or, when the file lacks them, the
+dataset's TSV in ``$LMUData``).
 """
 
 from __future__ import annotations
@@ -62,10 +62,18 @@ from judgecp.adapters.vlmeval.specs import (
 )
 from judgecp.data import KIND_OF_SHAPE, KINDS, SHAPE_OF_KIND
 from judgecp.data.choice import LETTERS, row_options, variation_name
-from judgecp.data.fields import to_object
+from judgecp.data.fields import to_list, to_object
+from judgecp.data.pair import ORDERS_FWD, ORDERS_REV
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
-from judgecp.records import judge_output, parse_judge_output
+from judgecp.records import (
+    FIELDS,
+    choice_record,
+    judge_output,
+    pair_record,
+    parse_judge_output,
+    score_record,
+)
 from judgecp.scale import LikertScale
 from judgecp.tables import read_jsonl
 from judgecp.tables import read_table as core_read_table
@@ -402,57 +410,53 @@ def resolve_spec(table: PredictionTable, spec: JudgeSpec | None = None) -> Judge
     return found
 
 
-def _row_flags(table: PredictionTable, row: PredictionRow) -> list[str]:
+def _row_flags(table: PredictionTable, row: PredictionRow, *, count: bool = True) -> list[str]:
+    """The reader's and the capture's flags of a row, counted in ``table.flags`` for the kinds whose
+    core reader does not count record flags (all but Likert)."""
     assert row.record is not None
     flags = [*row.flags, *(str(f) for f in row.record.get("flags", []))]
-    for flag in flags:
+    for flag in flags if count else ():
         table.flags.add(flag, row.index)
     return flags
 
 
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _free(name: str | None, value: Any) -> dict[str, Any] | None:
+    """A group column also in ``meta`` under its own name, so ``--group``/``--mondrian`` can name it."""
+    return {name: value} if name and name not in FIELDS else None
+
+
 def likert_records(table: PredictionTable, spec: JudgeSpec) -> list[dict[str, Any]]:
-    """The core's Likert records (``id, label, logprobs, parsed, group, flags``) of the table's rows."""
+    """``judgecp.record/1`` score records of the table's rows."""
     if spec.kind != "likert":
         raise InputError(f"{spec.key}: kind {spec.kind!r} is not a Likert judge")
-    records = []
+    task, judge, records = table.dataset or table.record_dataset(), table.record_model(), []
     for row in table.rows:
         assert row.record is not None
-        rec: dict[str, Any] = {
-            "id": row.index,
-            "label": row.columns.get(spec.label),
-            "logprobs": row.record.get("logprobs"),
-            "parsed": row.record.get("prediction"),
-            "flags": [*row.flags, *row.record.get("flags", [])],
-        }
-        if spec.group:
-            rec[spec.group] = row.columns.get(spec.group)
-        records.append(rec)
+        group = row.columns.get(spec.group) if spec.group else None
+        records.append(score_record(
+            row.index, label=row.columns.get(spec.label), logprobs=row.record.get("logprobs"),
+            prediction=row.record.get("prediction"), scale=(spec.scale.minimum, spec.scale.maximum), judge=judge,
+            task=task, group=group, flags=_row_flags(table, row, count=False), meta=_free(spec.group, group)))
     return records
 
 
 def pairwise_records(table: PredictionTable, spec: JudgeSpec, group: str | None = None) -> list[dict[str, Any]]:
-    """The core's pairwise records, one per row: ``pair_id, order, logprobs {"A", "B"}, label`` (+ ``group``).
-
-    ``label`` is the human preference in the original order (the TSV's
-    ``preference``); the core joins a pair's two rows, counts contradictory
-    labels (``label_conflict``), flags a pair left with one order
-    (``single_order``). Flags of the rows are counted in ``table.flags``.
-    """
-    records = []
+    """``judgecp.record/1`` pair records, one per row (``label``: the human preference in the original order;
+    an order outside the core's names stays, for the core to count; blank is ``fwd``)."""
+    task, judge, records = table.dataset or table.record_dataset(), table.record_model(), []
     for row in table.rows:
         assert row.record is not None
-        _row_flags(table, row)
-        lp = row.record.get("logprobs") or {}
-        rec: dict[str, Any] = {
-            "id": row.index,
-            "pair_id": row.columns.get("pair_id"),
-            "order": row.columns.get("order"),
-            "label": row.columns.get(spec.label),
-            "logprobs": {letter: lp.get(letter) for letter in ("A", "B")},
-        }
-        if group:
-            rec[group] = row.columns.get(group)
-        records.append(rec)
+        lp, value, order = row.record.get("logprobs") or {}, row.columns.get(group or ""), row.columns.get("order")
+        text = str(order or "").strip().lower()
+        records.append(pair_record(
+            row.index, pair_id=_text(row.columns.get("pair_id")), label=row.columns.get(spec.label),
+            order="rev" if text in ORDERS_REV else "fwd" if text in ORDERS_FWD or not text else order,
+            logprobs={letter: lp.get(letter) for letter in ("A", "B")}, prediction=row.record.get("prediction"),
+            judge=judge, task=task, group=value, flags=_row_flags(table, row), meta=_free(group, value)))
     return records
 
 
@@ -494,7 +498,7 @@ def option_records(
     model: str | None = None,
     lmu_root: str | Path | None = None,
 ) -> list[dict[str, Any]]:
-    """The core's multiple-choice records of the table's rows (PARC: with ``source_id`` and ``variation``).
+    """``judgecp.record/1`` choice records of the table's rows (PARC: with ``source_id``, ``variation``, ``family``).
 
     A row's options are its non-empty ``A``..``Z`` columns and its answer key
     the ``answer`` column (comma-separated letters for several correct
@@ -519,31 +523,23 @@ def option_records(
     records = []
     for row in table.rows:
         assert row.record is not None
-        _row_flags(table, row)
+        flags = _row_flags(table, row)
         cols = row.columns if lookup is None else lookup.get(row.index, {})
         if lookup is not None and not cols:
             table.excluded.add("row_not_in_dataset_tsv", row.index)
             continue
         options = [letter for letter, _ in row_options(cols)]
         lp = row.record.get("logprobs") or {}
-        rec: dict[str, Any] = {
-            "id": row.index,
-            "options": options,
-            "correct": cols.get("answer"),
-            "logprobs": {letter: lp[letter] for letter in options if letter in lp},
-            "prediction": row.record.get("prediction"),
-            "model": model,
-        }
         if kind == "parc":
-            rec["dataset"] = row.columns.get("source_dataset") or dataset
-            rec["source_id"] = row.columns.get("source_id")
             # a variation named otherwise becomes <family>-<name> (flag variation_renamed), as the core reads PARC
-            rec["variation"] = variation_name(str(row.columns.get("variation") or ""), row.columns.get("family"),
-                                              table.flags, row.index)
-            rec["category"] = rec["variation"]
+            variation = variation_name(str(row.columns.get("variation") or ""), row.columns.get("family"),
+                                       table.flags, row.index)
+            where = {"task": row.columns.get("source_dataset") or dataset, "source_id": row.columns.get("source_id"),
+                     "variation": variation, "family": row.columns.get("family"), "group": variation}
         else:
-            rec["dataset"] = dataset
-            if cols.get("category") not in (None, ""):
-                rec["category"] = cols.get("category")
-        records.append(rec)
+            where = {"task": dataset, "group": cols.get("category") if _text(cols.get("category")) else None}
+        records.append(choice_record(
+            row.index, options=options, label=to_list(cols.get("answer")), logprobs={k: lp[k] for k in options if k in lp},
+            prediction=row.record.get("prediction"), judge=model, flags=flags,
+            meta=_free("category", where["group"]) if where["group"] is not None else None, **where))
     return records

@@ -18,6 +18,7 @@ from judgecp.adapters.vlmeval.evaluation import evaluate_prediction_file, predic
 from judgecp.adapters.vlmeval.predictions import option_records, read_predictions, read_table
 from judgecp.cli import main
 from judgecp.errors import InputError
+from judgecp.records import problem
 from tests.vlmeval.test_predictions import write_tsv
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -146,8 +147,10 @@ def test_parc_records_carry_options_answer_keys_and_variations(tmp_path: Path) -
     root = copy(tmp_path, "parc")
     table = read_predictions(prediction(root, "PARC_toy"))
     records = {r["id"]: r for r in option_records(table, "parc")}
+    assert all(problem(r) is None and r["shape"] == "choice" for r in records.values())  # judgecp.record/1
     negation = next(r for r in records.values() if r["variation"] == "LS-N" and len(r["options"]) == 3)
-    assert negation["correct"] == "A,C" and set(negation["logprobs"]) == {"A", "B", "C"}  # two correct options
+    assert negation["label"] == ["A", "C"] and set(negation["logprobs"]) == {"A", "B", "C"}  # two correct options
+    assert negation["group"] == "LS-N" and negation["meta"] == {"category": "LS-N"} and negation["source_id"]
     two = next(r for r in records.values() if r["options"] == ["A", "B"])
     assert set(two["logprobs"]) == {"A", "B"}  # restricted to the row's options
     assert {r["variation"] for r in records.values()} == {"O", "LR-I", "LS-N", "VR-B", "VR-blur2"}
@@ -206,3 +209,25 @@ def test_mcq_without_records_or_options_is_a_clear_error(tmp_path: Path, capsys:
     records = option_records(table, "mcq", lmu_root=lmu)
     assert len(records) == 20 and table.options_source == "TinyMCQ.tsv in $LMUData"
     assert {e["reason"]: e["count"] for e in table.excluded.to_json()} == {"row_not_in_dataset_tsv": 4}
+
+
+# -- the reader's records ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("fixture", "dataset", "kind", "shape"), [
+    ("pairwise", "MLLMJudgePair_CP", "pairwise", "pair"), ("parc", "PARC_toy", "parc", "choice"),
+    ("mcq", "TinyMCQ", "mcq", "choice"),
+])
+def test_prediction_rows_become_records_the_core_reads_by_shape(
+    tmp_path: Path, fixture: str, dataset: str, kind: str, shape: str
+) -> None:
+    """Every kind's rows are judgecp.record/1 records (judge, task, group in their fields); the core reads
+    them as any record file: the kind from the shape (PARC: the batch's kind), no column named."""
+    from judgecp.data import from_records
+
+    pred = prediction(copy(tmp_path, fixture), dataset)
+    batch = prediction_batch(pred)
+    assert batch.kind == kind and all(problem(r) is None and r["shape"] == shape for r in batch.records)
+    assert {r["judge"] for r in batch.records} == {LP} and {r["task"] for r in batch.records} <= {dataset, "toy"}
+    data = from_records(batch.records, kind="parc" if kind == "parc" else None)
+    assert data.n == load(pred, format="vlmeval").n and data.kind == kind

@@ -325,3 +325,18 @@ def test_the_prediction_files_own_sidecar_wins_over_other_runs(tmp_path: Path) -
     assert all(r.record["logprobs"] == own[r.index]["logprobs"] for r in table.rows)
     sidecar(run).unlink()  # without it, the other run's matching records are the only ones left
     assert read_predictions(run / f"{LP}_MLLMJudge_CP.tsv").record_sources["sidecar"] == 24
+
+
+def test_likert_rows_become_score_records(tmp_path: Path) -> None:
+    """Likert rows are judgecp.record/1 score records (scale, judge, task, group; the group column kept under
+    its own name in meta, so --group category still names it); the core reads them by shape."""
+    from judgecp.adapters.vlmeval.evaluation import prediction_batch
+    from judgecp.data import from_records
+
+    pred = prediction(copy(tmp_path, "clean"))
+    records = prediction_batch(pred).records
+    assert all(problem(r) is None and r["shape"] == "score" and r["scale"] == [1, 5] for r in records)
+    assert {(r["judge"], r["task"]) for r in records} == {(LP, "MLLMJudge_CP")}
+    assert all(r["group"] == r["meta"]["category"] for r in records)
+    data = from_records(records)
+    assert data.n == 24 and data.columns["parsed"] == "prediction" and data.columns["label"] == "label"

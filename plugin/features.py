@@ -94,17 +94,19 @@ def predict_many_in_blocks(models: Sequence[Any], F: FloatArray, block: int = PR
     """
     out: list[FloatArray] = [np.empty(F.shape[0]) for _ in models]
     binned = [_BinnedTrees.of(m) for m in models]
+    shares = list(range(len(models)))  # whose bins each model reads: the first model with the same bins
+    for i, trees in enumerate(binned):
+        if trees is not None:
+            shares[i] = next(j for j, other in enumerate(binned[: i + 1]) if other is not None and trees.same_bins(other))
     for start in range(0, F.shape[0], block):
         rows = F[start : start + block]
-        bins: list[tuple[_BinnedTrees, Any]] = []  # this block's bins, one per distinct bin mapper
+        bins: dict[int, Any] = {}
         for i, (model, trees) in enumerate(zip(models, binned, strict=True)):
             values = None
             if trees is not None:
-                row_bins = next((b for t, b in bins if trees.same_bins(t)), None)
-                if row_bins is None:
-                    row_bins = trees.bin(rows)
-                    bins.append((trees, row_bins))
-                values = trees.predict(row_bins)
+                if shares[i] not in bins:
+                    bins[shares[i]] = trees.bin(rows)
+                values = trees.predict(bins[shares[i]])
                 if start == 0 and not np.array_equal(values, np.asarray(model.predict(rows), dtype=np.float64)):
                     binned[i] = values = None  # not what predict gives (another scikit-learn): use predict
             out[i][start : start + rows.shape[0]] = np.asarray(model.predict(rows), dtype=np.float64) if values is None else values

@@ -25,8 +25,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-#: lm-eval's logger tree: the warnings show in an lm-eval run's log next to the harness's own.
-logger = logging.getLogger("lm_eval.judgecp")
+#: judgecp's own logger: the core names no harness. A warning reaches the harness's console through
+#: Python's default handling; the image is also counted where the document is excluded.
+logger = logging.getLogger("judgecp.images")
 
 #: Size of the blank image sent in place of one that failed to load.
 PLACEHOLDER_SIZE = (32, 32)

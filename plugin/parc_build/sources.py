@@ -36,17 +36,15 @@ from __future__ import annotations
 import base64
 import io
 import json
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judgecp.data.choice import LETTERS, has_text
 from judgecp.errors import InputError, require
 from judgecp.exclusions import Exclusions
-
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 #: Shortcuts for hub datasets: name -> (hub id, config, split, dataset name in the variation files).
 HUB_PRESETS = {
@@ -87,14 +85,10 @@ class Originals:
     description: dict[str, Any]
 
 
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value.strip())
-
-
 def _options(row: Mapping[str, Any], column: str | None) -> dict[str, str] | None:
     raw: Any = None
     for name in ((column,) if column else OPTION_COLUMNS):
-        if name in row and not _blank(row[name]):
+        if name in row and has_text(row[name]):
             raw = row[name]
             break
     if isinstance(raw, str):
@@ -103,16 +97,16 @@ def _options(row: Mapping[str, Any], column: str | None) -> dict[str, str] | Non
         except ValueError:
             return None
     if isinstance(raw, Mapping):
-        return {str(k).strip(): str(v).strip() for k, v in raw.items() if not _blank(v)}
+        return {str(k).strip(): str(v).strip() for k, v in raw.items() if has_text(v)}
     if isinstance(raw, (list, tuple)) or (raw is not None and hasattr(raw, "tolist")):
-        values = [v for v in (raw.tolist() if hasattr(raw, "tolist") else raw) if not _blank(v)]
+        values = [v for v in (raw.tolist() if hasattr(raw, "tolist") else raw) if has_text(v)]
         return {LETTERS[i]: str(v).strip() for i, v in enumerate(values)}
     if column is None:  # letter columns, MMBench style: A, B, C, ... until the first absent one
         found: dict[str, str] = {}
         for letter in LETTERS:
             if letter not in row:
                 break
-            if not _blank(row[letter]):
+            if has_text(row[letter]):
                 found[letter] = str(row[letter]).strip()
         return found or None
     return None
@@ -120,7 +114,7 @@ def _options(row: Mapping[str, Any], column: str | None) -> dict[str, str] | Non
 
 def _answer(raw: Any, options: Mapping[str, str]) -> list[str] | None:
     """Letters from a letter, a list of letters, "A,B", or an option's text (case-insensitive)."""
-    if _blank(raw):
+    if not has_text(raw):
         return None
     if isinstance(raw, str):
         text = raw.strip()
@@ -146,7 +140,7 @@ def _answer(raw: Any, options: Mapping[str, str]) -> list[str] | None:
 
 def _image(cell: Any, base: Path) -> tuple[Any, str] | None:
     """(a PIL image or a file path, its reference); None when there is no image."""
-    if _blank(cell):
+    if not has_text(cell):
         return None
     if hasattr(cell, "size") and hasattr(cell, "mode"):  # a PIL image (datasets' Image feature)
         return cell, ""
@@ -208,10 +202,10 @@ def _image_cells(row: Mapping[str, Any], column: str | None) -> list[Any]:
             cells.extend(cell if isinstance(cell, (list, tuple)) else [cell])
         return cells
     for pair in PAIR_COLUMNS:
-        if all(name in row and not _blank(row[name]) for name in pair):
+        if all(name in row and has_text(row[name]) for name in pair):
             return [row[pair[0]], row[pair[1]]]
     for name in IMAGE_COLUMNS:
-        if name in row and not _blank(row[name]):
+        if name in row and has_text(row[name]):
             cell = row[name]
             if hasattr(cell, "tolist") and not hasattr(cell, "mode"):
                 cell = cell.tolist()
@@ -239,21 +233,21 @@ def items_from_rows(
             excluded.add("malformed_json_line", f"row {i + 1}")
             continue
         variation = row.get("variation")
-        if not _blank(variation) and str(variation).strip() != "O":
+        if has_text(variation) and str(variation).strip() != "O":
             excluded.add("not_an_original", row.get("id") or f"row {i + 1}")
             continue
         id_col = columns.get("id")
-        raw_id = row.get(id_col) if id_col else next((row[c] for c in ID_COLUMNS if c in row and not _blank(row[c])), None)
-        sid = str(raw_id).strip() if not _blank(raw_id) else f"{dataset}-{i:05d}"
+        raw_id = row.get(id_col) if id_col else next((row[c] for c in ID_COLUMNS if c in row and has_text(row[c])), None)
+        sid = str(raw_id).strip() if has_text(raw_id) else f"{dataset}-{i:05d}"
         if sid.endswith("/O"):
             sid = sid[:-2]
         ds_col = columns.get("dataset") or "dataset"
-        item_dataset = str(row[ds_col]).strip() if ds_col in row and not _blank(row[ds_col]) else dataset
+        item_dataset = str(row[ds_col]).strip() if ds_col in row and has_text(row[ds_col]) else dataset
         if re.fullmatch(r"\d+(\.0)?", sid):  # a bare row index (MMBench's `index`): unique only within its dataset
             sid = f"{item_dataset}-{int(float(sid))}"
         q_col = columns.get("question")
         question = row.get(q_col) if q_col else next((row[c] for c in QUESTION_COLUMNS if c in row), None)
-        if _blank(question):
+        if not has_text(question):
             excluded.add("question_missing", sid)
             continue
         options = _options(row, columns.get("options"))
@@ -264,7 +258,7 @@ def items_from_rows(
             excluded.add("options_invalid", sid)
             continue
         a_col = columns.get("answer")
-        raw_answer = row.get(a_col) if a_col else next((row[c] for c in ANSWER_COLUMNS if c in row and not _blank(row[c])), None)
+        raw_answer = row.get(a_col) if a_col else next((row[c] for c in ANSWER_COLUMNS if c in row and has_text(row[c])), None)
         correct = _answer(raw_answer, options)
         if correct is None:
             excluded.add("answer_missing", sid)

@@ -87,30 +87,59 @@ def predict_many_in_blocks(models: Sequence[Any], F: FloatArray, block: int = PR
     stay cached. Histogram gradient boosting (CQR's quantile models, the
     default regressor) goes further: its trees split only at its bin
     thresholds, so the rows are binned once (one byte a feature, shared by
-    models with the same bins) and the trees walk the bins, as scikit-learn's
+    models with the same bins), rows whose bins repeat are predicted once
+    (:func:`_distinct_rows`), and the trees walk the bins, as scikit-learn's
     own training does; each model's output is checked against ``predict`` on
     the first block and computed by ``predict`` if it differs. About 1.5x
-    faster on a million rows, identical output (``tests/test_fast_paths.py``).
+    faster on a million distinct rows, far more where bins repeat; identical
+    output (``tests/test_fast_paths.py``).
     """
-    out: list[FloatArray] = [np.empty(F.shape[0]) for _ in models]
     binned = [_BinnedTrees.of(m) for m in models]
-    shares = list(range(len(models)))  # whose bins each model reads: the first model with the same bins
-    for i, trees in enumerate(binned):
+    bins: dict[int, tuple[Any, Any, Any]] = {}  # the first model with these bins -> binned rows, distinct rows, inverse
+    out: list[FloatArray] = []
+    for i, (model, trees) in enumerate(zip(models, binned, strict=True)):
+        values = None
         if trees is not None:
-            shares[i] = next(j for j, other in enumerate(binned[: i + 1]) if other is not None and trees.same_bins(other))
-    for start in range(0, F.shape[0], block):
-        rows = F[start : start + block]
-        bins: dict[int, Any] = {}
-        for i, (model, trees) in enumerate(zip(models, binned, strict=True)):
-            values = None
-            if trees is not None:
-                if shares[i] not in bins:
-                    bins[shares[i]] = trees.bin(rows)
-                values = trees.predict(bins[shares[i]])
-                if start == 0 and not np.array_equal(values, np.asarray(model.predict(rows), dtype=np.float64)):
-                    binned[i] = values = None  # not what predict gives (another scikit-learn): use predict
-            out[i][start : start + rows.shape[0]] = np.asarray(model.predict(rows), dtype=np.float64) if values is None else values
+            owner = next(j for j, other in enumerate(binned[: i + 1]) if other is not None and trees.same_bins(other))
+            if owner not in bins:
+                B = trees.bin(F)
+                bins[owner] = (B, *_distinct_rows(B, block))
+            B, distinct, inverse = bins[owner]
+            if np.array_equal(trees.predict(B[:block]), np.asarray(model.predict(F[:block]), dtype=np.float64)):
+                rows = B if distinct is None else B[distinct]
+                values = np.concatenate([trees.predict(rows[s : s + block]) for s in range(0, rows.shape[0], block)] or [np.empty(0)])
+                values = values if inverse is None else values[inverse]
+            else:
+                binned[i] = None  # not what predict gives (another scikit-learn): use predict
+        if values is None:
+            values = np.empty(F.shape[0])
+            for start in range(0, F.shape[0], block):
+                values[start : start + block] = np.asarray(model.predict(F[start : start + block]), dtype=np.float64)
+        out.append(values)
     return out
+
+
+def _distinct_rows(B: Any, block: int) -> tuple[Any, Any]:
+    """Indices of one row per distinct binned row and each row's index among them, or ``(None, None)``.
+
+    A judge whose outputs repeat (rounded API logprobs, a saturated token,
+    a simulator with one latent) has far fewer distinct binned rows than
+    rows; each is predicted once. When the first block's rows are mostly
+    distinct, sorting would not pay and every row is predicted.
+    """
+    n, k = B.shape
+    if n <= block:
+        return None, None
+    if k <= 8:
+        packed = np.zeros((n, 8), dtype=np.uint8)
+        packed[:, :k] = B
+        keys = packed.view(np.uint64).ravel()
+    else:
+        keys = np.ascontiguousarray(B).view(np.dtype((np.void, k))).ravel()
+    if np.unique(keys[:block]).size > block // 2:
+        return None, None
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
 
 
 class _BinnedTrees:

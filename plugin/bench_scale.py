@@ -1,6 +1,6 @@
 """``judgecp bench scale``: time and peak memory at scale, each measurement in a fresh process.
 
-Three measurements, written as a table (README, "Benchmarks: scale"):
+Four measurements, written as a table (README, "Benchmarks: scale"):
 
 1. a million Likert records (a CSV written here from the synthetic judge)
    read, validated and run through ``naive, lac, aps, ordinal_aps, cqr`` over
@@ -8,8 +8,11 @@ Three measurements, written as a table (README, "Benchmarks: scale"):
    same file (read, softmax, expected score, 10 splits of naive split
    conformal: the floor of what any tool must do); the ratio is the number
    to read;
-2. a million pairs through SCOPE's 1000 splits (every controller, five levels);
-3. every method at 100,000 records (one split of the protocol), with its time
+2. CQR alone on a million rows that never repeat once binned (the synthetic
+   judge's logprobs jittered): the worst case of predicting each distinct
+   binned row once, which the first measurement's one-latent judge flatters;
+3. a million pairs through SCOPE's 1000 splits (every controller, five levels);
+4. every method at 100,000 records (one split of the protocol), with its time
    and memory complexity.
 
 Each runs in its own Python process with one thread (OMP/BLAS), so the peak
@@ -48,6 +51,8 @@ COMPLEXITY = {
 }
 
 LIKERT_METHODS = ("naive", "lac", "aps", "ordinal_aps", "cqr")
+#: Noise added to each logprob for the distinct-rows measurement (:func:`write_likert_csv`).
+JITTER = 0.05
 #: Imports happen before the clock starts, as the plain pass's pandas import does.
 IMPORTED = "import judgecp, judgecp.evaluation, judgecp.methods, sklearn.ensemble"
 
@@ -86,14 +91,20 @@ def _study(data: str, protocol: str, pick: str) -> dict[str, Any]:
     )
 
 
-def write_likert_csv(path: Path, n: int, seed: int = 0) -> None:
-    """The synthetic judge's records as a CSV (ids, five logprob columns, label, group)."""
+def write_likert_csv(path: Path, n: int, seed: int = 0, jitter: float = 0.0) -> None:
+    """The synthetic judge's records as a CSV (ids, five logprob columns, label, group).
+
+    The judge's five logprobs are a function of one latent score, so its rows
+    repeat once binned; ``jitter`` adds independent normal noise of that size
+    to each logprob, which makes every row distinct.
+    """
     import numpy as np
 
     from judgecp.simulate import simulate_likert_judge
 
     data = simulate_likert_judge(n=n, seed=seed)
-    lp = np.round(data.logprobs, 6)
+    lp = data.logprobs + (np.random.default_rng(seed + 1).normal(scale=jitter, size=data.logprobs.shape) if jitter else 0.0)
+    lp = np.round(lp, 6)
     with path.open("w", encoding="utf-8") as handle:
         handle.write("id,lp1,lp2,lp3,lp4,lp5,label,group\n")
         block = 100_000
@@ -149,6 +160,13 @@ def bench_scale(
         pair_run = _study(f"__import__('judgecp').simulate_pairwise_judge({pairs}, seed=0)", f"splits={pair_splits}",
                           "['controllers']['scope']['0.1']['risk']")
         results.append({"what": f"judgecp: {pairs:,} pairs x {pair_splits} splits (5 controllers x 5 levels)", **pair_run})
+        # The worst case of predicting each distinct binned row once: CQR on rows that never repeat.
+        distinct = Path(tmp) / "likert_distinct.csv"
+        write_likert_csv(distinct, rows, jitter=JITTER)
+        worst = _study(f"__import__('judgecp').load({str(distinct)!r})", "methods=('cqr',), splits=10",
+                       "['methods']['cqr']['labels']['width']")
+        results.append({"what": f"judgecp: cqr alone x 10 splits, {rows:,} rows, every row distinct (jitter {JITTER:g})", **worst})
+        distinct.unlink()
         names = list(methods) if methods is not None else list(method_classes())
         for name in names:
             run = _study(f"__import__('judgecp').simulate_likert_judge(n={method_rows}, seed=1)",

@@ -24,6 +24,7 @@ def test_bench_scale_runs_each_measurement_in_its_own_process(tmp_path: Path, ca
     out = capsys.readouterr().out
     assert "x CPU" in out and "x wall" in out and "--jobs 2" in out
     rows = json.loads(report.read_text())
-    assert [r["n"] for r in rows[1:4]] == [3000, 3000, 2000]
+    assert [r["n"] for r in rows[1:5]] == [3000, 3000, 2000, 3000]
+    assert "every row distinct" in rows[4]["what"]
     assert all(r["peak_mb"] > 0 and r["cpu_seconds"] >= 0 for r in rows)
     assert rows[1]["value"] == rows[2]["value"]  # --jobs 2 gives the same study

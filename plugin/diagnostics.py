@@ -19,7 +19,11 @@ from judgecp.scale import LikertScale
 FloatArray = NDArray[np.float64]
 
 
-def average_ranks(a: FloatArray) -> FloatArray:
+#: Rows a time when :func:`average_ranks` checks its data: temporaries of 8 MB, not of the whole column.
+RANK_BLOCK = 1 << 20
+
+
+def average_ranks(a: FloatArray, out: FloatArray | None = None) -> FloatArray:
     """``scipy.stats.rankdata(a)`` (ties get their average rank), in less time or memory.
 
     Scores, labels and label-set midpoints are multiples of 1/2 over a short
@@ -27,29 +31,35 @@ def average_ranks(a: FloatArray) -> FloatArray:
     is sorted once and ranked in place (about half of ``rankdata``'s
     temporary memory: it ranks five million pooled interval midpoints). The
     ranks are half-integers, so both give exactly ``rankdata``'s numbers;
-    data with NaN goes to ``rankdata``.
+    data with NaN goes to ``rankdata``. The data are checked a block at a
+    time, and the ranks are written into ``out`` (any float64 array of
+    ``a``'s length, a column of a matrix included) when it is given.
     """
     from scipy import stats
 
     a = np.asarray(a, dtype=np.float64)
-    doubled = 2.0 * a
-    if a.size and np.isfinite(doubled).all():
-        low, high = doubled.min(), doubled.max()
-        if high - low <= 4 * a.size and np.array_equal(doubled, np.round(doubled)):
-            doubled -= low  # in place: five million pooled rows are 40 MB a copy
-            codes = doubled.astype(np.int64)
-            del doubled
-            counts = np.bincount(codes)
-            per_value: FloatArray = np.cumsum(counts) - counts + (counts + 1) / 2.0
-            ranks: FloatArray = per_value[codes]
-            return ranks
-        del doubled
-        return _sorted_average_ranks(a)
-    return np.asarray(stats.rankdata(a), dtype=np.float64)
+    n = a.size
+    ranks: FloatArray = np.empty(n, dtype=np.float64) if out is None else out
+    blocks = [slice(start, start + RANK_BLOCK) for start in range(0, n, RANK_BLOCK)]
+    with np.errstate(over="ignore"):  # twice a huge finite value is not finite: rankdata ranks it
+        finite = bool(n) and all(np.isfinite(2.0 * a[b]).all() for b in blocks)
+    if not finite:
+        ranks[:] = stats.rankdata(a)
+        return ranks
+    low, high = 2.0 * a.min(), 2.0 * a.max()
+    if high - low <= 4 * n and all(np.array_equal(d, np.round(d)) for d in (2.0 * a[b] for b in blocks)):
+        codes = np.empty(n, dtype=np.int64)
+        for b in blocks:
+            codes[b] = 2.0 * a[b] - low
+        counts = np.bincount(codes)
+        per_value: FloatArray = np.cumsum(counts) - counts + (counts + 1) / 2.0
+        np.take(per_value, codes, out=ranks, mode="clip")  # clip: every code is in range; no buffered copy
+        return ranks
+    return _sorted_average_ranks(a, ranks)
 
 
-def _sorted_average_ranks(a: FloatArray) -> FloatArray:
-    """Average ranks of finite ``a`` by one stable sort: ordinal ranks, then each tie's mean."""
+def _sorted_average_ranks(a: FloatArray, ranks: FloatArray) -> FloatArray:
+    """Average ranks of finite ``a`` into ``ranks`` by one stable sort: ordinal ranks, then each tie's mean."""
     n = a.size
     order = np.argsort(a, kind="stable")
     ordered = a[order]
@@ -57,17 +67,15 @@ def _sorted_average_ranks(a: FloatArray) -> FloatArray:
     new_value[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=new_value[1:])
     del ordered
-    by_position: FloatArray = np.arange(1, n + 1, dtype=np.float64)  # the ranks in sorted order
-    if not new_value.all():
+    if new_value.all():
+        by_position: FloatArray = np.arange(1, n + 1, dtype=np.float64)  # the ranks in sorted order
+    else:  # a run of c equal values from sorted position s shares rank s + 1 + (c - 1) / 2 (c = 1: s + 1)
         starts = np.flatnonzero(new_value)
         counts = np.diff(starts, append=n)
-        tied = counts > 1
-        starts, counts = starts[tied], counts[tied]
-        # a tie of c values from sorted position s shares rank s + 1 + (c - 1) / 2
-        first = np.repeat(starts, counts)
-        within = np.arange(first.size) - np.repeat(np.cumsum(counts) - counts, counts)
-        by_position[first + within] = np.repeat(starts + 1 + (counts - 1) / 2.0, counts)
-    ranks: FloatArray = np.empty(n, dtype=np.float64)
+        run = np.cumsum(new_value, dtype=np.int64)
+        run -= 1  # each sorted position's run
+        by_position = (starts + 1 + (counts - 1) / 2.0)[run]
+        del run
     ranks[order] = by_position
     return ranks
 
@@ -86,8 +94,8 @@ def correlation(kind: str, a: FloatArray, b: FloatArray) -> float | None:
         return float(stats.pearsonr(a, b)[0])
     if kind == "spearman":
         ranked = np.empty((a.size, 2))  # what column_stack gives, without a second copy of the ranks
-        ranked[:, 0] = average_ranks(a)
-        ranked[:, 1] = average_ranks(b)
+        average_ranks(a, out=ranked[:, 0])
+        average_ranks(b, out=ranked[:, 1])
         matrix: FloatArray = np.asarray(np.corrcoef(ranked, rowvar=False))
         return float(matrix[1, 0])
     return float(stats.kendalltau(a, b)[0])  # tau-b

@@ -77,3 +77,25 @@ def test_counted_ranks_and_spearman_are_scipys() -> None:
         a = rng.integers(1, 6, 2000).astype(float)
         b = np.round(a + rng.normal(size=2000)) / 2
         assert correlation("spearman", a, b) == float(stats.spearmanr(a, b)[0])
+
+
+def test_ranks_checked_a_block_at_a_time_and_written_into_a_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small blocks: data that stops being half-integer, or finite, after the first block is still ranked
+    as rankdata ranks it, and ranks written into a matrix column are the same numbers."""
+    from scipy import stats
+
+    import judgecp.diagnostics as diagnostics
+
+    monkeypatch.setattr(diagnostics, "RANK_BLOCK", 64)
+    rng = np.random.default_rng(1)
+    halves = rng.integers(2, 11, 500) / 2
+    late_fraction, late_nan, late_huge = halves.copy(), halves.copy(), halves.copy()
+    late_fraction[300] = 2.3
+    late_nan[400] = np.nan
+    late_huge[450] = 1e308  # finite, but twice it is not: rankdata
+    for a in (halves, late_fraction, late_nan, late_huge, rng.normal(size=500)):
+        expected = stats.rankdata(a)
+        assert np.array_equal(diagnostics.average_ranks(a), expected, equal_nan=True)
+        matrix = np.zeros((a.size, 2))
+        diagnostics.average_ranks(a, out=matrix[:, 1])
+        assert np.array_equal(matrix[:, 1], expected, equal_nan=True) and not matrix[:, 0].any()

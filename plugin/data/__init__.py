@@ -22,6 +22,7 @@ from judgecp.data.fields import Fields
 from judgecp.data.pair import PairData, pair_data
 from judgecp.data.score import ScoreData, score_data
 from judgecp.errors import InputError
+from judgecp.memory import release_freed_memory
 from judgecp.scale import LikertScale
 from judgecp.tables import Table, read_table, table_from_rows
 
@@ -103,7 +104,10 @@ def load(
         table, kind = batch.table(), kind or batch.kind
     else:
         table = read_table(path)
-    return from_table(table, kind, fields, **options)
+    data = from_table(table, kind, fields, **options)
+    del table  # the parsed cells: a large file's are most of what was allocated, and are freed here
+    release_freed_memory()
+    return data
 
 
 def from_records(

@@ -37,8 +37,9 @@ from judgecp.evaluation.metrics import (
     stratified,
     summary,
 )
-from judgecp.evaluation.sweep import SWEEP_KEY, likert_sweep
+from judgecp.evaluation.sweep import SWEEP_KEY, likert_sweep, sweep_levels
 from judgecp.features import judge_probabilities
+from judgecp.memory import release_freed_memory
 from judgecp.methods.mondrian import Mondrian
 from judgecp.methods.variants import is_group_conditional
 from judgecp.plugins import build_method, canonical_spec, parse_method_spec
@@ -165,6 +166,7 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         if is_group_conditional(spec) and not (protocol.mondrian or protocol.group):
             raise InputError(f"method {spec!r}: conditional=group needs --mondrian FIELD or --group FIELD")
     splits = run_splits(data, protocol, specs)
+    release_freed_memory()  # the splits' temporaries: the report's tables start from what is kept
 
     scale = data.scale
     P = judge_probabilities(data.logprobs, scale)
@@ -208,7 +210,12 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
     del raw_pool
     judge_error_pool = judge_error(data.logprobs, y_all, scale).astype(small)[test_idx]
     group_pool = None if groups is None else groups[test_idx]
-    for spec in specs:
+    # Without groups or a sweep nothing reads a method's rows after its tables, so each method's rows are
+    # dropped once written, and the interval methods (float rows, the costliest ranks) come last, when
+    # the others' are gone. The report keeps the order of ``specs``.
+    keep_rows = groups is not None or sweep_levels(protocol) is not None
+    entries: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    for spec in sorted(specs, key=lambda spec: splits[0].metrics[spec].interval_covered is not None):
         per_seed = [s.metrics[spec] for s in splits]
         entry = summary(per_seed)
         entry["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
@@ -216,8 +223,14 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         entry["coverage_by_error"] = stratified(per_seed, parsed_error, list(range(scale.k)))
         entry["informativeness"] = informativeness(pooled(per_seed, "labels_width"))
         entry["midpoint"] = midpoint_table(per_seed, y_pool, lambda: data.parsed[test_idx], raw_row)
-        report["methods"][spec] = entry
-        report["conditional_coverage"][spec] = conditional_coverage(per_seed, y_pool, judge_error_pool, group_pool)
+        entries[spec] = entry, conditional_coverage(per_seed, y_pool, judge_error_pool, group_pool)
+        if not keep_rows:
+            del per_seed
+            for s in splits:
+                del s.metrics[spec]
+            release_freed_memory()  # the rows are small arrays: freed, they stay resident until trimmed
+    for spec in specs:
+        report["methods"][spec], report["conditional_coverage"][spec] = entries[spec]
 
     if groups is not None:
         report["groups"] = group_report(data, specs, splits, groups)

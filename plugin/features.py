@@ -130,6 +130,7 @@ def _distinct_rows(B: Any, block: int) -> tuple[Any, Any]:
     n, k = B.shape
     if n <= block:
         return None, None
+    keys: NDArray[Any]
     if k <= 8:
         packed = np.zeros((n, 8), dtype=np.uint8)
         packed[:, :k] = B

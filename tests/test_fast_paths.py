@@ -209,3 +209,23 @@ def test_rows_dropped_method_by_method_give_the_same_report() -> None:
     import platform
 
     assert release_freed_memory() is (platform.libc_ver()[0] == "glibc")  # glibc gives pages back; others: a no-op
+
+
+@pytest.mark.parametrize("k", [3, 8, 11])
+def test_distinct_binned_rows_are_numpys_unique_rows(k: int) -> None:
+    """One row per distinct binned row (packed into 64 bits up to 8 features, compared as bytes above)."""
+    import judgecp.features as features
+
+    rng = np.random.default_rng(k)
+    pool = rng.integers(0, 256, size=(40, k)).astype(np.uint8)  # 40 rows, bytes across the whole range
+    pool[1] = pool[0]
+    pool[1, -1] ^= 1  # two rows that differ in the last byte only, two in the first only
+    pool[3] = pool[2]
+    pool[3, 0] ^= 1
+    B = pool[rng.integers(0, 40, size=5000)]
+    first, inverse = features._distinct_rows(B, 512)
+    assert first is not None and inverse is not None
+    unique = np.unique(B, axis=0)
+    assert first.size == unique.shape[0]
+    assert np.array_equal(B[first][inverse], B)  # every row is its representative
+    assert features._distinct_rows(rng.integers(0, 256, size=(5000, k)).astype(np.uint8), 512) == (None, None)

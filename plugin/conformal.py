@@ -22,7 +22,7 @@ import abc
 import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -196,6 +196,20 @@ def init_parameters(cls: type) -> list[inspect.Parameter]:
             if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
                 params.setdefault(p.name, p)
     return list(params.values())
+
+
+class MethodOptions(TypedDict, total=False):
+    """The keywords every method takes from :class:`ConformalMethod` (besides ``alpha``).
+
+    A method's ``__init__`` declares its own parameters and passes these on
+    as ``**options: Unpack[MethodOptions]``, so their types and defaults live
+    in one place; :func:`init_parameters` (``get_params``, ``--methods``
+    checks) finds them on the base.
+    """
+
+    scale: LikertScale | None
+    fit_fraction: float
+    random_state: int | np.random.Generator | None
 
 
 class ConformalMethod(abc.ABC):

@@ -2,7 +2,7 @@
 
 lm-eval loads a task's ``utils.py`` by path, so what two benchmarks read the
 same way lives here (``judgecp.tasks._loaders``) and each ``utils.py`` keeps
-only its own constants, columns and prompt:
+only its own source (:class:`Source`), columns and prompt:
 
 - :func:`load_pairs`: the pairwise tasks' ``load_docs`` (rows from a local copy
   or the hub, pairs from the rows, two documents per usable pair);
@@ -15,6 +15,7 @@ only its own constants, columns and prompt:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from judgecp import datasources
@@ -32,13 +33,24 @@ from judgecp.prompts import PAIRWISE_SYSTEM_CONVERSATION, PAIRWISE_SYSTEM_SINGLE
 Row = Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class Source:
+    """Where a task's documents come from: the hub dataset's split, or a local copy
+    (``data_dir``, else the directory in the environment variable ``env_var``)."""
+
+    hub_id: str
+    split: str
+    env_var: str
+    config: str | None = None
+
+
 def load_pairs(
-    pairs_of: Callable[[list[Row | None]], list[Pair]], *, name: str, data_dir: str | None, env_var: str,
-    hub_id: str, split: str, max_pairs: Any, data_seed: Any,
+    pairs_of: Callable[[list[Row | None]], list[Pair]], source: Source, *, name: str, data_dir: str | None,
+    max_pairs: Any, data_seed: Any,
 ) -> Any:
     """``custom_dataset`` body of a pairwise task: ``pairs_of(rows)`` from the local copy or the hub split."""
-    root = datasources.local_dir(data_dir, env_var)
-    rows, where = datasources.rows_of(root, hub_id=hub_id, split=split)
+    root = datasources.local_dir(data_dir, source.env_var)
+    rows, where = datasources.rows_of(root, hub_id=source.hub_id, split=source.split)
     return pairwise_dataset(pairs_of(rows), what=f"{name} in {where}", max_pairs=max_pairs, data_seed=data_seed)
 
 
@@ -81,11 +93,12 @@ def vote_pairs(
 
 
 def load_image_questions(
-    name: str, *, title: str, data_dir: str | None, env_var: str, hub_id: str, split: str,
-    config: str | None = None, options: str, category: str | None = None, context: str | None = None,
+    name: str, source: Source, *, title: str, data_dir: str | None, options: str, category: str | None = None,
+    context: str | None = None,
 ) -> Any:
     """``custom_dataset`` body of a hub table of single-image questions (see ``indexed_image_questions``)."""
-    root = datasources.local_dir(data_dir, env_var)
+    hub_id, split, config = source.hub_id, source.split, source.config
+    root = datasources.local_dir(data_dir, source.env_var)
     table = datasources.load_table(root, hub_id=hub_id, config=config, split=split)
     docs = indexed_image_questions(name, table, f"{name}:{root or hub_id}", options=options, category=category,
                                    context=context)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from judgecp.errors import InputError, did_you_mean, unknown
 from judgecp.tables import ArrowColumn, Table, arrow_pool, read_table
@@ -38,6 +39,17 @@ CANDIDATES: dict[str, dict[str, tuple[str, ...]]] = {
     "mcq": {"label": ("label", "correct", "answer"), "prediction": ("prediction",), "logprobs": ("logprobs",)},
 }
 CANDIDATES["parc"] = CANDIDATES["mcq"]
+
+
+class Rows:
+    """The data of a kind with one ``labels`` entry a row (:class:`~judgecp.data.ScoreData`, :class:`~judgecp.data.PairData`)."""
+
+    labels: NDArray[Any]
+
+    @property
+    def n(self) -> int:
+        """The number of rows."""
+        return int(self.labels.size)
 
 
 @dataclass(frozen=True)

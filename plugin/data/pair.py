@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from judgecp.data.fields import (
     Fields,
     LogprobColumns,
+    Rows,
     is_blank,
     text_array,
     to_float,
@@ -52,7 +53,7 @@ UNLABELED = -1
 
 
 @dataclass
-class PairData:
+class PairData(Rows):
     """One row per pair, both orders aligned to the original response A."""
 
     pair_ids: NDArray[np.str_]
@@ -67,10 +68,6 @@ class PairData:
     n_read: int = 0
     source: str = ""
     kind: Literal["pairwise"] = "pairwise"
-
-    @property
-    def n(self) -> int:
-        return int(self.labels.size)
 
     @property
     def labeled(self) -> NDArray[np.bool_]:

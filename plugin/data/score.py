@@ -33,6 +33,7 @@ from judgecp.data.fields import (
     FieldColumns,
     Fields,
     LogprobColumns,
+    Rows,
     is_blank,
     join_tables,
     numbers,
@@ -51,7 +52,7 @@ _NOT_FIELDS = ("schema", "shape", "flags", "exclude")
 
 
 @dataclass
-class ScoreData:
+class ScoreData(Rows):
     """Valid rows of a Likert judge as arrays (``labels`` NaN where a row is unlabeled)."""
 
     ids: NDArray[np.str_]
@@ -67,10 +68,6 @@ class ScoreData:
     source: str = ""
     columns: dict[str, Any] = field(default_factory=dict)
     kind: Literal["likert"] = "likert"
-
-    @property
-    def n(self) -> int:
-        return int(self.labels.size)
 
     @property
     def labeled(self) -> NDArray[np.bool_]:

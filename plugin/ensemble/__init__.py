@@ -17,9 +17,11 @@ prompt ensemble. Modules, one job each:
 * :mod:`~judgecp.ensemble.records`: ``judgecp.record/1`` input, one record per (item, prompt);
 * :mod:`~judgecp.ensemble.embeddings`: embedding files, the open_clip encoder (extra ``clip``);
 * :mod:`~judgecp.ensemble.sources`: HPSv2 (HPD v2) and MJ-Bench preference pairs;
-* :mod:`~judgecp.ensemble.simulate`: a seeded judge with cluster-dependent prompt reliability;
 * :mod:`~judgecp.ensemble.sweep`: Table 5's factors, printed like Table 6;
 * :mod:`~judgecp.ensemble.evaluate`: ``main(argv)`` of ``judgecp evaluate --kind ensemble``.
+
+Its seeded test judge, with cluster-dependent prompt reliability, is
+:func:`judgecp.simulate.simulate_prompt_judge` (the one simulator module).
 """
 
 from judgecp.ensemble.clustering import SphericalKMeans

@@ -21,6 +21,7 @@ Membership p(z|x):
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 from typing import Literal
 
 import numpy as np
@@ -67,6 +68,7 @@ def membership_from_similarity(
     raise InputError(f"membership must be 'hard' or 'soft', got {membership!r}")
 
 
+@dataclass(eq=False)
 class SphericalKMeans:
     """Spherical k-means with the supplement's settings as defaults.
 
@@ -99,20 +101,12 @@ class SphericalKMeans:
         Clusters of the kept run with no items at the end.
     """
 
-    def __init__(
-        self,
-        n_clusters: int,
-        *,
-        samples_per_cluster: int | None = SAMPLES_PER_CLUSTER,
-        n_init: int = 3,
-        max_iter: int = 1000,
-        random_state: int | None = None,
-    ) -> None:
-        self.n_clusters = n_clusters
-        self.samples_per_cluster = samples_per_cluster
-        self.n_init = n_init
-        self.max_iter = max_iter
-        self.random_state = random_state
+    n_clusters: int
+    _: KW_ONLY
+    samples_per_cluster: int | None = SAMPLES_PER_CLUSTER
+    n_init: int = 3
+    max_iter: int = 1000
+    random_state: int | None = None
 
     def fit(self, embeddings: FloatArray) -> SphericalKMeans:
         """Fit the centroids on (a sample of) the embeddings; returns self."""

@@ -17,6 +17,8 @@ prompt's row normalised over the answer classes):
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -59,6 +61,7 @@ def label_log_lik(log_probs: FloatArray, labels: IntArray) -> FloatArray:
     return out
 
 
+@dataclass(eq=False)
 class PromptEnsemble:
     """Per-cluster prompt weights fitted by eq. (11); one cluster is the plain BPE.
 
@@ -99,32 +102,18 @@ class PromptEnsemble:
     converged_ : bool
     """
 
-    def __init__(
-        self,
-        n_clusters: int = 1,
-        *,
-        membership: Membership = "hard",
-        concentration: float = 20.0,
-        samples_per_cluster: int | None = SAMPLES_PER_CLUSTER,
-        n_init: int = 3,
-        max_iter: int = 1000,
-        solver: Solver = "lbfgs",
-        lbfgs_history: int = LBFGS_HISTORY,
-        lbfgs_max_iter: int = LBFGS_MAX_ITER,
-        random_state: int | None = None,
-        clustering: SphericalKMeans | None = None,
-    ) -> None:
-        self.n_clusters = n_clusters
-        self.membership = membership
-        self.concentration = concentration
-        self.samples_per_cluster = samples_per_cluster
-        self.n_init = n_init
-        self.max_iter = max_iter
-        self.solver = solver
-        self.lbfgs_history = lbfgs_history
-        self.lbfgs_max_iter = lbfgs_max_iter
-        self.random_state = random_state
-        self.clustering = clustering
+    n_clusters: int = 1
+    _: KW_ONLY
+    membership: Membership = "hard"
+    concentration: float = 20.0
+    samples_per_cluster: int | None = SAMPLES_PER_CLUSTER
+    n_init: int = 3
+    max_iter: int = 1000
+    solver: Solver = "lbfgs"
+    lbfgs_history: int = LBFGS_HISTORY
+    lbfgs_max_iter: int = LBFGS_MAX_ITER
+    random_state: int | None = None
+    clustering: SphericalKMeans | None = None
 
     def fit(
         self,

@@ -22,7 +22,7 @@ items).
 
 ``--example`` runs the same on a seeded simulated judge (20 prompts, 4
 clusters of images, each prompt reliable on one cluster;
-:mod:`judgecp.ensemble.simulate`), passed through the record reader.
+:func:`judgecp.simulate.simulate_prompt_judge`), passed through the record reader.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from judgecp.ensemble.metrics import calibration_summary, error_coverage_curve, 
 from judgecp.ensemble.prompts import read_prompt_set
 from judgecp.ensemble.records import EnsembleData, read_ensemble_records
 from judgecp.ensemble.selection import Procedure, select_by_fdr
-from judgecp.ensemble.simulate import simulate_prompt_judge, simulated_records
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.simulate import simulate_prompt_judge, simulated_records
 
 FloatArray = NDArray[np.float64]
 METHODS = ("uniform", "bpe", "mixture")

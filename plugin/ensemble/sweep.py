@@ -39,8 +39,8 @@ from judgecp.ensemble.estimator import PromptEnsemble, uniform_proba
 from judgecp.ensemble.evaluate import add_input_arguments, load_input
 from judgecp.ensemble.metrics import calibration_summary
 from judgecp.ensemble.objective import Solver
-from judgecp.ensemble.simulate import simulate_prompt_judge
 from judgecp.errors import InputError
+from judgecp.simulate import simulate_prompt_judge
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-
-from judgecp.conformal import ConformalMethod, FloatArray
+from judgecp.conformal import ConformalMethod, FloatArray, MethodOptions
 from judgecp.errors import InputError
 from judgecp.features import RecalibratedJudge, label_probabilities
-from judgecp.scale import LikertScale
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 ProbabilitySource = Literal["judge", "recalibrated"]
 PROBABILITY_SOURCES = ("judge", "recalibrated")
+
+
+class ProbabilityOptions(MethodOptions, total=False):
+    """The keywords a :class:`ProbabilityMethod` subclass passes on: the base's and ``probabilities``."""
+
+    probabilities: ProbabilitySource
 
 
 class ProbabilityMethod(ConformalMethod):
@@ -32,13 +38,9 @@ class ProbabilityMethod(ConformalMethod):
         alpha: float = 0.1,
         *,
         probabilities: ProbabilitySource = "judge",
-        scale: LikertScale | None = None,
-        fit_fraction: float = 0.5,
-        random_state: int | np.random.Generator | None = None,
+        **options: Unpack[MethodOptions],
     ) -> None:
-        super().__init__(
-            alpha, scale=scale, fit_fraction=fit_fraction, random_state=random_state
-        )
+        super().__init__(alpha, **options)
         if probabilities not in PROBABILITY_SOURCES:
             raise InputError(
                 f"probabilities must be one of {PROBABILITY_SOURCES}, got {probabilities!r}"

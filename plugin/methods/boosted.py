@@ -24,14 +24,22 @@ free of extra dependencies. Only the length loss is implemented.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from judgecp.conformal import ConformalMethod, FloatArray, Prediction, conformal_quantile
+from judgecp.conformal import (
+    ConformalMethod,
+    FloatArray,
+    MethodOptions,
+    Prediction,
+    conformal_quantile,
+)
 from judgecp.features import expected_score, judge_probabilities, model_features
 from judgecp.methods.quantile_regression import quantile_regressor
-from judgecp.scale import LikertScale
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 def smooth_quantile(s: FloatArray, level: float, temperature: float) -> tuple[float, FloatArray]:
@@ -87,11 +95,9 @@ class _BoostedMethod(ConformalMethod):
         n_folds: int = 3,
         patience: int = 10,
         temperature: float = 0.1,
-        scale: LikertScale | None = None,
-        fit_fraction: float = 0.5,
-        random_state: int | np.random.Generator | None = None,
+        **options: Unpack[MethodOptions],
     ) -> None:
-        super().__init__(alpha, scale=scale, fit_fraction=fit_fraction, random_state=random_state)
+        super().__init__(alpha, **options)
         self.max_rounds = max_rounds
         self.learning_rate = learning_rate
         self.max_depth = max_depth

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.conformal import ConformalMethod, FloatArray, Prediction
+from judgecp.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.features import RecalibratedJudge
-from judgecp.scale import LikertScale
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: Tolerance when asking whether a range's probability mass reaches a level.
 MASS_TOLERANCE = 1e-12
@@ -199,11 +203,9 @@ class CHR(ConformalMethod):
         alpha: float = 0.1,
         *,
         n_levels: int = 1000,
-        scale: LikertScale | None = None,
-        fit_fraction: float = 0.5,
-        random_state: int | np.random.Generator | None = None,
+        **options: Unpack[MethodOptions],
     ) -> None:
-        super().__init__(alpha, scale=scale, fit_fraction=fit_fraction, random_state=random_state)
+        super().__init__(alpha, **options)
         self.n_levels = n_levels
 
     @property

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from judgecp.conformal import ConformalMethod, FloatArray, Prediction
+from judgecp.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.features import model_features
-from judgecp.scale import LikertScale
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: Bandwidths (in standardized feature units) searched by leave-one-out error.
 BANDWIDTH_GRID = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.5)
@@ -56,13 +60,11 @@ class LVD(ConformalMethod):
         self,
         alpha: float = 0.1,
         *,
-        scale: LikertScale | None = None,
-        fit_fraction: float = 0.5,
-        random_state: int | np.random.Generator | None = None,
         min_scale: float = 0.05,
         max_anchors: int = MAX_ANCHORS,
+        **options: Unpack[MethodOptions],
     ) -> None:
-        super().__init__(alpha, scale=scale, fit_fraction=fit_fraction, random_state=random_state)
+        super().__init__(alpha, **options)
         self.min_scale = min_scale
         self.max_anchors = max_anchors
 

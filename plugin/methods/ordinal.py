@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from judgecp.conformal import FloatArray, Prediction
-from judgecp.methods._probability import ProbabilityMethod
+from judgecp.methods._probability import ProbabilityMethod, ProbabilityOptions
 from judgecp.methods.sets import sets_at, true_label_scores
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 def greedy_contiguous_mass(P: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -52,8 +57,8 @@ class OrdinalAPS(ProbabilityMethod):
     output = "set"
     reference = "Lu, Angelopoulos & Pomerantz (2022), AAAI"
 
-    def __init__(self, alpha: float = 0.1, *, randomized: bool = False, **kwargs: object) -> None:
-        super().__init__(alpha, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, alpha: float = 0.1, *, randomized: bool = False, **options: Unpack[ProbabilityOptions]) -> None:
+        super().__init__(alpha, **options)
         self.randomized = randomized
 
     def _label_scores(self, P: FloatArray, rng: np.random.Generator) -> FloatArray:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from judgecp.conformal import ConformalMethod, FloatArray, Prediction
+from judgecp.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.errors import InputError
 from judgecp.features import model_features, predict_many_in_blocks
-from judgecp.scale import LikertScale
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: Rows the quantile regressors are fitted on at most (the fit parts of ../shared/data are under 2,200).
 MAX_FIT_ROWS = 20_000
@@ -56,12 +58,10 @@ class CQR(ConformalMethod):
         alpha: float = 0.1,
         *,
         quantile_model: Literal["gbm", "linear"] = "gbm",
-        scale: LikertScale | None = None,
-        fit_fraction: float = 0.5,
-        random_state: int | np.random.Generator | None = None,
         max_fit_rows: int = MAX_FIT_ROWS,
+        **options: Unpack[MethodOptions],
     ) -> None:
-        super().__init__(alpha, scale=scale, fit_fraction=fit_fraction, random_state=random_state)
+        super().__init__(alpha, **options)
         self.max_fit_rows = max_fit_rows
         if quantile_model not in ("gbm", "linear"):
             raise InputError(f"{self.name}: quantile_model must be 'gbm' or 'linear', got {quantile_model!r}")

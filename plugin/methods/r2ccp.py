@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from judgecp.conformal import ConformalMethod, FloatArray, Prediction
+from judgecp.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.errors import InputError, require
 from judgecp.features import model_features
-from judgecp.scale import LikertScale
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: Floor on grid probabilities before taking logs (keeps scores finite).
 PROB_FLOOR = 1e-12
@@ -54,11 +56,9 @@ class R2CCP(ConformalMethod):
         p: float = 0.5,
         tau: float = 0.2,
         init_seed: int = 42,
-        scale: LikertScale | None = None,
-        fit_fraction: float = 0.5,
-        random_state: int | np.random.Generator | None = None,
+        **options: Unpack[MethodOptions],
     ) -> None:
-        super().__init__(alpha, scale=scale, fit_fraction=fit_fraction, random_state=random_state)
+        super().__init__(alpha, **options)
         if loss not in ("cross_entropy", "r2ccp"):
             raise InputError(f"r2ccp: loss must be 'cross_entropy' or 'r2ccp', got {loss!r}")
         self.resolution = resolution

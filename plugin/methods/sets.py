@@ -13,13 +13,17 @@ decides membership of the boundary label at prediction time.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.conformal import BoolArray, FloatArray, Prediction
 from judgecp.errors import InputError
-from judgecp.methods._probability import ProbabilityMethod
+from judgecp.methods._probability import ProbabilityMethod, ProbabilityOptions
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 IntArray = NDArray[np.int64]
 
@@ -159,8 +163,8 @@ class APS(_SetMethod):
     name = "aps"
     reference = "Romano, Sesia & Candès (2020), NeurIPS"
 
-    def __init__(self, alpha: float = 0.1, *, randomized: bool = True, **kwargs: object) -> None:
-        super().__init__(alpha, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, alpha: float = 0.1, *, randomized: bool = True, **options: Unpack[ProbabilityOptions]) -> None:
+        super().__init__(alpha, **options)
         self.randomized = randomized
 
     def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
@@ -188,9 +192,9 @@ class RAPS(_SetMethod):
         lam: float | None = None,
         k_reg: int | None = None,
         randomized: bool = True,
-        **kwargs: object,
+        **options: Unpack[ProbabilityOptions],
     ) -> None:
-        super().__init__(alpha, **kwargs)  # type: ignore[arg-type]
+        super().__init__(alpha, **options)
         if lam is not None and lam < 0:
             raise InputError(f"raps: lam must be >= 0, got {lam}")
         self.lam = lam

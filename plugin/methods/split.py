@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from judgecp.conformal import ConformalMethod, FloatArray, Prediction
+from judgecp.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.errors import InputError
 from judgecp.features import expected_score, judge_probabilities, model_features, predict_in_blocks
-from judgecp.scale import LikertScale
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 def default_regressor(random_state: int) -> Any:
@@ -40,11 +42,9 @@ class NaiveSplit(ConformalMethod):
         *,
         predictor: Literal["expected", "regressor"] = "expected",
         regressor: Any = None,
-        scale: LikertScale | None = None,
-        fit_fraction: float = 0.5,
-        random_state: int | np.random.Generator | None = None,
+        **options: Unpack[MethodOptions],
     ) -> None:
-        super().__init__(alpha, scale=scale, fit_fraction=fit_fraction, random_state=random_state)
+        super().__init__(alpha, **options)
         if predictor not in ("expected", "regressor"):
             raise InputError(f"naive: predictor must be 'expected' or 'regressor', got {predictor!r}")
         self.predictor = predictor

@@ -50,7 +50,7 @@ is the labels whose nearest grid point passes, a subset of its hull's).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,12 +58,16 @@ from numpy.typing import NDArray
 from judgecp.conformal import (
     ConformalMethod,
     FloatArray,
+    MethodOptions,
     Prediction,
     conformal_rank,
 )
 from judgecp.errors import InputError
 from judgecp.features import judge_probabilities
 from judgecp.scale import LikertScale
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: The options a method spec may carry beyond the method's own parameters.
 VARIANT_OPTIONS = ("conditional", "cv", "features")
@@ -189,11 +193,9 @@ class Variant(ConformalMethod):
         conditional: str | None = None,
         cv: int | None = None,
         features: str | None = None,
-        scale: LikertScale | None = None,
-        fit_fraction: float = 0.5,
-        random_state: int | np.random.Generator | None = None,
+        **options: Unpack[MethodOptions],
     ) -> None:
-        super().__init__(alpha, scale=scale, fit_fraction=fit_fraction, random_state=random_state)
+        super().__init__(alpha, **options)
         self.make_base = make_base
         self.conditional = conditional
         self.cv = cv

@@ -28,7 +28,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from judgecp.errors import InputError, require, unknown
 from judgecp.exclusions import Exclusions
@@ -42,7 +42,10 @@ from judgecp.parc_build.output import (
     variation_record,
 )
 from judgecp.parc_build.rewriters import Rewriter
-from judgecp.parc_build.sources import Original, Originals, load_originals
+from judgecp.parc_build.sources import Original, Originals, SourceOptions, load_originals
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 ALL_VARIATIONS = ("LR-I", "LR-C", "LR-V", "LS-N", "LS-A", "LS-M", "VR-B", "VR-L", "VR-R", "VS-S", "VS-E")
 
@@ -93,14 +96,9 @@ def build(
     clean_questions: bool = False,
     ls_m_scope: Literal["more_less", "comparative"] = "more_less",
     transforms: vision.TransformSettings | None = None,
-    dataset: str | None = None,
-    split: str | None = None,
-    config: str | None = None,
-    image_root: str | Path | None = None,
-    columns: Mapping[str, str | None] | None = None,
-    limit: int | None = None,
     overwrite: bool = False,
     jobs: int = 1,
+    **source_options: Unpack[SourceOptions],
 ) -> BuildResult:
     """Write the PARC variation directory for ``source`` (see the module docstring).
 
@@ -111,6 +109,10 @@ def build(
         question/options/answer/image columns, a directory, a hub dataset id
         (:func:`judgecp.parc_build.sources.load_originals`) or loaded
         :class:`~judgecp.parc_build.sources.Originals`.
+    dataset, split, config, image_root, columns, limit
+        How a source that is not yet loaded is read: passed on to
+        :func:`~judgecp.parc_build.sources.load_originals` (its
+        :class:`~judgecp.parc_build.sources.SourceOptions`).
     variations
         PARC's names (``"VR-B,VR-R,VS-S"``, ``"all"``, ``"vision"``, ``"language"``).
     rewriter
@@ -158,8 +160,7 @@ def build(
         exchange_map = vision.ExchangeMap.read(exchange_map)
     if any(v in chosen for v in vision.VISION_REFORMULATIONS):
         require("PIL.Image", "parc", "PARC's vision variations")
-    originals = source if isinstance(source, Originals) else load_originals(
-        source, dataset=dataset, split=split, config=config, image_root=image_root, columns=columns, limit=limit)
+    originals = source if isinstance(source, Originals) else load_originals(source, **source_options)
     review: list[dict[str, Any]] = []
     cache: dict[tuple[str, str], str] = {}
     cleaning = Exclusions()

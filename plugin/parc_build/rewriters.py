@@ -21,6 +21,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from judgecp.errors import InputError, require
@@ -51,33 +52,24 @@ class RewriterError(InputError):
     """The rewriter could not be reached or answered with something that is not a completion."""
 
 
+@dataclass(frozen=True)
 class OpenAIRewriter:
     """Chat completions at ``url`` (``.../v1`` or the full ``.../chat/completions``).
 
     The API key is read from the environment variable ``api_key_env`` (never
     stored in the manifest); none is sent when it is unset (local servers).
+    A frozen dataclass: the endpoint's settings are all it holds.
     """
 
-    def __init__(
-        self,
-        url: str,
-        model: str,
-        *,
-        api_key_env: str = "OPENAI_API_KEY",
-        temperature: float = 0.0,
-        max_tokens: int = 128,
-        timeout: float = 60.0,
-        retries: int = 2,
-        system: str | None = None,
-    ) -> None:
-        self.url = url
-        self.model = model
-        self.api_key_env = api_key_env
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.timeout = timeout
-        self.retries = retries
-        self.system = system
+    url: str
+    model: str
+    _: KW_ONLY
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int = 128
+    timeout: float = 60.0
+    retries: int = 2
+    system: str | None = None
 
     @property
     def endpoint(self) -> str:

@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from judgecp.data.choice import LETTERS, has_text
 from judgecp.errors import InputError, require
@@ -319,6 +319,17 @@ def _parquet_rows(files: Sequence[Path]) -> list[dict[str, Any]]:
     datasets: Any = require("datasets", "lm-eval", "reading a local copy of a hub dataset")
     data = datasets.load_dataset("parquet", data_files={"data": [str(f) for f in files]}, split="data")
     return [dict(row) for row in data]
+
+
+class SourceOptions(TypedDict, total=False):
+    """How :func:`load_originals` reads a source: its keywords, which the builder passes on as they are."""
+
+    dataset: str | None
+    split: str | None
+    config: str | None
+    image_root: str | Path | None
+    columns: Mapping[str, str | None] | None
+    limit: int | None
 
 
 def load_originals(

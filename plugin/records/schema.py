@@ -44,7 +44,10 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 SCHEMA = "judgecp.record/1"
 Shape = Literal["score", "pair", "choice"]
@@ -90,20 +93,32 @@ def likeliest(logprobs: Mapping[str, Any]) -> str | None:
     return max(finite, key=finite.__getitem__) if finite else None
 
 
+class RecordFields(TypedDict, total=False):
+    """The optional fields every shape's builder takes by keyword (the module docstring says what each means)."""
+
+    judge: Any
+    prompt: Any
+    task: Any
+    group: Any
+    flags: Iterable[str]
+    exclude: str | None
+    meta: Mapping[str, Any] | None
+
+
 def _common(
     shape: str,
     record_id: Any,
     *,
-    judge: Any,
-    prompt: Any,
-    task: Any,
-    group: Any,
     label: Any,
     logprobs: Mapping[Any, Any] | None,
     prediction: Any,
-    flags: Iterable[str],
-    exclude: str | None,
-    meta: Mapping[str, Any] | None,
+    judge: Any = None,
+    prompt: Any = None,
+    task: Any = None,
+    group: Any = None,
+    flags: Iterable[str] = (),
+    exclude: str | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {"schema": SCHEMA, "shape": shape}
     if record_id is not None:
@@ -128,17 +143,10 @@ def score_record(
     logprobs: Mapping[Any, Any] | None = None,
     prediction: int | None = None,
     scale: Sequence[int] | None = None,
-    judge: Any = None,
-    prompt: Any = None,
-    task: Any = None,
-    group: Any = None,
-    flags: Iterable[str] = (),
-    exclude: str | None = None,
-    meta: Mapping[str, Any] | None = None,
+    **fields: Unpack[RecordFields],
 ) -> dict[str, Any]:
     """A ``score`` record (``label``: the human score, raw: the core decides whether it is on the scale)."""
-    record = _common("score", record_id, judge=judge, prompt=prompt, task=task, group=group, label=label,
-                     logprobs=logprobs, prediction=prediction, flags=flags, exclude=exclude, meta=meta)
+    record = _common("score", record_id, label=label, logprobs=logprobs, prediction=prediction, **fields)
     if scale is not None:
         record["scale"] = [int(scale[0]), int(scale[1])]
     return record
@@ -152,17 +160,10 @@ def pair_record(
     label: Any = None,
     logprobs: Mapping[Any, Any] | None = None,
     prediction: str | None = None,
-    judge: Any = None,
-    prompt: Any = None,
-    task: Any = None,
-    group: Any = None,
-    flags: Iterable[str] = (),
-    exclude: str | None = None,
-    meta: Mapping[str, Any] | None = None,
+    **fields: Unpack[RecordFields],
 ) -> dict[str, Any]:
     """A ``pair`` record: one order of one pair (``label``: the preference in the original order)."""
-    record = _common("pair", record_id, judge=judge, prompt=prompt, task=task, group=group, label=label,
-                     logprobs=logprobs, prediction=prediction, flags=flags, exclude=exclude, meta=meta)
+    record = _common("pair", record_id, label=label, logprobs=logprobs, prediction=prediction, **fields)
     record["pair_id"] = str(pair_id)
     record["order"] = order
     return record
@@ -178,18 +179,11 @@ def choice_record(
     source_id: Any = None,
     variation: str | None = None,
     family: str | None = None,
-    judge: Any = None,
-    prompt: Any = None,
-    task: Any = None,
-    group: Any = None,
-    flags: Iterable[str] = (),
-    exclude: str | None = None,
-    meta: Mapping[str, Any] | None = None,
+    **fields: Unpack[RecordFields],
 ) -> dict[str, Any]:
     """A ``choice`` record (``label``: the correct letters; PARC adds ``source_id`` and ``variation``)."""
-    record = _common("choice", record_id, judge=judge, prompt=prompt, task=task, group=group,
-                     label=None if label is None else [str(x) for x in label], logprobs=logprobs,
-                     prediction=prediction, flags=flags, exclude=exclude, meta=meta)
+    record = _common("choice", record_id, label=None if label is None else [str(x) for x in label],
+                     logprobs=logprobs, prediction=prediction, **fields)
     record["options"] = [str(o) for o in options]
     for name, value in (("source_id", source_id), ("variation", variation), ("family", family)):
         if value is not None:
@@ -213,8 +207,7 @@ def judge_output(
     """
     if shape not in SHAPES:
         raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
-    return _common(shape, None, judge=None, prompt=None, task=None, group=None, label=None, logprobs=logprobs,
-                   prediction=prediction, flags=flags, exclude=None, meta=meta)
+    return _common(shape, None, label=None, logprobs=logprobs, prediction=prediction, flags=flags, meta=meta)
 
 
 def complete(output: Mapping[str, Any], record_id: Any, **fields: Any) -> dict[str, Any]:

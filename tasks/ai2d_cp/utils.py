@@ -11,13 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from judgecp.adapters.lm_eval.choice_task import MultipleChoiceTask, seed_prompt
-from judgecp.tasks._loaders import load_image_questions
+from judgecp.tasks._loaders import Source, load_image_questions
 
 __all__ = ["AI2DTask", "doc_to_text", "load_docs"]
 
-HUB_DATASET = "lmms-lab/ai2d"
-SPLIT = "test"
-ENV_VAR = "JUDGECP_AI2D_DIR"
+SOURCE = Source("lmms-lab/ai2d", "test", env_var="JUDGECP_AI2D_DIR")
 
 
 class AI2DTask(MultipleChoiceTask):
@@ -26,8 +24,7 @@ class AI2DTask(MultipleChoiceTask):
 
 def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: one document per diagram question; images stay in the table until judged."""
-    return load_image_questions("ai2d", title="AI2D", data_dir=data_dir, env_var=ENV_VAR, hub_id=HUB_DATASET,
-                                split=SPLIT, options="options")
+    return load_image_questions("ai2d", SOURCE, title="AI2D", data_dir=data_dir, options="options")
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:

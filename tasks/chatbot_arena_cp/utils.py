@@ -13,13 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from judgecp.adapters.lm_eval.pairwise_task import Pair, PairwiseJudgeTask
-from judgecp.tasks._loaders import load_pairs, vote_pairs
+from judgecp.tasks._loaders import Source, load_pairs, vote_pairs
 
 __all__ = ["ChatbotArenaTask", "load_docs"]
 
-HUB_DATASET = "lmsys/chatbot_arena_conversations"
-SPLIT = "train"
-ENV_VAR = "JUDGECP_CHATBOT_ARENA_DIR"
+SOURCE = Source("lmsys/chatbot_arena_conversations", "train", env_var="JUDGECP_CHATBOT_ARENA_DIR")
 
 
 class ChatbotArenaTask(PairwiseJudgeTask):
@@ -35,5 +33,5 @@ def pairs_from_rows(rows: list[dict[str, Any] | None]) -> list[Pair]:
 
 def load_docs(data_dir: str | None = None, max_pairs: Any = None, data_seed: Any = 0, **_: Any) -> Any:
     """``custom_dataset`` hook: two documents (forward, reversed) per non-tied vote."""
-    return load_pairs(pairs_from_rows, name="Chatbot Arena conversations", data_dir=data_dir, env_var=ENV_VAR,
-                      hub_id=HUB_DATASET, split=SPLIT, max_pairs=max_pairs, data_seed=data_seed)
+    return load_pairs(pairs_from_rows, SOURCE, name="Chatbot Arena conversations", data_dir=data_dir,
+                      max_pairs=max_pairs, data_seed=data_seed)

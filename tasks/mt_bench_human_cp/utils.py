@@ -14,13 +14,11 @@ from typing import Any
 
 from judgecp.adapters.lm_eval.pairwise_task import Pair, PairwiseJudgeTask
 from judgecp.prompts import PAIRWISE_SYSTEM_SECOND_TURN
-from judgecp.tasks._loaders import load_pairs, vote_pairs
+from judgecp.tasks._loaders import Source, load_pairs, vote_pairs
 
 __all__ = ["MTBenchHumanTask", "load_docs"]
 
-HUB_DATASET = "lmsys/mt_bench_human_judgments"
-SPLIT = "human"
-ENV_VAR = "JUDGECP_MT_BENCH_HUMAN_DIR"
+SOURCE = Source("lmsys/mt_bench_human_judgments", "human", env_var="JUDGECP_MT_BENCH_HUMAN_DIR")
 
 #: MT-Bench's eight categories, ten questions each, by question_id (81-160).
 CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
@@ -62,5 +60,5 @@ def pairs_from_rows(rows: list[dict[str, Any] | None]) -> list[Pair]:
 
 def load_docs(data_dir: str | None = None, max_pairs: Any = None, data_seed: Any = 0, **_: Any) -> Any:
     """``custom_dataset`` hook: two documents (forward, reversed) per non-tied vote."""
-    return load_pairs(pairs_from_rows, name="MT-Bench human judgments", data_dir=data_dir, env_var=ENV_VAR,
-                      hub_id=HUB_DATASET, split=SPLIT, max_pairs=max_pairs, data_seed=data_seed)
+    return load_pairs(pairs_from_rows, SOURCE, name="MT-Bench human judgments", data_dir=data_dir,
+                      max_pairs=max_pairs, data_seed=data_seed)

@@ -14,13 +14,11 @@ from typing import Any
 
 from judgecp.adapters.lm_eval.pairwise_task import Pair, PairwiseJudgeTask, left_out
 from judgecp.errors import InputError
-from judgecp.tasks._loaders import load_pairs
+from judgecp.tasks._loaders import Source, load_pairs
 
 __all__ = ["RewardBenchTask", "load_docs"]
 
-HUB_DATASET = "allenai/reward-bench"
-SPLIT = "filtered"
-ENV_VAR = "JUDGECP_REWARDBENCH_DIR"
+SOURCE = Source("allenai/reward-bench", "filtered", env_var="JUDGECP_REWARDBENCH_DIR")
 
 
 class RewardBenchTask(PairwiseJudgeTask):
@@ -67,5 +65,5 @@ def load_docs(data_dir: str | None = None, max_pairs: Any = None, data_seed: Any
             raise InputError(f"metadata data_seed must be an integer, got {data_seed!r}") from exc
         return pairs_from_rows(rows, seed)
 
-    return load_pairs(pairs_of, name="RewardBench", data_dir=data_dir, env_var=ENV_VAR, hub_id=HUB_DATASET,
-                      split=SPLIT, max_pairs=max_pairs, data_seed=data_seed)
+    return load_pairs(pairs_of, SOURCE, name="RewardBench", data_dir=data_dir, max_pairs=max_pairs,
+                      data_seed=data_seed)

@@ -12,14 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from judgecp.adapters.lm_eval.choice_task import MultipleChoiceTask, seed_prompt
-from judgecp.tasks._loaders import load_image_questions
+from judgecp.tasks._loaders import Source, load_image_questions
 
 __all__ = ["ScienceQATask", "doc_to_text", "load_docs"]
 
-HUB_DATASET = "lmms-lab/ScienceQA"
-CONFIG = "ScienceQA-IMG"
-SPLIT = "test"
-ENV_VAR = "JUDGECP_SCIENCEQA_DIR"
+SOURCE = Source("lmms-lab/ScienceQA", "test", env_var="JUDGECP_SCIENCEQA_DIR", config="ScienceQA-IMG")
 
 class ScienceQATask(MultipleChoiceTask):
     """ScienceQA image questions; ``category`` is the item's subject (natural, social, language science)."""
@@ -27,8 +24,7 @@ class ScienceQATask(MultipleChoiceTask):
 
 def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: one document per image question; images stay in the table until judged."""
-    return load_image_questions("scienceqa_img", title="ScienceQA-IMG", data_dir=data_dir, env_var=ENV_VAR,
-                                hub_id=HUB_DATASET, split=SPLIT, config=CONFIG, options="choices",
+    return load_image_questions("scienceqa_img", SOURCE, title="ScienceQA-IMG", data_dir=data_dir, options="choices",
                                 category="subject", context="hint")
 
 

@@ -10,7 +10,7 @@ from judgecp.cli import main
 from judgecp.ensemble.embeddings import write_embeddings
 from judgecp.ensemble.evaluate import main as module_main
 from judgecp.ensemble.records import read_ensemble_records
-from judgecp.ensemble.simulate import simulate_prompt_judge, simulated_records
+from judgecp.simulate import simulate_prompt_judge, simulated_records
 
 
 @pytest.fixture

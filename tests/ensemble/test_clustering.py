@@ -7,8 +7,8 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from judgecp.ensemble.clustering import SphericalKMeans
-from judgecp.ensemble.simulate import simulate_prompt_judge
 from judgecp.errors import InputError
+from judgecp.simulate import simulate_prompt_judge
 
 
 def test_recovers_well_separated_clusters():

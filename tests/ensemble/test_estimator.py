@@ -8,8 +8,8 @@ from scipy.optimize import linear_sum_assignment
 
 from judgecp.ensemble.estimator import PromptEnsemble, uniform_proba
 from judgecp.ensemble.metrics import expected_calibration_error, negative_log_likelihood
-from judgecp.ensemble.simulate import simulate_prompt_judge
 from judgecp.errors import InputError
+from judgecp.simulate import simulate_prompt_judge
 
 
 def fit_three(sim, n_val, seed, embeddings=None):

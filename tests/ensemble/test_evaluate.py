@@ -8,7 +8,7 @@ import pytest
 
 from judgecp.ensemble.embeddings import write_embeddings
 from judgecp.ensemble.evaluate import main
-from judgecp.ensemble.simulate import simulate_prompt_judge, simulated_records
+from judgecp.simulate import simulate_prompt_judge, simulated_records
 
 
 @pytest.fixture

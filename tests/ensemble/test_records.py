@@ -10,8 +10,8 @@ import pytest
 
 from judgecp.ensemble.prompts import build_prompt_set
 from judgecp.ensemble.records import read_ensemble_records
-from judgecp.ensemble.simulate import simulate_prompt_judge, simulated_records
 from judgecp.errors import InputError
+from judgecp.simulate import simulate_prompt_judge, simulated_records
 
 
 def record(item, prompt, logprobs, label="A", **meta):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from judgecp.ensemble.simulate import simulate_prompt_judge, simulated_records
 from judgecp.ensemble.study import study_report, study_settings, undefined_study_report
 from judgecp.errors import InputError
 from judgecp.scalars import ensemble_metrics, metric_values
+from judgecp.simulate import simulate_prompt_judge, simulated_records
 
 
 def test_too_few_items_give_counts_and_nan_metrics() -> None:

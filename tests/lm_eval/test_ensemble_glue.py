@@ -19,11 +19,11 @@ from judgecp.adapters.lm_eval.ensemble_task import (  # noqa: E402
     task_settings,
 )
 from judgecp.ensemble.prompts import build_prompt_set, write_prompt_set  # noqa: E402
-from judgecp.ensemble.simulate import simulate_prompt_judge, simulated_records  # noqa: E402
 from judgecp.ensemble.sources import PreferenceItem  # noqa: E402
 from judgecp.ensemble.study import DEFAULT_PROMPTS, SAMPLE_PROMPT, sample_items, select_prompts  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
 from judgecp.scalars import ensemble_metrics, metric_values  # noqa: E402
+from judgecp.simulate import simulate_prompt_judge, simulated_records  # noqa: E402
 
 
 def test_default_prompts_start_with_the_sample_and_have_distinct_texts() -> None:

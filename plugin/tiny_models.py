@@ -4,6 +4,11 @@
 tokenizer trained on the spot; ``build_tiny_llava`` adds a 2-layer CLIP vision
 tower and an image processor that works without torchvision. Their judgements
 are noise: they exist to exercise the harness path, never to be evaluated.
+
+No harness is imported (the lm-eval tests, the core's tests and the lm-eval
+adapter's ``judgecp bench capture`` use it); torch, transformers and
+tokenizers are imported when a model is built, and a missing one is an
+install hint (:func:`judgecp.errors.require`).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from judgecp.errors import require
 
 #: Text the tokenizer is trained on: digits, option letters, the rating words and the prompt vocabulary.
 _CORPUS = [
@@ -30,6 +37,7 @@ SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<pad>", "<image>")
 
 def train_tokenizer(extra_text: Iterable[str] = (), vocab_size: int = 400) -> object:
     """A byte-level BPE ``PreTrainedTokenizerFast`` (tokens look like ``"Ġ4"``)."""
+    require("transformers", "lm-eval", "building a tiny local judge")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -95,6 +103,7 @@ def _build(path: Path, vision: dict[str, int] | None, *, hidden: int = 64, layer
            seed: int = 0, prepare: Callable[[Any, Any], None] | None = None, vocab: int | None = None) -> Path:
     """A tiny Llama, or with ``vision`` a tiny LLaVA around it: built, prepared and widened (both
     optional), saved with its tokenizer or processor."""
+    require("torch", "torch", "building a tiny local judge")
     import torch
 
     tokenizer = train_tokenizer()

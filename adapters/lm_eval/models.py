@@ -32,7 +32,8 @@ from lm_eval.models.utils import replace_placeholders, resize_image
 
 from judgecp import images
 from judgecp.adapters.lm_eval import set_model_name
-from judgecp.adapters.lm_eval.capture import (
+from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
+from judgecp.capture.logits import (
     GenerationCapture,
     RatingVocabulary,
     capture_generation,
@@ -40,7 +41,6 @@ from judgecp.adapters.lm_eval.capture import (
     plan_document,
     read_continuation,
 )
-from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
 from judgecp.extraction import DEFAULT_FLOOR
 from judgecp.scale import LikertScale
 

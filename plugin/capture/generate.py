@@ -1,5 +1,10 @@
 """Score-token logprobs from a Hugging Face model's own ``generate`` call, from raw logits.
 
+Used by VLMEvalKit's ``-lp`` models (:mod:`judgecp.adapters.vlmeval.models`), which
+wrap a model they did not write; its letter and score outputs from top-K lists
+(:func:`positions_output`) also serve the OpenAI-compatible API judge. No harness
+is imported here.
+
 :class:`GenerateCapture` patches ``transformers.GenerationMixin.generate``
 while it is active: every call is made with ``output_logits=True,
 return_dict_in_generate=True`` (no extra forward pass), the raw per-step
@@ -34,13 +39,12 @@ called, e.g. a model that decodes in its own loop or with vLLM),
 (several beams: raw logits do not follow the returned sequence, no logprobs),
 ``batched_generate`` (row 0 is used).
 
-Needs torch and transformers, imported when a capture starts.
+Needs torch and transformers, imported when a capture starts (the torch extra).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -143,19 +147,6 @@ def label_token_ids(tokenizer: Any, labels: LikertScale | Sequence[str]) -> dict
     return cached[1]
 
 
-def find_tokenizer(model: Any) -> Any | None:
-    """The tokenizer of a VLMEvalKit model wrapper: ``tokenizer``, ``processor.tokenizer``, ``processor``."""
-    for path in ("tokenizer", "processor.tokenizer", "processor", "model.tokenizer", "tok"):
-        obj: Any = model
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                break
-        if obj is not None and hasattr(obj, "convert_ids_to_tokens") and hasattr(obj, "get_vocab"):
-            return obj
-    return None
-
-
 def position_logprobs(
     call: GenerateCall, tokenizer: Any, labels: LikertScale | Sequence[str]
 ) -> tuple[list[str], list[dict[str, float]], list[str]]:
@@ -192,12 +183,6 @@ def position_logprobs(
     return tokens, per_position, flags
 
 
-def prediction_sha1(text: str | None) -> str:
-    """Fingerprint of a prediction as VLMEvalKit stores it (line ends and outer space normalised)."""
-    norm = "" if text is None else str(text).replace("\r\n", "\n").strip()
-    return hashlib.sha1(norm.encode("utf-8")).hexdigest()
-
-
 def likert_record(
     calls: Sequence[GenerateCall],
     tokenizer: Any,
@@ -214,7 +199,7 @@ def likert_record(
     flags += more
     if FLAG_BEAM_SEARCH in flags:
         return failed_record(*flags)
-    return score_output(tokens, per_position, scale=scale, floor=floor, flags=flags, source="hf_generate")
+    return positions_output("likert", tokens, per_position, scale=scale, floor=floor, flags=flags)
 
 
 def letter_record(
@@ -236,8 +221,29 @@ def letter_record(
     flags += more
     if FLAG_BEAM_SEARCH in flags:
         return failed_record(*flags, kind=kind, letters=wanted)
-    return letter_output(SHAPE_OF_KIND[kind], tokens, per_position, wanted, floor=floor, flags=flags,
-                         source="hf_generate")
+    return positions_output(kind, tokens, per_position, letters=wanted, floor=floor, flags=flags)
+
+
+def generate_record(
+    calls: Sequence[GenerateCall], tokenizer: Any, kind: str, *, scale: LikertScale | None = None,
+    letters: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The judge output of ``kind`` (``likert``: :func:`likert_record`; the others: :func:`letter_record`)."""
+    if kind == "likert":
+        return likert_record(calls, tokenizer, scale=scale)
+    return letter_record(calls, tokenizer, letters, kind=kind)
+
+
+def positions_output(
+    kind: str, tokens: Sequence[str], positions: Sequence[dict[str, float]], *, scale: LikertScale | None = None,
+    letters: Sequence[str] = (), floor: float = DEFAULT_FLOOR, flags: Sequence[str] = (), source: str = "hf_generate",
+) -> dict[str, Any]:
+    """The judge output of ``kind`` from generated tokens and per-position candidate logprobs (full
+    vocabulary or a top-K list): :func:`~judgecp.extraction.score_output` for ``likert`` (``scale``),
+    :func:`~judgecp.extraction.letter_output` at the first generated letter for the others."""
+    if kind == "likert":
+        return score_output(tokens, positions, scale=scale or LikertScale(), floor=floor, flags=flags, source=source)
+    return letter_output(SHAPE_OF_KIND[kind], tokens, positions, list(letters), floor=floor, flags=flags, source=source)
 
 
 def failed_record(

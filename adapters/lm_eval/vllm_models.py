@@ -23,8 +23,6 @@ from lm_eval.models.vllm_vlms import VLLM_VLM
 
 from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
 from judgecp.capture.logits import capture_from_vllm_output, response_from_vllm_capture
-from judgecp.extraction import DEFAULT_FLOOR
-from judgecp.scale import LikertScale
 
 
 class _VLLMJudgeMixin(GenerationPairingMixin):
@@ -35,9 +33,7 @@ class _VLLMJudgeMixin(GenerationPairingMixin):
 
     def _vllm_judge_init(self, top_logprobs: int | str, scale: str, floor: float | str | None, record: str | None) -> None:
         self.top_logprobs = int(top_logprobs)
-        self.judgecp_scale = LikertScale.parse(str(scale))
-        self.judgecp_floor = DEFAULT_FLOOR if floor in (None, "") else float(floor)  # type: ignore[arg-type]
-        self._pairing_init(record)
+        self._pairing_init(record, scale, floor)
 
     def modify_gen_kwargs(self, kwargs: dict, *args: Any, **extra: Any) -> Any:
         out = super().modify_gen_kwargs(kwargs, *args, **extra)  # type: ignore[misc]

@@ -48,12 +48,13 @@ import functools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 from judgecp.data import SHAPE_OF_KIND
 from judgecp.extraction import DEFAULT_FLOOR, letter_output, score_output
 from judgecp.extraction import label_token_ids as core_label_token_ids
 from judgecp.records import judge_output
+from judgecp.records.schema import Shape
 from judgecp.scale import LikertScale
 
 FLAG_NO_CAPTURE = "no_capture"
@@ -243,14 +244,15 @@ def positions_output(
     :func:`~judgecp.extraction.letter_output` at the first generated letter for the others."""
     if kind == "likert":
         return score_output(tokens, positions, scale=scale or LikertScale(), floor=floor, flags=flags, source=source)
-    return letter_output(SHAPE_OF_KIND[kind], tokens, positions, list(letters), floor=floor, flags=flags, source=source)
+    shape = cast(Literal["pair", "choice"], SHAPE_OF_KIND[kind])
+    return letter_output(shape, tokens, positions, list(letters), floor=floor, flags=flags, source=source)
 
 
 def failed_record(
     *flags: str, kind: str = "likert", source: str = "hf_generate", letters: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """A judge output without logprobs (``flags`` say why)."""
-    shape = SHAPE_OF_KIND[kind]
+    shape = cast(Shape, SHAPE_OF_KIND[kind])
     extra = {} if shape == "score" else {"letters": list(letters or [])}
     return judge_output(shape, logprobs=None, flags=flags, stage=None, position=None, n_tokens=0, source=source,
                         **extra)

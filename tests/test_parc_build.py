@@ -396,8 +396,8 @@ def test_a_tiny_local_hugging_face_model_as_rewriter(tmp_path: Path) -> None:
     import torch
     from transformers import LlamaForCausalLM
 
-    from judgecp.adapters.lm_eval.tiny_models import _llama_config, train_tokenizer
     from judgecp.parc_build import HFRewriter
+    from judgecp.tiny_models import _llama_config, train_tokenizer
     from tests.lm_eval.scripted import script_judge
 
     answer = ' "Which road is not more paved?"'

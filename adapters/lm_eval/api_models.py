@@ -19,7 +19,7 @@ from typing import Any
 
 from lm_eval.models.openai_completions import LocalChatCompletion
 
-from judgecp.adapters.lm_eval.capture import response_from_candidates
+from judgecp.capture.logits import response_from_candidates
 from judgecp.extraction import DEFAULT_FLOOR, openai_logprob_positions
 from judgecp.scale import LikertScale
 

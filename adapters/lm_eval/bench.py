@@ -93,7 +93,7 @@ def bench_capture(
     from judgecp.adapters.lm_eval import register
     from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir
     from judgecp.adapters.lm_eval.models import HFMultimodalJudgeLM
-    from judgecp.adapters.lm_eval.tiny_models import build_tiny_llava
+    from judgecp.tiny_models import build_tiny_llava
 
     register()
     w = out.write
@@ -132,7 +132,7 @@ def bench_capture(
         from lm_eval.models.huggingface import HFLM
 
         from judgecp.adapters.lm_eval.models import HFJudgeLM
-        from judgecp.adapters.lm_eval.tiny_models import build_tiny_llama
+        from judgecp.tiny_models import build_tiny_llama
 
         llama = build_tiny_llama(root / "llama", **size)
         text_args = {"pretrained": str(llama), "dtype": dtype, "device": device, "batch_size": 1}

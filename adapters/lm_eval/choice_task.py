@@ -24,7 +24,7 @@ from typing import Any
 from judgecp import datasources, images
 from judgecp.adapters.lm_eval import model_name
 from judgecp.adapters.lm_eval.task import JudgeReportTask
-from judgecp.data.choice import variation_name
+from judgecp.data.choice import LETTERS, variation_name
 from judgecp.exclusions import Exclusions
 from judgecp.parc import variation_order
 from judgecp.prompts import choice_seed_prompt
@@ -32,8 +32,6 @@ from judgecp.records import choice_record, likeliest
 from judgecp.scalars import Metric, mcq_metrics, parc_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
-
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def letters_for(options: Sequence[Any]) -> list[str]:

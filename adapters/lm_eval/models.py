@@ -32,7 +32,8 @@ from lm_eval.models.utils import replace_placeholders, resize_image
 
 from judgecp import images
 from judgecp.adapters.lm_eval import set_model_name
-from judgecp.adapters.lm_eval.capture import (
+from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
+from judgecp.capture.logits import (
     GenerationCapture,
     RatingVocabulary,
     capture_generation,
@@ -40,9 +41,6 @@ from judgecp.adapters.lm_eval.capture import (
     plan_document,
     read_continuation,
 )
-from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
-from judgecp.extraction import DEFAULT_FLOOR
-from judgecp.scale import LikertScale
 
 logger = logging.getLogger("lm_eval.judgecp")
 
@@ -67,13 +65,11 @@ class JudgeCaptureMixin(GenerationPairingMixin):
     def _judgecp_init(self, scale: str, floor: float | str | None, scoring: str, record: str | None) -> None:
         if scoring not in SCORING_MODES:
             raise ValueError(f"scoring must be one of {SCORING_MODES}, got {scoring!r}")
-        self.judgecp_scale = LikertScale.parse(str(scale))
-        self.judgecp_floor = DEFAULT_FLOOR if floor in (None, "") else float(floor)  # type: ignore[arg-type]
         self.judgecp_scoring = scoring
         #: forward_passes (model calls of direct scoring), documents, per_label_documents (fallbacks)
         self.judgecp_stats: Counter[str] = Counter()
         self._judgecp_vocabulary: RatingVocabulary | None = None
-        self._pairing_init(record)
+        self._pairing_init(record, scale, floor)
         self._judgecp_cpu_data_parallel()
         set_model_name(self._judgecp_model_name())
 

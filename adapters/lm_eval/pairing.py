@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from judgecp import images
+from judgecp.extraction import DEFAULT_FLOOR
 from judgecp.records import judge_output
+from judgecp.scale import LikertScale
 
 logger = logging.getLogger("lm_eval.judgecp")
 
@@ -52,12 +54,15 @@ class _PairingHook:
 class GenerationPairingMixin:
     """``generate_until`` that returns judge responses; ``record=PATH`` support.
 
-    A model class sets up with :meth:`_pairing_init`, queues one capture per
+    A model class sets up with :meth:`_pairing_init` (also the ``scale`` and ``floor`` model
+    arguments), queues one capture per
     generated row in ``self._judgecp_pending`` while ``self._judgecp_capturing``
     is set, and implements :meth:`_judgecp_respond` (answer + capture -> JSON).
     """
 
-    def _pairing_init(self, record: str | None) -> None:
+    def _pairing_init(self, record: str | None, scale: str = "1:5", floor: float | str | None = None) -> None:
+        self.judgecp_scale = LikertScale.parse(str(scale))
+        self.judgecp_floor = DEFAULT_FLOOR if floor in (None, "") else float(floor)  # type: ignore[arg-type]
         self.judgecp_record = None if not record else Path(str(record))
         self._judgecp_pending: deque[Any] = deque()
         self._judgecp_done: defaultdict[tuple[str, str], deque[str]] = defaultdict(deque)

@@ -89,27 +89,20 @@ def left_out(pair_id: str, reason: str, label: Any = None, **fields: Any) -> Pai
 
 def pair_documents(pair: Pair) -> list[dict[str, Any]]:
     """The forward and the reversed document of a pair (one placeholder document for a left-out row)."""
-    if pair.exclude:
-        return [{
-            "id": f"{pair.pair_id}/fwd", "pair_id": pair.pair_id, "order": "fwd", "label": pair.label,
-            "system_prompt": "", "questions": [], "answers_a": [], "answers_b": [], "exclude": pair.exclude,
-            **{k: None if v is None else str(v) for k, v in pair.fields.items()},
-        }]
-    docs = []
-    for order, shown_a, shown_b in (("fwd", pair.first, pair.second), ("rev", pair.second, pair.first)):
-        docs.append({
-            "id": f"{pair.pair_id}/{order}",
-            "pair_id": pair.pair_id,
-            "order": order,
-            "label": pair.label,
-            "system_prompt": pair.system_prompt + "\n\n",
-            "questions": list(pair.questions),
-            "answers_a": list(shown_a),
-            "answers_b": list(shown_b),
-            "exclude": None,
-            **{k: None if v is None else str(v) for k, v in pair.fields.items()},
-        })
-    return docs
+    fields = {k: None if v is None else str(v) for k, v in pair.fields.items()}
+    shown = [("fwd", [], [])] if pair.exclude else [("fwd", pair.first, pair.second), ("rev", pair.second, pair.first)]
+    return [{
+        "id": f"{pair.pair_id}/{order}",
+        "pair_id": pair.pair_id,
+        "order": order,
+        "label": pair.label,
+        "system_prompt": "" if pair.exclude else pair.system_prompt + "\n\n",
+        "questions": [] if pair.exclude else list(pair.questions),
+        "answers_a": list(shown_a),
+        "answers_b": list(shown_b),
+        "exclude": pair.exclude or None,
+        **fields,
+    } for order, shown_a, shown_b in shown]
 
 
 def winner_label(winner: Any) -> str | None:

@@ -6,7 +6,7 @@ found by judgecp's extractor, exactly as for the HF models, and a label
 missing from a top-k list gets ``floor`` and a ``missing_token`` flag. The
 answer/capture pairing, de-duplication and ``record=`` are the HF models'
 (:mod:`judgecp.adapters.lm_eval.pairing`); converting vLLM's outputs is in
-:mod:`judgecp.adapters.lm_eval.capture`, tested without vLLM. Direct scoring
+:mod:`judgecp.capture.logits` (the core), tested without vLLM. Direct scoring
 (``multiple_choice``) is lm-eval's own vLLM scoring, one request per label
 (vLLM's prefix cache shares the context).
 
@@ -21,10 +21,8 @@ from typing import Any
 from lm_eval.models.vllm_causallms import VLLM
 from lm_eval.models.vllm_vlms import VLLM_VLM
 
-from judgecp.adapters.lm_eval.capture import capture_from_vllm_output, response_from_vllm_capture
 from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
-from judgecp.extraction import DEFAULT_FLOOR
-from judgecp.scale import LikertScale
+from judgecp.capture.logits import capture_from_vllm_output, response_from_vllm_capture
 
 
 class _VLLMJudgeMixin(GenerationPairingMixin):
@@ -35,9 +33,7 @@ class _VLLMJudgeMixin(GenerationPairingMixin):
 
     def _vllm_judge_init(self, top_logprobs: int | str, scale: str, floor: float | str | None, record: str | None) -> None:
         self.top_logprobs = int(top_logprobs)
-        self.judgecp_scale = LikertScale.parse(str(scale))
-        self.judgecp_floor = DEFAULT_FLOOR if floor in (None, "") else float(floor)  # type: ignore[arg-type]
-        self._pairing_init(record)
+        self._pairing_init(record, scale, floor)
 
     def modify_gen_kwargs(self, kwargs: dict, *args: Any, **extra: Any) -> Any:
         out = super().modify_gen_kwargs(kwargs, *args, **extra)  # type: ignore[misc]

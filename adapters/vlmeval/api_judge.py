@@ -35,12 +35,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.vlmeval.capture import failed_record
 from judgecp.adapters.vlmeval.runtime import PROMPTS, capture_target, deliver, row_letters
 from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
-from judgecp.data import SHAPE_OF_KIND
+from judgecp.capture.generate import failed_record, positions_output
 from judgecp.data.choice import LETTERS
-from judgecp.extraction import DEFAULT_FLOOR, letter_output, openai_logprob_positions, score_output
+from judgecp.extraction import DEFAULT_FLOOR, openai_logprob_positions
 
 log = logging.getLogger("judgecp.vlmeval")
 
@@ -202,8 +201,5 @@ class JudgeCPOpenAI:
         letters: Sequence[str] = (),
     ) -> dict[str, Any]:
         """The judge output (``judgecp.record/1``) of one answer from its tokens and top-K alternatives."""
-        if kind == "likert":
-            assert spec is not None
-            return score_output(tokens, candidates, scale=spec.scale, floor=self.floor, source="openai_api")
-        return letter_output(SHAPE_OF_KIND[kind], tokens, candidates, [str(x) for x in letters or LETTERS],
-                             floor=self.floor, source="openai_api")
+        return positions_output(kind, tokens, candidates, scale=spec.scale if spec is not None else None,
+                                letters=[str(x) for x in letters or LETTERS], floor=self.floor, source="openai_api")

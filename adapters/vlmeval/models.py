@@ -3,7 +3,7 @@
 :func:`attach_capture` wraps the ``generate(message, dataset)`` method of an
 already built VLMEvalKit model object (the class is untouched). For a
 judgecp judge dataset, the wrapped call runs the model's own ``generate``
-inside a :class:`~judgecp.adapters.vlmeval.capture.GenerateCapture` and returns
+inside a :class:`~judgecp.capture.generate.GenerateCapture` (the core's) and returns
 ``{"prediction": text, "extra_records": json}``, VLMEvalKit's structured
 prediction (it keeps ``extra_records`` as a column of the prediction file);
 the record also goes to the run's sidecar JSONL. For VLMEvalKit's own
@@ -20,16 +20,9 @@ builds the models from its registry and calls :func:`attach_capture`.
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from judgecp.adapters.vlmeval.capture import (
-    GenerateCall,
-    GenerateCapture,
-    find_tokenizer,
-    letter_record,
-    likert_record,
-)
 from judgecp.adapters.vlmeval.runtime import (
     PROMPTS,
     capture_target,
@@ -38,34 +31,25 @@ from judgecp.adapters.vlmeval.runtime import (
     register_prompt,
     row_letters,
 )
-from judgecp.adapters.vlmeval.specs import MCQ_KIND, JudgeSpec, spec_for
+from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
+from judgecp.capture.generate import GenerateCapture, generate_record
+from judgecp.data import SHAPE_OF_KIND
 from judgecp.errors import InputError
 
 LP_SUFFIX = "-lp"
 
-#: How a record is built from the captured ``generate`` calls, per kind:
-#: ``(calls, tokenizer, spec or None, letters of the row)``.
-RecordBuilder = Callable[[Sequence[GenerateCall], Any, "JudgeSpec | None", Sequence[str]], dict[str, Any]]
 
-
-def _likert(calls: Sequence[GenerateCall], tokenizer: Any, spec: JudgeSpec | None, letters: Sequence[str]) -> dict[str, Any]:
-    assert spec is not None
-    return likert_record(calls, tokenizer, scale=spec.scale)
-
-
-def _letters(kind: str) -> RecordBuilder:
-    def build(calls: Sequence[GenerateCall], tokenizer: Any, spec: JudgeSpec | None, letters: Sequence[str]) -> dict[str, Any]:
-        return letter_record(calls, tokenizer, letters, kind=kind)
-
-    return build
-
-
-RECORD_BUILDERS: dict[str, RecordBuilder] = {
-    "likert": _likert,
-    "pairwise": _letters("pairwise"),
-    "parc": _letters("parc"),
-    MCQ_KIND: _letters(MCQ_KIND),
-}
+def find_tokenizer(model: Any) -> Any | None:
+    """The tokenizer of a VLMEvalKit model wrapper: ``tokenizer``, ``processor.tokenizer``, ``processor``."""
+    for path in ("tokenizer", "processor.tokenizer", "processor", "model.tokenizer", "tok"):
+        obj: Any = model
+        for part in path.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        if obj is not None and hasattr(obj, "convert_ids_to_tokens") and hasattr(obj, "get_vocab"):
+            return obj
+    return None
 
 
 def attach_capture(
@@ -105,10 +89,10 @@ def attach_capture(
         with GenerateCapture() as capture:
             text = inner(message=message, dataset=dataset)
         text = "" if text is None else str(text)
-        builder = RECORD_BUILDERS.get(kind)
-        if builder is None:
+        if kind not in SHAPE_OF_KIND:
             raise InputError(f"{dataset}: no logprob record builder for kind {kind!r}")
-        record = builder(capture.calls, tok, spec, row_letters(meta, spec))
+        record = generate_record(capture.calls, tok, kind, scale=spec.scale if spec is not None else None,
+                                 letters=row_letters(meta, spec))
         return deliver(record, text, spec=spec, dataset=dataset, index=index, model=name)
 
     model.generate = types.MethodType(generate, model)

@@ -48,8 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.vlmeval.capture import CAPTURE_FAILURE_FLAGS, prediction_sha1
-from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG
+from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG, prediction_sha1
 from judgecp.adapters.vlmeval.specs import (
     KIND_COLUMN,
     MCQ_KIND,
@@ -60,6 +59,7 @@ from judgecp.adapters.vlmeval.specs import (
     dataset_names,
     spec_for,
 )
+from judgecp.capture.generate import CAPTURE_FAILURE_FLAGS
 from judgecp.data import KIND_OF_SHAPE, KINDS, SHAPE_OF_KIND
 from judgecp.data.choice import LETTERS, row_options, variation_name
 from judgecp.data.fields import to_list, to_object

@@ -131,6 +131,12 @@ def register_prompt(dataset: str, message: Any, line: Any) -> None:
     PROMPTS.register(dataset, message, index, row_meta(line))
 
 
+def prediction_sha1(text: str | None) -> str:
+    """Fingerprint of a prediction as VLMEvalKit stores it (line ends and outer space normalised)."""
+    norm = "" if text is None else str(text).replace("\r\n", "\n").strip()
+    return hashlib.sha1(norm.encode("utf-8")).hexdigest()
+
+
 def sidecar_name(model_name: str, dataset_name: str, rank: int = 0, world_size: int = 1) -> str:
     suffix = f"_r{rank}" if world_size > 1 else ""
     return f"{model_name}_{dataset_name}{SIDECAR_TAG}{suffix}.jsonl"
@@ -223,8 +229,6 @@ def deliver(record: dict[str, Any], text: str, *, spec: Any, dataset: str, index
     """Label a judge output with its row (``id``: the row's index, ``task``: the dataset, ``judge``: the model,
     ``meta.prediction_sha1``: the prediction's fingerprint), append it to the sidecar, and return VLMEvalKit's
     prediction: ``{"prediction", "extra_records"}`` for judgecp's datasets, plain text for VLMEvalKit's own."""
-    from judgecp.adapters.vlmeval.capture import prediction_sha1
-
     if index is not None:
         record["id"] = str(index)
     record.update(task=dataset, judge=model, meta={**(record.get("meta") or {}), "prediction_sha1": prediction_sha1(text)})

@@ -15,7 +15,7 @@ skip_without_lm_eval()
 
 import torch  # noqa: E402
 
-from judgecp.adapters.lm_eval.capture import (  # noqa: E402
+from judgecp.capture.logits import (  # noqa: E402
     RatingVocabulary,
     capture_from_vllm_output,
     plan_document,

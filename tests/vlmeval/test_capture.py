@@ -12,7 +12,15 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from judgecp.adapters.vlmeval.capture import (  # noqa: E402
+from judgecp.adapters.vlmeval.models import attach_capture  # noqa: E402
+from judgecp.adapters.vlmeval.runtime import (  # noqa: E402
+    PROMPTS,
+    mark_mcq,
+    prediction_sha1,
+    register_prompt,
+    run_context,
+)
+from judgecp.capture.generate import (  # noqa: E402
     FLAG_BEAM_SEARCH,
     FLAG_NO_CAPTURE,
     FLAG_NO_LETTER,
@@ -21,10 +29,7 @@ from judgecp.adapters.vlmeval.capture import (  # noqa: E402
     letter_record,
     likert_record,
     position_logprobs,
-    prediction_sha1,
 )
-from judgecp.adapters.vlmeval.models import attach_capture  # noqa: E402
-from judgecp.adapters.vlmeval.runtime import PROMPTS, mark_mcq, register_prompt, run_context  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
 from judgecp.extraction import DEFAULT_FLOOR, letter_output, token_letter  # noqa: E402
 from judgecp.records import SCHEMA  # noqa: E402

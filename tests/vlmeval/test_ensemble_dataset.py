@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from judgecp.adapters.vlmeval import ensemble
-from judgecp.adapters.vlmeval.capture import prediction_sha1
+from judgecp.adapters.vlmeval.runtime import prediction_sha1
 from judgecp.ensemble.prompts import build_prompt_set
 from judgecp.ensemble.sources import PreferenceItem, read_hpdv2
 from judgecp.errors import InputError

@@ -138,7 +138,7 @@ def records_match_a_forward_pass(ws: Workspace, run: Path, model: str, dataset: 
     that label, at the record's position. Returns how many records were checked (those with logprobs)."""
     import torch
 
-    from judgecp.adapters.vlmeval.capture import GenerateCapture, label_token_ids
+    from judgecp.capture.generate import GenerateCapture, label_token_ids
 
     stem = f"{model}_{dataset}"
     _, rows = read_xlsx(run / f"{stem}.xlsx")

@@ -4,6 +4,11 @@
 tokenizer trained on the spot; ``build_tiny_llava`` adds a 2-layer CLIP vision
 tower and an image processor that works without torchvision. Their judgements
 are noise: they exist to exercise the harness path, never to be evaluated.
+
+No harness is imported (the lm-eval tests, the core's tests and the lm-eval
+adapter's ``judgecp bench capture`` use it); torch, transformers and
+tokenizers are imported when a model is built, and a missing one is an
+install hint (:func:`judgecp.errors.require`).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from judgecp.errors import require
 
 #: Text the tokenizer is trained on: digits, option letters, the rating words and the prompt vocabulary.
 _CORPUS = [
@@ -28,10 +35,10 @@ _CORPUS = [
 SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<pad>", "<image>")
 
 
-def train_tokenizer(extra_text: Iterable[str] = (), vocab_size: int = 400) -> object:
+def train_tokenizer(extra_text: Iterable[str] = (), vocab_size: int = 400) -> Any:
     """A byte-level BPE ``PreTrainedTokenizerFast`` (tokens look like ``"Ġ4"``)."""
+    transformers: Any = require("transformers", "lm-eval", "building a tiny local judge")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -42,7 +49,7 @@ def train_tokenizer(extra_text: Iterable[str] = (), vocab_size: int = 400) -> ob
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator([*_CORPUS, *extra_text], trainer=trainer)
-    return PreTrainedTokenizerFast(
+    return transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok,
         unk_token="<unk>",
         bos_token="<s>",
@@ -52,20 +59,20 @@ def train_tokenizer(extra_text: Iterable[str] = (), vocab_size: int = 400) -> ob
     )
 
 
-def _llama_config(tokenizer: object, hidden: int, layers: int, max_positions: int) -> object:
+def _llama_config(tokenizer: Any, hidden: int, layers: int, max_positions: int) -> Any:
     from transformers import LlamaConfig
 
     return LlamaConfig(
-        vocab_size=len(tokenizer),  # type: ignore[arg-type]
+        vocab_size=len(tokenizer),
         hidden_size=hidden,
         intermediate_size=2 * hidden,
         num_hidden_layers=layers,
         num_attention_heads=max(4, hidden // 64),
         num_key_value_heads=max(4, hidden // 64),
         max_position_embeddings=max_positions,
-        bos_token_id=tokenizer.bos_token_id,  # type: ignore[attr-defined]
-        eos_token_id=tokenizer.eos_token_id,  # type: ignore[attr-defined]
-        pad_token_id=tokenizer.pad_token_id,  # type: ignore[attr-defined]
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=False,
     )
 
@@ -95,6 +102,7 @@ def _build(path: Path, vision: dict[str, int] | None, *, hidden: int = 64, layer
            seed: int = 0, prepare: Callable[[Any, Any], None] | None = None, vocab: int | None = None) -> Path:
     """A tiny Llama, or with ``vision`` a tiny LLaVA around it: built, prepared and widened (both
     optional), saved with its tokenizer or processor."""
+    require("torch", "torch", "building a tiny local judge")
     import torch
 
     tokenizer = train_tokenizer()
@@ -103,32 +111,29 @@ def _build(path: Path, vision: dict[str, int] | None, *, hidden: int = 64, layer
         from transformers import LlamaForCausalLM
 
         torch.manual_seed(seed)
-        model, processor = LlamaForCausalLM(text), tokenizer
+        model: Any = LlamaForCausalLM(text)
+        processor: Any = tokenizer
     else:
         model, processor = _llava(tokenizer, text, layers, seed, **vision)
     if prepare is not None:
         prepare(model, tokenizer)
     if vocab is not None:
         pad_vocabulary(model, tokenizer, vocab)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id  # type: ignore[attr-defined]
-    model.save_pretrained(path)  # type: ignore[attr-defined]
-    processor.save_pretrained(path)  # type: ignore[attr-defined]
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
     return path
 
 
-def _llava(tokenizer: object, text: object, layers: int, seed: int, *, image_size: int,
-           patch_size: int) -> tuple[object, object]:
+def _llava(tokenizer: Any, text: Any, layers: int, seed: int, *, image_size: int,
+           patch_size: int) -> tuple[Any, Any]:
     """A LLaVA with a ``layers``-layer CLIP vision tower around the language model ``text``, and its processor."""
     import torch
-    from transformers import (
-        CLIPVisionConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-    )
     from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
 
-    vision = CLIPVisionConfig(
+    transformers: Any = require("transformers", "lm-eval", "building a tiny local judge")
+
+    vision = transformers.CLIPVisionConfig(
         hidden_size=32,
         intermediate_size=64,
         num_hidden_layers=layers,
@@ -137,20 +142,20 @@ def _llava(tokenizer: object, text: object, layers: int, seed: int, *, image_siz
         patch_size=patch_size,
         projection_dim=32,
     )
-    config = LlavaConfig(
+    config = transformers.LlavaConfig(
         vision_config=vision,
         text_config=text,
-        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),  # type: ignore[attr-defined]
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
         vision_feature_select_strategy="default",
         vision_feature_layer=-1,
     )
     torch.manual_seed(seed)
-    model = LlavaForConditionalGeneration(config)
+    model = transformers.LlavaForConditionalGeneration(config)
     image_processor = CLIPImageProcessorPil(
         size={"shortest_edge": image_size},
         crop_size={"height": image_size, "width": image_size},
     )
-    processor = LlavaProcessor(
+    processor = transformers.LlavaProcessor(
         image_processor=image_processor,
         tokenizer=tokenizer,
         patch_size=patch_size,
@@ -160,7 +165,7 @@ def _llava(tokenizer: object, text: object, layers: int, seed: int, *, image_siz
     return model, processor
 
 
-def pad_vocabulary(model: object, tokenizer: object, vocab: int) -> None:
+def pad_vocabulary(model: Any, tokenizer: Any, vocab: int) -> None:
     """Widen the embeddings and output layer to ``vocab`` rows, as large as a real judge's.
 
     The tokenizer stays small (it is trained on a few lines); the rows past it
@@ -168,8 +173,8 @@ def pad_vocabulary(model: object, tokenizer: object, vocab: int) -> None:
     every generated id decodes, while each step's logits and log-softmax run
     over the full width, which is what capture costs scale with.
     """
-    known = len(tokenizer)  # type: ignore[arg-type]
+    known = len(tokenizer)
     if vocab < known:
         raise ValueError(f"vocab={vocab} is smaller than the tokenizer's {known} tokens")
-    model.resize_token_embeddings(vocab)  # type: ignore[attr-defined]
-    model.generation_config.suppress_tokens = list(range(known, vocab))  # type: ignore[attr-defined]
+    model.resize_token_embeddings(vocab)
+    model.generation_config.suppress_tokens = list(range(known, vocab))

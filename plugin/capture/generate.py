@@ -1,5 +1,10 @@
 """Score-token logprobs from a Hugging Face model's own ``generate`` call, from raw logits.
 
+Used by VLMEvalKit's ``-lp`` models (:mod:`judgecp.adapters.vlmeval.models`), which
+wrap a model they did not write; its letter and score outputs from top-K lists
+(:func:`positions_output`) also serve the OpenAI-compatible API judge. No harness
+is imported here.
+
 :class:`GenerateCapture` patches ``transformers.GenerationMixin.generate``
 while it is active: every call is made with ``output_logits=True,
 return_dict_in_generate=True`` (no extra forward pass), the raw per-step
@@ -34,22 +39,22 @@ called, e.g. a model that decodes in its own loop or with vLLM),
 (several beams: raw logits do not follow the returned sequence, no logprobs),
 ``batched_generate`` (row 0 is used).
 
-Needs torch and transformers, imported when a capture starts.
+Needs torch and transformers, imported when a capture starts (the torch extra).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 from judgecp.data import SHAPE_OF_KIND
 from judgecp.extraction import DEFAULT_FLOOR, letter_output, score_output
 from judgecp.extraction import label_token_ids as core_label_token_ids
 from judgecp.records import judge_output
+from judgecp.records.schema import Shape
 from judgecp.scale import LikertScale
 
 FLAG_NO_CAPTURE = "no_capture"
@@ -143,19 +148,6 @@ def label_token_ids(tokenizer: Any, labels: LikertScale | Sequence[str]) -> dict
     return cached[1]
 
 
-def find_tokenizer(model: Any) -> Any | None:
-    """The tokenizer of a VLMEvalKit model wrapper: ``tokenizer``, ``processor.tokenizer``, ``processor``."""
-    for path in ("tokenizer", "processor.tokenizer", "processor", "model.tokenizer", "tok"):
-        obj: Any = model
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                break
-        if obj is not None and hasattr(obj, "convert_ids_to_tokens") and hasattr(obj, "get_vocab"):
-            return obj
-    return None
-
-
 def position_logprobs(
     call: GenerateCall, tokenizer: Any, labels: LikertScale | Sequence[str]
 ) -> tuple[list[str], list[dict[str, float]], list[str]]:
@@ -192,12 +184,6 @@ def position_logprobs(
     return tokens, per_position, flags
 
 
-def prediction_sha1(text: str | None) -> str:
-    """Fingerprint of a prediction as VLMEvalKit stores it (line ends and outer space normalised)."""
-    norm = "" if text is None else str(text).replace("\r\n", "\n").strip()
-    return hashlib.sha1(norm.encode("utf-8")).hexdigest()
-
-
 def likert_record(
     calls: Sequence[GenerateCall],
     tokenizer: Any,
@@ -214,7 +200,7 @@ def likert_record(
     flags += more
     if FLAG_BEAM_SEARCH in flags:
         return failed_record(*flags)
-    return score_output(tokens, per_position, scale=scale, floor=floor, flags=flags, source="hf_generate")
+    return positions_output("likert", tokens, per_position, scale=scale, floor=floor, flags=flags)
 
 
 def letter_record(
@@ -236,15 +222,37 @@ def letter_record(
     flags += more
     if FLAG_BEAM_SEARCH in flags:
         return failed_record(*flags, kind=kind, letters=wanted)
-    return letter_output(SHAPE_OF_KIND[kind], tokens, per_position, wanted, floor=floor, flags=flags,
-                         source="hf_generate")
+    return positions_output(kind, tokens, per_position, letters=wanted, floor=floor, flags=flags)
+
+
+def generate_record(
+    calls: Sequence[GenerateCall], tokenizer: Any, kind: str, *, scale: LikertScale | None = None,
+    letters: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The judge output of ``kind`` (``likert``: :func:`likert_record`; the others: :func:`letter_record`)."""
+    if kind == "likert":
+        return likert_record(calls, tokenizer, scale=scale)
+    return letter_record(calls, tokenizer, letters, kind=kind)
+
+
+def positions_output(
+    kind: str, tokens: Sequence[str], positions: Sequence[dict[str, float]], *, scale: LikertScale | None = None,
+    letters: Sequence[str] = (), floor: float = DEFAULT_FLOOR, flags: Sequence[str] = (), source: str = "hf_generate",
+) -> dict[str, Any]:
+    """The judge output of ``kind`` from generated tokens and per-position candidate logprobs (full
+    vocabulary or a top-K list): :func:`~judgecp.extraction.score_output` for ``likert`` (``scale``),
+    :func:`~judgecp.extraction.letter_output` at the first generated letter for the others."""
+    if kind == "likert":
+        return score_output(tokens, positions, scale=scale or LikertScale(), floor=floor, flags=flags, source=source)
+    shape = cast(Literal["pair", "choice"], SHAPE_OF_KIND[kind])
+    return letter_output(shape, tokens, positions, list(letters), floor=floor, flags=flags, source=source)
 
 
 def failed_record(
     *flags: str, kind: str = "likert", source: str = "hf_generate", letters: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """A judge output without logprobs (``flags`` say why)."""
-    shape = SHAPE_OF_KIND[kind]
+    shape = cast(Shape, SHAPE_OF_KIND[kind])
     extra = {} if shape == "score" else {"letters": list(letters or [])}
     return judge_output(shape, logprobs=None, flags=flags, stage=None, position=None, n_tokens=0, source=source,
                         **extra)

@@ -1,4 +1,4 @@
-"""Reading a judge's score-token logprobs from raw logits (shared by every judgecp model).
+"""Reading a judge's score-token logprobs from raw logits (every judgecp lm-eval model: HF, vLLM, API).
 
 Two paths, both from the model's raw logits (never sampling-warped scores):
 
@@ -16,7 +16,8 @@ Two paths, both from the model's raw logits (never sampling-warped scores):
   response in the samples file.
 
 Results are identical to a model's own per-choice scoring up to float
-rounding: the same tokens, the same causal prefix.
+rounding: the same tokens, the same causal prefix. No harness is imported;
+torch only when logits are read.
 """
 
 from __future__ import annotations

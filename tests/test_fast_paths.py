@@ -229,3 +229,24 @@ def test_distinct_binned_rows_are_numpys_unique_rows(k: int) -> None:
     assert first.size == unique.shape[0]
     assert np.array_equal(B[first][inverse], B)  # every row is its representative
     assert features._distinct_rows(rng.integers(0, 256, size=(5000, k)).astype(np.uint8), 512) == (None, None)
+
+
+def test_counted_strata_give_the_masked_means() -> None:
+    """Integer strata are counted in one pass (bincount); every number equals the per-stratum mask's."""
+    from judgecp.evaluation.metrics import stratum_means
+
+    rng = np.random.default_rng(11)
+    n = 20_000
+    strata = rng.integers(-2, 4, n).astype(np.int8)
+    columns = {"covered": rng.random(n) < 0.9, "width": rng.integers(0, 5, n).astype(np.uint8),
+               "size": rng.integers(0, 300, n).astype(np.int64), "mid": rng.normal(size=n)}
+    values = [np.int64(v) for v in (-2, -1, 0, 1, 2, 3, 7, -9)]  # two values no row has
+    got = stratum_means(strata, values, columns)
+    assert list(got) == values[:6]
+    for v in values[:6]:
+        mask = strata == v
+        assert got[v] == {"n": float(mask.sum()), "covered": np.count_nonzero(columns["covered"] & mask) / mask.sum(),
+                          "width": float(columns["width"][mask].sum()) / mask.sum(),
+                          "size": float(columns["size"][mask].sum()) / mask.sum(), "mid": float(columns["mid"][mask].mean())}
+    as_text = stratum_means(strata.astype(str), [str(v) for v in values], columns)  # the masked path
+    assert [e for e in as_text.values()] == [got[v] for v in values[:6]]

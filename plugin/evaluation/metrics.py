@@ -132,26 +132,50 @@ def pooled(rows: list[RowMetrics], attr: str) -> NDArray[Any]:
 def stratum_means(strata: NDArray[Any], values: Sequence[Any], columns: dict[str, NDArray[Any]]) -> dict[Any, dict[str, float]]:
     """Row count and the mean of each column within each value of ``strata`` (absent values left out).
 
-    Boolean and integer columns are summed in place under the stratum's mask
-    (exact, no copy); float columns are averaged over the stratum's rows as
-    ``mean`` does, so every number is what a per-stratum ``col[mask].mean()`` gives.
+    Boolean and integer columns are summed exactly (integer strata: every
+    stratum at once with ``bincount``, whose float64 sums of integers are
+    exact; other strata: in place under the stratum's mask); float columns
+    are averaged over the stratum's rows as ``mean`` does, so every number is
+    what a per-stratum ``col[mask].mean()`` gives.
     """
+    counted = _counted_strata(strata, values)
     out: dict[Any, dict[str, float]] = {}
     for v in values:
-        mask = strata == v
-        n = int(np.count_nonzero(mask))
+        if counted is not None:
+            codes, counts, sums, lo = counted
+            n = int(counts[v - lo]) if lo <= v < lo + counts.size else 0
+        else:
+            n = int(np.count_nonzero(strata == v))
         if not n:
             continue
+        mask = None if counted is not None else strata == v
         entry = {"n": float(n)}
         for name, col in columns.items():
-            if col.dtype == bool:
-                entry[name] = np.count_nonzero(col & mask) / n
-            elif col.dtype.kind in "iu":
-                entry[name] = float(np.sum(col, where=mask, dtype=np.int64)) / n
+            if col.dtype == bool or col.dtype.kind in "iu":
+                if counted is not None:
+                    if name not in sums:
+                        sums[name] = np.bincount(codes, weights=col, minlength=counts.size)
+                    total = sums[name][v - lo]
+                else:
+                    assert mask is not None
+                    total = np.count_nonzero(col & mask) if col.dtype == bool else np.sum(col, where=mask, dtype=np.int64)
+                entry[name] = float(total) / n
             else:
-                entry[name] = float(col[mask].mean())
+                entry[name] = float(col[strata == v].mean() if mask is None else col[mask].mean())
         out[v] = entry
     return out
+
+
+def _counted_strata(strata: NDArray[Any], values: Sequence[Any]) -> tuple[NDArray[Any], NDArray[Any], dict[str, Any], int] | None:
+    """Integer strata over a short range (labels, errors): their codes from 0, counts and a place for sums."""
+    if strata.dtype.kind not in "iu" or not strata.size or not all(isinstance(v, (int, np.integer)) for v in values):
+        return None
+    lo, hi = int(strata.min()), int(strata.max())
+    if hi - lo > 4 * strata.size or hi - lo > 1 << 20:
+        return None
+    codes = strata.astype(np.intp)
+    codes -= lo
+    return codes, np.bincount(codes), {}, lo
 
 
 def stratified(rows: list[RowMetrics], strata: NDArray[Any], values: Sequence[Any]) -> dict[str, Any]:

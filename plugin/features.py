@@ -6,7 +6,8 @@ so every method sees the judge the same way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -21,12 +22,46 @@ FloatArray = NDArray[np.float64]
 FEATURE_LOG_FLOOR = -20.0
 
 
+#: Arrays whose log-softmax is computed once while :func:`log_softmax_once` holds them: id -> (array, k -> result).
+_ONCE: dict[int, tuple[Any, dict[int, FloatArray]]] = {}
+
+
+@contextmanager
+def log_softmax_once(*arrays: FloatArray) -> Iterator[None]:
+    """Within the block, :func:`judge_log_softmax` of each of these very arrays is computed once.
+
+    A study's split hands the same calibration and test arrays to every
+    method, and each method reads the judge's distribution from them; the
+    result is kept (read-only) until the block ends. Only these objects are
+    held, by identity, so an array built from them is computed as usual.
+    """
+    held = [id(a) for a in arrays if id(a) not in _ONCE]
+    for a in arrays:
+        _ONCE.setdefault(id(a), (a, {}))
+    try:
+        yield
+    finally:
+        for key in held:
+            _ONCE.pop(key, None)
+
+
 def judge_log_softmax(X: FloatArray, scale: LikertScale) -> FloatArray:
     """Log-softmax over the scale's score tokens (the first ``scale.k`` columns).
 
     Renormalising over the rating tokens is the judge's distribution over the
     labels, given that it emits a rating at the score position.
     """
+    held = _ONCE.get(id(X))
+    if held is not None and held[0] is X:
+        done = held[1].get(scale.k)
+        if done is None:
+            done = held[1][scale.k] = _log_softmax(X, scale)
+            done.flags.writeable = False
+        return done
+    return _log_softmax(X, scale)
+
+
+def _log_softmax(X: FloatArray, scale: LikertScale) -> FloatArray:
     # Computed on the transpose: numpy reduces a short last axis row by row (a third of the speed),
     # and the column-wise sums add the same terms in the same order, so the output is identical.
     lp = np.asarray(X, dtype=np.float64)[:, : scale.k].T.copy()

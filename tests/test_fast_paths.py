@@ -250,3 +250,26 @@ def test_counted_strata_give_the_masked_means() -> None:
                           "size": float(columns["size"][mask].sum()) / mask.sum(), "mid": float(columns["mid"][mask].mean())}
     as_text = stratum_means(strata.astype(str), [str(v) for v in values], columns)  # the masked path
     assert [e for e in as_text.values()] == [got[v] for v in values[:6]]
+
+
+def test_log_softmax_once_shares_one_read_only_result_per_array() -> None:
+    """Inside the block each held array's log-softmax is computed once (the same read-only array, the same
+    numbers); other arrays, and every array after the block, are computed as usual."""
+    import judgecp.features as features
+    from judgecp.scale import LikertScale
+
+    scale, rng = LikertScale(), np.random.default_rng(12)
+    X, other = rng.normal(size=(500, 5)), rng.normal(size=(300, 5))
+    plain = features.judge_log_softmax(X, scale)
+    with features.log_softmax_once(X):
+        first = features.judge_log_softmax(X, scale)
+        with features.log_softmax_once(X, other):  # nested: the inner block must not end the outer's hold
+            assert features.judge_log_softmax(X, scale) is first
+        assert features.judge_log_softmax(X, scale) is first
+        assert features.judge_log_softmax(other, scale) is not features.judge_log_softmax(other, scale)
+        assert features.judge_log_softmax(X.copy(), scale) is not first
+        assert not first.flags.writeable and np.array_equal(first, plain)
+        assert np.array_equal(features.judge_probabilities(X, scale), np.exp(plain))
+        assert features.judge_log_softmax(X, LikertScale(1, 4)).shape == (500, 4)  # another scale, its own result
+    after = features.judge_log_softmax(X, scale)
+    assert after is not first and after.flags.writeable and np.array_equal(after, plain)

@@ -38,7 +38,7 @@ from judgecp.evaluation.metrics import (
     summary,
 )
 from judgecp.evaluation.sweep import SWEEP_KEY, likert_sweep, sweep_levels
-from judgecp.features import judge_probabilities
+from judgecp.features import judge_probabilities, log_softmax_once
 from judgecp.memory import release_freed_memory
 from judgecp.methods.mondrian import Mondrian
 from judgecp.methods.variants import is_group_conditional
@@ -69,29 +69,30 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
     metrics: dict[str, RowMetrics] = {}
     seconds: dict[str, float] = {}
     insufficient: dict[str, list[str]] = {}
-    for spec in specs:
-        t0 = time.perf_counter()
-        if is_group_conditional(spec):  # one pooled fit, a threshold per group (judgecp.methods.variants)
-            groups = data.field(protocol.mondrian or protocol.group or "", "mondrian field")
-            grouped: Any = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
-            pred: Prediction = grouped.calibrate(X_cal, y_cal, groups=groups[cal]).predict(X_test, groups=groups[test])
-            insufficient[spec] = list(grouped.pooled_groups_)
-        elif protocol.mondrian:
-            groups = data.field(protocol.mondrian, "mondrian field")
+    with log_softmax_once(X_cal, X_test):  # every method reads the judge's distribution of the same rows
+        for spec in specs:
+            t0 = time.perf_counter()
+            if is_group_conditional(spec):  # one pooled fit, a threshold per group (judgecp.methods.variants)
+                groups = data.field(protocol.mondrian or protocol.group or "", "mondrian field")
+                grouped: Any = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
+                pred: Prediction = grouped.calibrate(X_cal, y_cal, groups=groups[cal]).predict(X_test, groups=groups[test])
+                insufficient[spec] = list(grouped.pooled_groups_)
+            elif protocol.mondrian:
+                groups = data.field(protocol.mondrian, "mondrian field")
 
-            def make(i: int, spec: str = spec) -> Any:
-                state = int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
-                return build_method(spec, alpha=alpha, scale=data.scale, random_state=state)
+                def make(i: int, spec: str = spec) -> Any:
+                    state = int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
+                    return build_method(spec, alpha=alpha, scale=data.scale, random_state=state)
 
-            mondrian = Mondrian(make).calibrate(X_cal, y_cal, groups[cal])
-            pred = mondrian.predict(X_test, groups[test])
-            insufficient[spec] = mondrian.insufficient_groups_
-        else:
-            method = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
-            pred = method.calibrate(X_cal, y_cal).predict(X_test)
-        seconds[spec] = time.perf_counter() - t0
-        # Keep the row metrics, not the prediction: a fraction of the memory at a million rows.
-        metrics[spec] = RowMetrics.of(pred, y_test)
+                mondrian = Mondrian(make).calibrate(X_cal, y_cal, groups[cal])
+                pred = mondrian.predict(X_test, groups[test])
+                insufficient[spec] = mondrian.insufficient_groups_
+            else:
+                method = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
+                pred = method.calibrate(X_cal, y_cal).predict(X_test)
+            seconds[spec] = time.perf_counter() - t0
+            # Keep the row metrics, not the prediction: a fraction of the memory at a million rows.
+            metrics[spec] = RowMetrics.of(pred, y_test)
     # The test rows as a small copy: ``test`` is a view that would keep the whole permutation alive.
     kept = test.astype(np.int32) if data.n < 2**31 else test.copy()
     return SplitResult(seed, kept, metrics, seconds, insufficient)

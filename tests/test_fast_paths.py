@@ -273,3 +273,15 @@ def test_log_softmax_once_shares_one_read_only_result_per_array() -> None:
         assert features.judge_log_softmax(X, LikertScale(1, 4)).shape == (500, 4)  # another scale, its own result
     after = features.judge_log_softmax(X, scale)
     assert after is not first and after.flags.writeable and np.array_equal(after, plain)
+
+
+def test_conditional_cells_of_integer_strata_are_the_sorted_ones() -> None:
+    """Integer strata's cells (values found by counting) equal the cells of the same strata as text (sorted)."""
+    from judgecp.evaluation.conditional import cells
+
+    rng = np.random.default_rng(13)
+    strata = rng.choice(np.array([-3, 0, 2, 9]), size=5000).astype(np.int64)
+    covered, width = rng.random(5000) < 0.8, rng.integers(0, 4, 5000).astype(np.uint8)
+    counted = cells(covered, width, strata, 10)
+    assert list(counted) == ["-3", "0", "2", "9"]
+    assert counted == cells(covered, width, strata.astype(str), 10)

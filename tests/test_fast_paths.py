@@ -285,3 +285,6 @@ def test_conditional_cells_of_integer_strata_are_the_sorted_ones() -> None:
     counted = cells(covered, width, strata, 10)
     assert list(counted) == ["-3", "0", "2", "9"]
     assert counted == cells(covered, width, strata.astype(str), 10)
+    narrow = rng.choice(np.array([-100, 0, 100], dtype=np.int8), size=5000)  # 100 - (-100) overflows int8
+    assert list(cells(covered, width, narrow, 10)) == ["-100", "0", "100"]
+    assert cells(covered, width, narrow, 10) == cells(covered, width, narrow.astype(str), 10)

@@ -49,12 +49,7 @@ def judge_error(logprobs: NDArray[np.float64], labels: NDArray[np.float64], scal
 def cells(covered: NDArray[np.bool_], width: NDArray[Any], strata: NDArray[Any], n_splits: int) -> dict[str, Any]:
     """Coverage, its standard error and width within each value of ``strata`` (sorted)."""
     out: dict[str, Any] = {}
-    if strata.dtype.kind in "iu" and strata.size:  # labels, errors: the values present, counted instead of sorted
-        lo = int(strata.min())
-        values = (np.flatnonzero(np.bincount((strata - lo).astype(np.intp))) + lo).tolist()
-    else:
-        values = np.unique(strata).tolist()
-    for value, means in stratum_means(strata, values, {"coverage": covered, "width": width}).items():
+    for value, means in stratum_means(strata, None, {"coverage": covered, "width": width}).items():
         n, c = int(means["n"]), means["coverage"]
         out[str(value)] = {
             "n": n,

@@ -129,53 +129,81 @@ def pooled(rows: list[RowMetrics], attr: str) -> NDArray[Any]:
     return np.concatenate([getattr(r, attr) for r in rows])
 
 
-def stratum_means(strata: NDArray[Any], values: Sequence[Any], columns: dict[str, NDArray[Any]]) -> dict[Any, dict[str, float]]:
+def stratum_means(
+    strata: NDArray[Any], values: Sequence[Any] | None, columns: dict[str, NDArray[Any]]
+) -> dict[Any, dict[str, float]]:
     """Row count and the mean of each column within each value of ``strata`` (absent values left out).
 
-    Boolean and integer columns are summed exactly (integer strata: every
-    stratum at once with ``bincount``, whose float64 sums of integers are
-    exact; other strata: in place under the stratum's mask); float columns
-    are averaged over the stratum's rows as ``mean`` does, so every number is
-    what a per-stratum ``col[mask].mean()`` gives.
+    ``values=None``: every value present, sorted. Boolean and integer columns
+    are summed exactly: for integer strata every stratum at once with
+    ``bincount`` (float64 sums of integers are exact), for other strata under
+    each stratum's mask. Float columns are averaged over the stratum's rows as
+    ``mean`` does, so every number is what a per-stratum ``col[mask].mean()`` gives.
     """
-    counted = _counted_strata(strata, values)
+    counted = _CountedStrata.of(strata, values)
+    if values is None:
+        values = counted.present() if counted is not None else np.unique(strata).tolist()
     out: dict[Any, dict[str, float]] = {}
     for v in values:
-        if counted is not None:
-            codes, counts, sums, lo = counted
-            n = int(counts[v - lo]) if lo <= v < lo + counts.size else 0
-        else:
-            n = int(np.count_nonzero(strata == v))
-        if not n:
-            continue
-        mask = None if counted is not None else strata == v
-        entry = {"n": float(n)}
-        for name, col in columns.items():
-            if col.dtype == bool or col.dtype.kind in "iu":
-                if counted is not None:
-                    if name not in sums:
-                        sums[name] = np.bincount(codes, weights=col, minlength=counts.size)
-                    total = sums[name][v - lo]
-                else:
-                    assert mask is not None
-                    total = np.count_nonzero(col & mask) if col.dtype == bool else np.sum(col, where=mask, dtype=np.int64)
-                entry[name] = float(total) / n
-            else:
-                entry[name] = float(col[strata == v].mean() if mask is None else col[mask].mean())
-        out[v] = entry
+        entry = counted.means(v, columns, strata) if counted is not None else _masked_means(strata == v, columns)
+        if entry is not None:
+            out[v] = entry
     return out
 
 
-def _counted_strata(strata: NDArray[Any], values: Sequence[Any]) -> tuple[NDArray[Any], NDArray[Any], dict[str, Any], int] | None:
-    """Integer strata over a short range (labels, errors): their codes from 0, counts and a place for sums."""
-    if strata.dtype.kind not in "iu" or not strata.size or not all(isinstance(v, (int, np.integer)) for v in values):
+def _masked_means(mask: NDArray[np.bool_], columns: dict[str, NDArray[Any]]) -> dict[str, float] | None:
+    """One stratum's row count and column means, its rows given by ``mask``; ``None`` when it has no rows."""
+    n = int(np.count_nonzero(mask))
+    if not n:
         return None
-    lo, hi = int(strata.min()), int(strata.max())
-    if hi - lo > 4 * strata.size or hi - lo > 1 << 20:
-        return None
-    codes = strata.astype(np.intp)
-    codes -= lo
-    return codes, np.bincount(codes), {}, lo
+    entry = {"n": float(n)}
+    for name, col in columns.items():
+        if col.dtype == bool:
+            entry[name] = np.count_nonzero(col & mask) / n
+        elif col.dtype.kind in "iu":
+            entry[name] = float(np.sum(col, where=mask, dtype=np.int64)) / n
+        else:
+            entry[name] = float(col[mask].mean())
+    return entry
+
+
+class _CountedStrata:
+    """Integer strata over a short range (labels, errors): codes from 0, each code's count, column sums."""
+
+    def __init__(self, strata: NDArray[Any], lo: int) -> None:
+        self.lo = lo
+        self.codes = strata.astype(np.intp)
+        self.codes -= lo
+        self.counts = np.bincount(self.codes)
+        self.sums: dict[str, NDArray[Any]] = {}  # float64 sums per code (bincount with weights)
+
+    @classmethod
+    def of(cls, strata: NDArray[Any], values: Sequence[Any] | None) -> _CountedStrata | None:
+        if strata.dtype.kind not in "iu" or not strata.size:
+            return None
+        if values is not None and not all(isinstance(v, (int, np.integer)) for v in values):
+            return None
+        lo, hi = int(strata.min()), int(strata.max())
+        return cls(strata, lo) if hi - lo <= min(4 * strata.size, 1 << 20) else None
+
+    def present(self) -> list[Any]:
+        """The values that occur, ascending."""
+        return [int(c) + self.lo for c in np.flatnonzero(self.counts)]
+
+    def means(self, v: Any, columns: dict[str, NDArray[Any]], strata: NDArray[Any]) -> dict[str, float] | None:
+        """Stratum ``v``'s row count and column means: boolean and integer columns from one ``bincount`` each."""
+        n = int(self.counts[v - self.lo]) if self.lo <= v < self.lo + self.counts.size else 0
+        if not n:
+            return None
+        entry = {"n": float(n)}
+        for name, col in columns.items():
+            if col.dtype.kind in "biu":
+                if name not in self.sums:
+                    self.sums[name] = np.bincount(self.codes, weights=col, minlength=self.counts.size)
+                entry[name] = float(self.sums[name][v - self.lo]) / n
+            else:
+                entry[name] = float(col[strata == v].mean())
+        return entry
 
 
 def stratified(rows: list[RowMetrics], strata: NDArray[Any], values: Sequence[Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from judgecp.reports.figures.common import (
     colors,
     drawn_per,
     new_figure,
+    runs_with,
     series_by_method_or_report,
 )
 from judgecp.reports.load import Run
@@ -77,7 +78,7 @@ def mcq_groups(runs: Sequence[Run], focus: str) -> Result:
 
 def set_size_hist(runs: Sequence[Run], focus: str) -> Result:
     fid, title = "set_size_hist", "Set-size distribution"
-    have = [r for r in runs if r.report.get("set_size_distribution")]
+    have = runs_with(runs, "set_size_distribution")
     if not have:
         return Missing(fid, title, "no `set_size_distribution` in the report (made by judgecp evaluate from this version on)")
     series = series_by_method_or_report(runs, have, focus, lambda r: r.report["set_size_distribution"])
@@ -106,7 +107,7 @@ FAMILY_ORDER = ("O", "LR", "LS", "VR", "VS")
 
 def parc_heatmaps(runs: Sequence[Run], focus: str) -> Result:
     fid, title = "parc_heatmaps", "Calibrated reliability and consistency by variation and data set"
-    have = [r for r in runs if r.report.get("cells")]
+    have = runs_with(runs, "cells")
     if not have:
         return Missing(fid, title, "no `cells` in the PARC report")
     panels: list[tuple[str, dict[str, Any]]] = []

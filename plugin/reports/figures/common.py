@@ -85,6 +85,11 @@ def absent(runs: Sequence[Run], have: Sequence[Run], what: str) -> str:
     return f" Not shown ({what} missing): {', '.join(names)}." if names else ""
 
 
+def runs_with(runs: Sequence[Run], section: str) -> list[Run]:
+    """The runs whose report has ``section``, not empty: the ones a figure of that section can draw."""
+    return [r for r in runs if r.report.get(section)]
+
+
 def key(alpha: float) -> str:
     return f"{alpha:g}"
 
@@ -199,7 +204,7 @@ def _reliability(
     xlabel: str, ylabel: str, caption: str,
 ) -> Result:
     """A reliability diagram: one line per ``(label, diagram)`` of ``series_of(runs with a diagram)``."""
-    have = [r for r in runs if r.report.get("reliability_diagram")]
+    have = runs_with(runs, "reliability_diagram")
     if not have:
         return Missing(fid, title, "no `reliability_diagram` in the report (made by judgecp evaluate from this version on)")
     fig = new_figure(WIDTH, 4.2)

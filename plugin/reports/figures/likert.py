@@ -22,6 +22,7 @@ from judgecp.reports.figures.common import (
     colors,
     drawn_per,
     new_figure,
+    runs_with,
     series_by_method_or_report,
 )
 from judgecp.reports.load import Run
@@ -161,7 +162,7 @@ def width_distribution(runs: Sequence[Run], focus: str) -> Result:
 
 def confusion(runs: Sequence[Run], focus: str) -> Result:
     fid, title = "confusion", "Judge against human: confusion matrix"
-    have = [r for r in runs if r.report.get("confusion")]
+    have = runs_with(runs, "confusion")
     if not have:
         return Missing(fid, title, "no `confusion` in the report")
     n = len(have)

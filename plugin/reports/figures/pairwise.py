@@ -18,13 +18,14 @@ from judgecp.reports.figures.common import (
     colors,
     key,
     new_figure,
+    runs_with,
 )
 from judgecp.reports.load import Run
 
 
 def risk_coverage(runs: Sequence[Run], focus: str) -> Result:
     fid, title = "risk_coverage", "Risk against coverage"
-    have = [r for r in runs if r.report.get("risk_coverage")]
+    have = runs_with(runs, "risk_coverage")
     if not have:
         return Missing(fid, title, "no `risk_coverage` in the report")
     fig = new_figure(WIDTH + 1.4, 4.4)
@@ -60,7 +61,7 @@ def risk_coverage(runs: Sequence[Run], focus: str) -> Result:
 
 
 def _controllers_vs_alpha(runs: Sequence[Run], focus: str, field: str, fid: str, title: str, ylabel: str) -> Result:
-    have = [r for r in runs if r.report.get("controllers")]
+    have = runs_with(runs, "controllers")
     if not have:
         return Missing(fid, title, "no `controllers` in the report")
     if len(runs) == 1:

@@ -172,10 +172,24 @@ def _distinct_rows(B: Any, block: int) -> tuple[Any, Any]:
         keys = packed.view(np.uint64).ravel()
     else:
         keys = np.ascontiguousarray(B).view(np.dtype((np.void, k))).ravel()
-    if np.unique(keys[:block]).size > block // 2:
+    head = np.unique(keys[:block])
+    if head.size > block // 2:
         return None, None
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    return first, inverse.ravel()
+    if keys.dtype != np.uint64:
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        return first, inverse.ravel()
+    # 64-bit keys: each row's place among the first block's distinct keys by binary search (a few
+    # thousand keys), not a sort of every row; keys first seen later join the table and the search
+    # is repeated. ``first`` holds some row of each key, the one the last write left there.
+    where = np.searchsorted(head, keys)
+    np.minimum(where, head.size - 1, out=where)
+    unseen = head[where] != keys
+    if unseen.any():
+        head = np.union1d(head, keys[unseen])
+        where = np.searchsorted(head, keys)
+    first = np.empty(head.size, dtype=np.intp)
+    first[where] = np.arange(n)
+    return first, where
 
 
 class _BinnedTrees:

@@ -24,23 +24,27 @@ def greedy_contiguous_mass(P: FloatArray) -> tuple[FloatArray, FloatArray]:
     ``{k : after_k <= t}`` is contiguous for every ``t``.
     """
     n, k = P.shape
-    rows = np.arange(n)
-    after = np.zeros_like(P)
-    before = np.zeros_like(P)
+    # Rows are read and written through flat indices (row * K + label): the same numbers as
+    # P[rows, label], without two-dimensional fancy indexing's cost.
+    flat = P.ravel()
+    base = np.arange(n) * k
+    after = np.zeros((n, k))
+    before = np.zeros((n, k))
+    after_flat, before_flat = after.ravel(), before.ravel()  # views: C order
     lo = np.argmax(P, axis=1)
     hi = lo.copy()
-    mass = P[rows, lo].copy()
-    after[rows, lo] = mass
+    mass = flat[base + lo]
+    after_flat[base + lo] = mass
     for _ in range(k - 1):
-        left = np.where(lo > 0, P[rows, np.maximum(lo - 1, 0)], -1.0)
-        right = np.where(hi < k - 1, P[rows, np.minimum(hi + 1, k - 1)], -1.0)
+        left = np.where(lo > 0, flat[base + np.maximum(lo - 1, 0)], -1.0)
+        right = np.where(hi < k - 1, flat[base + np.minimum(hi + 1, k - 1)], -1.0)
         go_left = left >= right
         lo = np.where(go_left, lo - 1, lo)
         hi = np.where(go_left, hi, hi + 1)
-        joined = np.where(go_left, lo, hi)
-        before[rows, joined] = mass
-        mass = mass + P[rows, joined]
-        after[rows, joined] = mass
+        joined = base + np.where(go_left, lo, hi)
+        before_flat[joined] = mass
+        mass = mass + flat[joined]
+        after_flat[joined] = mass
     return after, before
 
 

@@ -33,18 +33,30 @@ class Ranking:
     """Labels sorted by decreasing probability (stable: ties keep label order)."""
 
     cumsum_incl: FloatArray  # (n, K): mass of labels ranked at or before each label
-    rank: IntArray  # (n, K): 1-based rank of each label
+    positions: IntArray  # (n, K): flat index into an (n, K) array of each row's labels, most probable first
+
+    @property
+    def rank(self) -> IntArray:
+        """(n, K): 1-based rank of each label (computed when asked: APS reads only the masses)."""
+        n, k = self.cumsum_incl.shape
+        rank = np.empty((n, k), dtype=np.int64)
+        rank.ravel()[self.positions] = np.arange(1, k + 1)
+        return rank
 
 
 def rank_labels(P: FloatArray) -> Ranking:
-    order = np.argsort(-P, axis=1, kind="stable")
-    sorted_p = np.take_along_axis(P, order, axis=1)
-    cum_sorted = np.cumsum(sorted_p, axis=1)
-    cumsum = np.empty_like(P)
-    np.put_along_axis(cumsum, order, cum_sorted, axis=1)
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(1, P.shape[1] + 1)[None, :].repeat(P.shape[0], 0), 1)
-    return Ranking(cumsum, rank.astype(np.int64))
+    """Each label's cumulative mass in decreasing-probability order.
+
+    Rows are gathered and scattered through flat indices (``order + row * K``):
+    the same numbers as ``take_along_axis``/``put_along_axis``, several times
+    faster on a million rows of five labels.
+    """
+    n, k = P.shape
+    positions = np.argsort(-P, axis=1, kind="stable")
+    positions += (np.arange(n) * k)[:, None]
+    cumsum = np.empty((n, k))  # C order: its ravel() is a view
+    cumsum.ravel()[positions] = np.cumsum(P.ravel()[positions], axis=1)
+    return Ranking(cumsum, positions)
 
 
 def lac_scores(P: FloatArray) -> FloatArray:

@@ -158,3 +158,28 @@ def test_an_exclusion_reason_from_a_cell_stays_one_line(tmp_path: Path) -> None:
         load(path, "likert")
     assert "\n" not in str(err.value) and "\r" not in str(err.value)
     assert dict(err.value.excluded.counts) == {"0": 1, "bad row": 1}
+
+
+def test_jobs_from_a_script_without_main_guard_fails_fast(tmp_path: Path) -> None:
+    """``evaluate(..., jobs=2)`` at a script's top level: spawn's workers import the script again and
+    stop. The caller must get one clear error, not wait forever: CPython's spawn writes the worker's
+    start pipe while holding its read end, so data sent that way (more than a pipe's 64 KB) hung."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        "import judgecp\n"
+        "data = judgecp.simulate_likert_judge(n=2000, seed=0)\n"
+        "judgecp.evaluate(data, judgecp.Protocol(methods=('naive',), splits=4, jobs=2))\n",
+        encoding="utf-8",
+    )
+    try:
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail("evaluate with jobs=2 from a script without a main guard hung")
+    assert proc.returncode != 0
+    error = [ln for ln in proc.stderr.splitlines() if ln.startswith("judgecp.errors.InputError: ")]
+    assert error and "a worker process of jobs=2 stopped" in error[-1], proc.stderr[-2000:]
+    assert 'if __name__ == "__main__":' in error[-1]

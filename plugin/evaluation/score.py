@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
+import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,12 +101,20 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
     return SplitResult(seed, kept, metrics, seconds, insufficient)
 
 
+#: Why ``jobs > 1`` failed in a worker: the calling script started the work at import time.
+SCRIPT_NEEDS_MAIN_GUARD = (
+    "jobs > 1 runs the splits in new Python processes, and each imports the calling script again: "
+    "put the script's work under `if __name__ == \"__main__\":` (or use jobs=1)"
+)
+
 _HELD: tuple[ScoreData, Protocol, Sequence[str]] | None = None
 
 
-def _hold(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> None:
+def _hold(path: str) -> None:
+    """A worker's initializer: the data, protocol and methods, read once from the file the caller wrote."""
     global _HELD
-    _HELD = (data, protocol, specs)
+    with open(path, "rb") as handle:
+        _HELD = pickle.load(handle)
 
 
 def _run_held(seed: int) -> SplitResult:
@@ -122,6 +133,10 @@ def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> lis
             bar.update()
         bar.close()
         return results
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # A worker re-running the caller's script (spawn imports ``__main__`` again) came here:
+        # starting a pool now would leave the caller waiting forever on this worker.
+        raise InputError(SCRIPT_NEEDS_MAIN_GUARD)
     # spawn, not fork: a forked child of a process that already started
     # torch's (or OpenMP's) thread pool can deadlock. Children copy the
     # environment at start, so the thread limits are set around the pool.
@@ -129,16 +144,27 @@ def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> lis
     os.environ.update(dict.fromkeys(THREAD_ENV, "1"))
     try:
         ctx = multiprocessing.get_context("spawn")
-        # The data goes to each worker once (the initializer), not once per split.
-        with ProcessPoolExecutor(max_workers=min(protocol.jobs, len(seeds)), mp_context=ctx,
-                                 initializer=_hold, initargs=(data, protocol, specs)) as pool:
-            futures = [pool.submit(_run_held, s) for s in seeds]
-            results = []
-            for f in futures:
-                results.append(f.result())
-                bar.update()
-            bar.close()
-            return results
+        # The data goes to each worker once (the initializer), not once per split, and through a file,
+        # not the pipe that starts the worker: CPython's spawn writes that pipe while holding its read
+        # end, so a worker that dies before reading a large payload would leave this process waiting forever.
+        with tempfile.TemporaryDirectory(prefix="judgecp-splits-") as tmp:
+            held = os.path.join(tmp, "held.pickle")
+            with open(held, "wb") as handle:
+                pickle.dump((data, protocol, specs), handle, protocol=pickle.HIGHEST_PROTOCOL)
+            with ProcessPoolExecutor(max_workers=min(protocol.jobs, len(seeds)), mp_context=ctx,
+                                     initializer=_hold, initargs=(held,)) as pool:
+                try:
+                    futures = [pool.submit(_run_held, s) for s in seeds]
+                    results = []
+                    for f in futures:
+                        results.append(f.result())
+                        bar.update()
+                except BrokenProcessPool as exc:
+                    raise InputError(f"a worker process of jobs={protocol.jobs} stopped ({exc}). From a script: "
+                                     f"{SCRIPT_NEEDS_MAIN_GUARD}. Otherwise it may have run out of memory: "
+                                     "try fewer jobs") from exc
+                bar.close()
+                return results
     finally:
         for k, v in saved.items():
             if v is None:

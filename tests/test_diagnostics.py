@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -99,3 +101,31 @@ def test_ranks_checked_a_block_at_a_time_and_written_into_a_column(monkeypatch: 
         matrix = np.zeros((a.size, 2))
         diagnostics.average_ranks(a, out=matrix[:, 1])
         assert np.array_equal(matrix[:, 1], expected, equal_nan=True) and not matrix[:, 0].any()
+
+
+def test_in_place_pearson_is_scipys() -> None:
+    """diagnostics.pearson does scipy's steps in place (two temporaries instead of about five); its r must
+    be scipy.stats.pearsonr's, exactly, for normal, integer, half-integer, huge, tiny, offset and 2-row data."""
+    from scipy import stats
+
+    from judgecp.diagnostics import correlation, pearson
+
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 17, 1000, 50_001):
+        normal = rng.normal(size=n)
+        columns = [
+            (normal, normal * 0.3 + rng.normal(size=n)),
+            (rng.integers(1, 6, n).astype(float), rng.integers(1, 6, n).astype(float)),
+            (rng.integers(2, 11, n) / 2.0, -3.0 * rng.integers(2, 11, n) + 1.0),
+            (rng.normal(size=n) * 1e200, rng.normal(size=n) * 1e-200),
+            (rng.normal(size=n) + 1e8, rng.normal(size=n)),
+        ]
+        for a, b in columns:
+            if np.ptp(a) == 0 or np.ptp(b) == 0:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # scipy's near-constant warning for the offset column
+                expected = float(stats.pearsonr(a, b)[0])
+            assert pearson(a, b) == expected
+            assert correlation("pearson", a, b) == expected
+    assert pearson(np.array([1.0, 2.0]), np.array([5.0, 3.0])) == -1.0  # two rows: exactly +-1, as scipy

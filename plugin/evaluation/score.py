@@ -249,13 +249,18 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         entry["coverage_by_label"] = stratified(per_seed, label_pool, list(scale.labels))
         entry["coverage_by_error"] = stratified(per_seed, parsed_error, list(range(scale.k)))
         entry["informativeness"] = informativeness(pooled(per_seed, "labels_width"))
-        entry["midpoint"] = midpoint_table(per_seed, y_pool, lambda: data.parsed[test_idx], raw_row)
-        entries[spec] = entry, conditional_coverage(per_seed, y_pool, judge_error_pool, group_pool)
+        conditional = conditional_coverage(per_seed, y_pool, judge_error_pool, group_pool)
+        # The midpoints' correlations come last: their temporaries of the pooled length set the study's
+        # memory peak, so the method's other rows are dropped first.
+        midpoints = [m.midpoint for m in per_seed]
         if not keep_rows:
             del per_seed
             for s in splits:
                 del s.metrics[spec]
             release_freed_memory()  # the rows are small arrays: freed, they stay resident until trimmed
+        entry["midpoint"] = midpoint_table(midpoints, y_pool, lambda: data.parsed[test_idx], raw_row)
+        del midpoints
+        entries[spec] = entry, conditional
     for spec in specs:
         report["methods"][spec], report["conditional_coverage"][spec] = entries[spec]
 

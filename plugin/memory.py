@@ -5,7 +5,8 @@ arrays below its mmap threshold, which it raises to 32 MB once an array of
 that size is freed, inside the process: the resident size then counts memory
 nothing uses. ``malloc_trim(0)`` gives every free page back. It changes no
 value and costs milliseconds, so judgecp calls it where a phase has freed a
-lot: after a table is read into arrays and after the repeated splits.
+lot: after a table is read into arrays, after the repeated splits, and after
+each method's per-row results are dropped from a study's report.
 """
 
 from __future__ import annotations

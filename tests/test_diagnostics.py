@@ -129,3 +129,16 @@ def test_in_place_pearson_is_scipys() -> None:
             assert pearson(a, b) == expected
             assert correlation("pearson", a, b) == expected
     assert pearson(np.array([1.0, 2.0]), np.array([5.0, 3.0])) == -1.0  # two rows: exactly +-1, as scipy
+
+
+def test_pearson_without_numpy_vecdot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numpy 1.x (supported: numpy>=1.24) has no vecdot; pearson then takes the dot product with np.dot."""
+    from scipy import stats
+
+    from judgecp.diagnostics import pearson
+
+    monkeypatch.delattr(np, "vecdot", raising=False)
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=5000)
+    b = 0.5 * a + rng.normal(size=5000)
+    assert pearson(a, b) == pytest.approx(float(stats.pearsonr(a, b)[0]), rel=1e-12)

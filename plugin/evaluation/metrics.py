@@ -21,7 +21,6 @@ from numpy.typing import NDArray
 
 from judgecp.conformal import Prediction
 from judgecp.diagnostics import correlation
-from judgecp.memory import release_freed_memory
 
 
 def informativeness(widths: NDArray[np.float64]) -> dict[str, float]:
@@ -231,16 +230,12 @@ def agreement(est: NDArray[np.float64], y: NDArray[np.float64]) -> dict[str, Any
 
 
 def midpoint_table(
-    midpoints: list[NDArray[np.floating[Any]]],
+    midpoints: NDArray[np.floating[Any]],
     y: NDArray[np.float64],
     raw: Callable[[], NDArray[Any]],
     raw_row: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The judge's raw score and a method's set or interval midpoints as estimates of the label.
-
-    ``midpoints`` are each split's; the list is emptied once they are
-    pooled, so a caller that holds no other reference frees them before the
-    correlations (at a million records the study's memory peak).
+    """The judge's raw score and a method's set or interval midpoints (pooled test rows) as estimates of the label.
 
     Rows without a midpoint (empty sets) are left out of both rows of the
     table. ``raw_row``, the raw score's row over every pooled row, saves
@@ -248,9 +243,7 @@ def midpoint_table(
     raw scores of the pooled rows when they are needed. With no row left
     out, no pooled column is copied.
     """
-    mid = np.concatenate(midpoints).astype(np.float64, copy=False)
-    midpoints.clear()
-    release_freed_memory()  # the split arrays were heap memory: trimmed, the correlations reuse it
+    mid = midpoints.astype(np.float64, copy=False)
     ok = ~np.isnan(mid)
     if ok.all():
         if raw_row is None:

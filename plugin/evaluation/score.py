@@ -251,15 +251,14 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         entry["informativeness"] = informativeness(pooled(per_seed, "labels_width"))
         conditional = conditional_coverage(per_seed, y_pool, judge_error_pool, group_pool)
         # The midpoints' correlations come last: their temporaries of the pooled length set the study's
-        # memory peak, so the method's other rows are dropped first.
-        midpoints = [m.midpoint for m in per_seed]
+        # memory peak, so the method's rows, split midpoints included, are dropped first.
+        midpoints = pooled(per_seed, "midpoint")
         if not keep_rows:
             del per_seed
             for s in splits:
                 del s.metrics[spec]
             release_freed_memory()  # the rows are small arrays: freed, they stay resident until trimmed
         entry["midpoint"] = midpoint_table(midpoints, y_pool, lambda: data.parsed[test_idx], raw_row)
-        del midpoints
         entries[spec] = entry, conditional
     for spec in specs:
         report["methods"][spec], report["conditional_coverage"][spec] = entries[spec]

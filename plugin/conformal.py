@@ -241,6 +241,8 @@ class ConformalMethod(abc.ABC):
     requires: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: Citation shown in ``judgecp methods`` and the README.
     reference: ClassVar[str] = ""
+    #: ``(time, memory)`` of one split at n rows, as implemented (``judgecp bench scale`` prints it).
+    complexity: ClassVar[tuple[str, str]] = ("not stated", "not stated")
 
     def __init__(
         self,

@@ -85,6 +85,7 @@ def run_methods(args: argparse.Namespace) -> int:
         params = method_parameters(cls)
         if params:
             print(f"  {'':14s} parameters: {', '.join(params)}")
+        print(f"  {'':14s} one split of n rows: time {cls.complexity[0]}; memory {cls.complexity[1]}")
     print("risk controllers (--controllers, pairwise):")
     for name, ctrl in controller_classes().items():
         print(f"  {name:16s} {'guaranteed' if ctrl.guaranteed else 'no guarantee':13s} {ctrl.reference}")

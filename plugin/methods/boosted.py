@@ -248,6 +248,8 @@ class BoostedLCP(_BoostedMethod):
         sigma = np.exp(G[:, 1])
         return G[:, 0] - q * sigma, G[:, 0] + q * sigma
 
+    complexity = ("(n_folds + 1) x max_rounds x 2 depth-limited trees on the fit part, O(n log n) each; O(n rounds) prediction", "O(n)")
+
 
 class BoostedCQR(_BoostedMethod):
     """Boosted conformalized quantile regression."""
@@ -288,3 +290,5 @@ class BoostedCQR(_BoostedMethod):
 
     def _interval(self, G: FloatArray, q: float) -> tuple[FloatArray, FloatArray]:
         return G[:, 0] - q, G[:, 1] + q
+
+    complexity = ("as boosted_lcp, after two quantile fits as cqr", "O(n)")

@@ -246,3 +246,5 @@ class CHR(ConformalMethod):
         lower = a[ranges] + self.scale.minimum - 0.5
         upper = b[ranges] + self.scale.minimum + 0.5
         return Prediction.from_interval(lower, upper, self.scale)
+
+    complexity = ("a multinomial fit on the fit part, O(n K^2) ranges", "O(n K^2)")

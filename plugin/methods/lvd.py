@@ -123,3 +123,5 @@ class LVD(ConformalMethod):
     def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
         mu, sigma = self.mean_and_scale(X)
         return Prediction.from_interval(mu - self.quantile_ * sigma, mu + self.quantile_ * sigma, self.scale)
+
+    complexity = ("O(m^2) fit on m <= 4,000 kernel anchors, O(n m) prediction", "O(m^2 + 2,048 m)")

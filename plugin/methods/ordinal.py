@@ -81,6 +81,8 @@ class OrdinalAPS(ProbabilityMethod):
         scores = self._label_scores(self._proba(X), rng)
         return Prediction.from_sets(sets_at(scores, self.threshold_), self.scale)
 
+    complexity = ("O(n K^2)", "O(n K)")
+
 
 class OrdinalCDFSet(ProbabilityMethod):
     """Equal-tailed ordinal set from the label CDF (distributional conformal prediction).
@@ -108,3 +110,5 @@ class OrdinalCDFSet(ProbabilityMethod):
 
     def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
         return Prediction.from_sets(sets_at(self.label_scores(self._proba(X)), self.threshold_), self.scale)
+
+    complexity = ("O(n K)", "O(n K)")

@@ -91,6 +91,8 @@ class CQR(ConformalMethod):
         lo, hi = self.quantiles(X)
         return Prediction.from_interval(lo - self.correction_, hi + self.correction_, self.scale)
 
+    complexity = ("two gradient-boosted quantile fits on at most max_fit_rows rows, O(n) prediction", "O(n)")
+
 
 class AsymmetricCQR(CQR):
     """Asymmetric CQR: each side corrected separately at ``alpha/2``.
@@ -118,3 +120,5 @@ class AsymmetricCQR(CQR):
         return Prediction.from_interval(
             lo - self.correction_lower_, hi + self.correction_upper_, self.scale
         )
+
+    complexity = ("as cqr", "O(n)")

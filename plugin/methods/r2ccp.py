@@ -151,3 +151,5 @@ class R2CCP(ConformalMethod):
         lower = np.where(any_pass, lower, self.scale.maximum)
         upper = np.where(any_pass, upper, self.scale.minimum)
         return Prediction.from_interval(lower, upper, self.scale)
+
+    complexity = ("epochs x fit rows (an MLP), O(n G) prediction over G grid points", "O(n G)")

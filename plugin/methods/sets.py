@@ -159,6 +159,7 @@ class LAC(_DeterministicSetMethod):
     name = "lac"
     reference = "Sadinle, Lei & Wasserman (2019), JASA"
     score_function = staticmethod(lac_scores)
+    complexity = ("O(n K)", "O(n K)")
 
 
 class Margin(_DeterministicSetMethod):
@@ -167,6 +168,7 @@ class Margin(_DeterministicSetMethod):
     name = "margin"
     reference = "Angelopoulos & Bates (2021); the margin score of the VLM conformal benchmark (2025), label-dependent form"
     score_function = staticmethod(margin_scores)
+    complexity = ("O(n K)", "O(n K)")
 
 
 class APS(_SetMethod):
@@ -181,6 +183,8 @@ class APS(_SetMethod):
 
     def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
         return aps_scores(P, u)
+
+    complexity = ("O(n K log K)", "O(n K)")
 
 
 class RAPS(_SetMethod):
@@ -248,3 +252,5 @@ class RAPS(_SetMethod):
         lam = self.lam_ if hasattr(self, "lam_") else float(self.lam or 0.0)
         k = self.k_reg_ if hasattr(self, "k_reg_") else int(self.k_reg or 0)
         return aps_scores(P, u, lam=lam, k_reg=k)
+
+    complexity = ("O(n K log K)", "O(n K)")

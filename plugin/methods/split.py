@@ -70,3 +70,5 @@ class NaiveSplit(ConformalMethod):
     def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
         yhat = self.point(X)
         return Prediction.from_interval(yhat - self.quantile_, yhat + self.quantile_, self.scale)
+
+    complexity = ("O(n)", "O(n)")

@@ -352,3 +352,23 @@ def test_flat_index_greedy_mass_equals_two_dimensional(k: int, layout: str) -> N
     want_after, want_before = _greedy_mass_two_dimensional(P)
     assert np.array_equal(after, want_after)
     assert np.array_equal(before, want_before)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 8, 9, 11])
+@pytest.mark.parametrize("layout", ["C", "F", "reversed columns"])
+def test_set_shapes_looked_up_by_bits_equal_the_per_row_passes(k: int, layout: str) -> None:
+    """Row metrics read each set's bounds, width and size from a table indexed by the set's bits (K <= 8):
+    the very values of label_bounds and a row sum, empty and full sets included, any layout; K > 8 passes
+    rows as before."""
+    from judgecp.evaluation.metrics import _bounds_width_size, label_bounds
+
+    rng = np.random.default_rng(k)
+    sets = rng.random((2000, k)) < rng.choice([0.05, 0.5, 0.95], size=(2000, 1))
+    sets[:3] = [[False] * k, [True] * k, [j == k - 1 for j in range(k)]]
+    sets = {"C": sets, "F": np.asfortranarray(sets), "reversed columns": sets[:, ::-1]}[layout]
+    count = np.min_scalar_type(k)
+    lo, hi, width, size = _bounds_width_size(sets, 3, count)
+    want_lo, want_hi = label_bounds(sets, 3)
+    assert np.array_equal(lo, want_lo, equal_nan=True) and np.array_equal(hi, want_hi, equal_nan=True)
+    assert np.array_equal(width, np.nan_to_num(want_hi - want_lo, nan=0.0).astype(count)) and width.dtype == count
+    assert np.array_equal(size, sets.sum(axis=1)) and size.dtype == count

@@ -43,6 +43,39 @@ def label_bounds(sets: NDArray[np.bool_], minimum: int) -> tuple[NDArray[np.floa
     return np.where(any_, first, np.nan), np.where(any_, last, np.nan)
 
 
+class _SetShapes:
+    """Bounds, width and size of every possible label set of K <= 8 labels, looked up by the set's bits.
+
+    A row's set is one byte (label j -> bit j, ``np.packbits``), so each
+    per-row quantity is one table lookup instead of a pass over the (n, K)
+    set matrix per quantity; the tables are :func:`label_bounds` and the
+    same arithmetic applied to all 2**K sets, so every value is identical.
+    """
+
+    def __init__(self, k: int, minimum: int, count: np.dtype[Any]) -> None:
+        every = (np.arange(1 << k)[:, None] >> np.arange(k)) & 1 == 1
+        self.lower, self.upper = label_bounds(every, minimum)
+        self.width = np.nan_to_num(self.upper - self.lower, nan=0.0).astype(count)
+        self.size = every.sum(axis=1, dtype=count)
+
+    @staticmethod
+    def codes(sets: NDArray[np.bool_]) -> NDArray[np.uint8] | None:
+        """Each row's set as one byte, or ``None`` beyond 8 labels."""
+        return np.packbits(sets, axis=1, bitorder="little").ravel() if sets.shape[1] <= 8 else None
+
+
+def _bounds_width_size(
+    sets: NDArray[np.bool_], minimum: int, count: np.dtype[Any]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.integer[Any]], NDArray[np.integer[Any]]]:
+    """Each set's smallest and largest label (NaN when empty), width (0 when empty) and size."""
+    codes = _SetShapes.codes(sets)
+    if codes is None:
+        lo, hi = label_bounds(sets, minimum)
+        return lo, hi, np.nan_to_num(hi - lo, nan=0.0).astype(count), sets.sum(axis=1, dtype=count)
+    shapes = _SetShapes(sets.shape[1], minimum, count)
+    return shapes.lower[codes], shapes.upper[codes], shapes.width[codes], shapes.size[codes]
+
+
 @dataclass
 class RowMetrics:
     """Per-test-row coverage and width of one method's predictions.
@@ -69,13 +102,10 @@ class RowMetrics:
         idx = scale.index(np.round(y))
         rows = np.arange(y.size)
         covered = pred.sets[rows, idx]
-        lo, hi = label_bounds(pred.sets, scale.minimum)
-        width = np.nan_to_num(hi - lo, nan=0.0).astype(count)
-        size = pred.sets.sum(axis=1, dtype=count)
+        lo, hi, width, size = _bounds_width_size(pred.sets, scale.minimum, count)
         if pred.has_interval:
             exp = pred.expanded_sets()
             assert exp is not None
-            elo, ehi = label_bounds(exp, scale.minimum)
             return cls(
                 (y >= pred.lower) & (y <= pred.upper),
                 np.maximum(pred.upper - pred.lower, 0.0),
@@ -83,7 +113,7 @@ class RowMetrics:
                 width,
                 size,
                 exp[rows, idx],
-                np.nan_to_num(ehi - elo, nan=0.0).astype(count),
+                _bounds_width_size(exp, scale.minimum, count)[2],
                 pred.full_range,
                 (pred.lower + pred.upper) / 2,
             )

@@ -372,3 +372,27 @@ def test_set_shapes_looked_up_by_bits_equal_the_per_row_passes(k: int, layout: s
     assert np.array_equal(lo, want_lo, equal_nan=True) and np.array_equal(hi, want_hi, equal_nan=True)
     assert np.array_equal(width, np.nan_to_num(want_hi - want_lo, nan=0.0).astype(count)) and width.dtype == count
     assert np.array_equal(size, sets.sum(axis=1)) and size.dtype == count
+
+
+def test_cqr_features_of_the_kept_fit_rows_alone_give_the_same_models() -> None:
+    """CQR subsamples its fit rows before computing their features (not the features of every fit row,
+    then a subsample): the features are row by row, so the models and predictions are the very same."""
+    from judgecp.features import model_features
+    from judgecp.methods import quantile_regression
+    from judgecp.methods.quantile_regression import CQR
+
+    class FeaturesFirst(CQR):
+        def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+            F = model_features(X, self.scale)
+            seed = int(self._rng_.integers(2**31 - 1))
+            keep = np.sort(np.random.default_rng(seed).choice(y.size, size=self.max_fit_rows, replace=False))
+            F, y = F[keep], y[keep]
+            self.lower_model_ = quantile_regression.quantile_regressor("gbm", self.alpha / 2, seed).fit(F, y)
+            self.upper_model_ = quantile_regression.quantile_regressor("gbm", 1 - self.alpha / 2, seed).fit(F, y)
+
+    rng = np.random.default_rng(5)
+    X, y = judge_draw(3000, rng)
+    Xt, _ = judge_draw(2000, rng)
+    ours = CQR(0.1, max_fit_rows=400, random_state=3).calibrate(X, y).predict(Xt)
+    reference = FeaturesFirst(0.1, max_fit_rows=400, random_state=3).calibrate(X, y).predict(Xt)
+    assert np.array_equal(ours.lower, reference.lower) and np.array_equal(ours.upper, reference.upper)

@@ -68,11 +68,11 @@ class CQR(ConformalMethod):
         self.quantile_model = quantile_model
 
     def _fit(self, X: FloatArray, y: FloatArray) -> None:
-        F = model_features(X, self.scale)
         seed = int(self._rng_.integers(2**31 - 1))
         if y.size > self.max_fit_rows:  # its own generator: the draws above stay those of smaller data
             keep = np.sort(np.random.default_rng(seed).choice(y.size, size=self.max_fit_rows, replace=False))
-            F, y = F[keep], y[keep]
+            X, y = X[keep], y[keep]
+        F = model_features(X, self.scale)  # row by row: the kept rows' features, computed for them alone
         a = float(self.alpha)
         self.lower_model_ = quantile_regressor(self.quantile_model, a / 2, seed).fit(F, y)
         self.upper_model_ = quantile_regressor(self.quantile_model, 1 - a / 2, seed).fit(F, y)

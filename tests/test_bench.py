@@ -22,9 +22,11 @@ def test_bench_scale_runs_each_measurement_in_its_own_process(tmp_path: Path, ca
     assert main(["bench", "scale", "--rows", "3000", "--pairs", "2000", "--pair-splits", "5", "--method-rows", "1000",
                  "--methods", "naive,lac", "--json", str(report)]) == 0
     out = capsys.readouterr().out
-    assert "x CPU" in out and "x wall" in out and "--jobs 2" in out
+    assert "x CPU" in out and "x wall" in out and "--jobs 2" in out and "written plainly:" in out
     rows = json.loads(report.read_text())
-    assert [r["n"] for r in rows[1:5]] == [3000, 3000, 2000, 3000]
-    assert "every row distinct" in rows[4]["what"]
+    assert [r["n"] for r in rows[2:6]] == [3000, 3000, 2000, 3000]
+    assert "every row distinct" in rows[5]["what"]
     assert all(r["peak_mb"] > 0 and r["cpu_seconds"] >= 0 for r in rows)
-    assert rows[1]["value"] == rows[2]["value"]  # --jobs 2 gives the same study
+    assert rows[2]["value"] == rows[3]["value"]  # --jobs 2 gives the same study
+    # The plain pass of the same five methods ran each of them: a mean width on the 1-5 scale for each.
+    assert all(0 < rows[1][m] <= 4 for m in ("naive", "lac", "aps", "ordinal_aps", "cqr"))

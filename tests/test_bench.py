@@ -30,3 +30,4 @@ def test_bench_scale_runs_each_measurement_in_its_own_process(tmp_path: Path, ca
     assert rows[2]["value"] == rows[3]["value"]  # --jobs 2 gives the same study
     # The plain pass of the same five methods ran each of them: a mean width on the 1-5 scale for each.
     assert all(0 < rows[1][m] <= 4 for m in ("naive", "lac", "aps", "ordinal_aps", "cqr"))
+    assert rows[1]["naive"] == rows[0]["width"]  # the same splits and quantile as the one-method plain pass

@@ -16,14 +16,15 @@ from typing import Any
 
 from judgecp.protocol import Protocol
 from judgecp.report import to_strict
-from judgecp.scalars import calibrated_metrics, read_metric
-
-#: The Likert judge's point metrics a headline shows (those the report has).
-HEADLINE_POINT = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae", "bias")
 
 
 def _total(entries: Any) -> int:
     return sum(int(e["count"]) for e in entries or [])
+
+
+def counts(report: Mapping[str, Any]) -> dict[str, Any]:
+    """``n``, ``n_read`` and ``excluded`` (the count): the headline's start for every kind."""
+    return {"n": report.get("n", 0), "n_read": report.get("n_read", 0), "excluded": _total(report.get("excluded"))}
 
 
 def report_headline(
@@ -31,63 +32,21 @@ def report_headline(
 ) -> dict[str, Any]:
     """Plain-number summary of a report of :func:`judgecp.evaluate` (nested one level).
 
-    Every kind: ``n``, ``n_read``, ``excluded`` (the count). Likert: point
-    metrics and, per method, ``coverage``, ``set_width`` and (interval
-    methods) ``interval_coverage``, ``interval_width``, ``full_range``.
-    Pairwise: ``scope`` coverage and risk at the protocol's ``alpha`` (and
-    every other controller's), the protocol's signal's ``accuracy``,
-    ``auroc``, ``auprc``, ``ece``, and ``single_order`` (pairs seen in one
-    order only). PARC: calibrated ``reliability`` and ``accuracy``,
-    ``overall`` (the model's mean over its cells) and per family (``O``,
-    ``LR``, ``LS``, ``VR``, ``VS``). ``extra`` (a harness's own counts) comes
-    next, and the report's ``error`` last. NaN becomes ``None``.
+    Every kind: ``n``, ``n_read``, ``excluded`` (the count); then the kind's
+    own numbers (:meth:`judgecp.kinds.Kind.headline`). Likert: point metrics
+    and, per method, ``coverage``, ``set_width`` and (interval methods)
+    ``interval_coverage``, ``interval_width``, ``full_range``. Pairwise:
+    ``scope`` coverage and risk at the protocol's ``alpha`` (and every other
+    controller's), the protocol's signal's ``accuracy``, ``auroc``, ``auprc``,
+    ``ece``, and ``single_order`` (pairs seen in one order only). PARC:
+    calibrated ``reliability`` and ``accuracy``, ``overall`` (the model's
+    mean over its cells) and per family (``O``, ``LR``, ``LS``, ``VR``,
+    ``VS``). ``extra`` (a harness's own counts) comes next, and the report's
+    ``error`` last. NaN becomes ``None``.
     """
-    protocol = protocol or Protocol()
-    kind = report.get("kind", "likert")
-    out: dict[str, Any] = {
-        "n": report.get("n", 0),
-        "n_read": report.get("n_read", 0),
-        "excluded": _total(report.get("excluded")),
-    }
-    if kind == "pairwise":
-        level = f"{protocol.level:g}"
-        if report.get("controllers"):
-            out["alpha"] = protocol.level
-            for name, levels in report["controllers"].items():
-                entry = levels.get(level)
-                if entry is not None:
-                    out[name] = {"coverage": entry["coverage"], "risk": entry["risk"],
-                                 "abstain_all": entry["abstain_all"]}
-        signal = (report.get("uncertainty") or {}).get(protocol.signal)
-        if signal:
-            out[protocol.signal] = {k: signal.get(k) for k in ("accuracy", "auroc", "auprc", "ece")}
-        out["single_order"] = sum(int(f["count"]) for f in report.get("flags", []) if f.get("flag") == "single_order")
-    elif kind == "parc":
-        for score in ("reliability", "accuracy"):
-            table = report.get(score) or {}
-            scores: dict[str, Any] = {}
-            models = table.get("model") or {}
-            if len(models) == 1:
-                scores["overall"] = next(iter(models.values())).get("calibrated")
-            for family, value in (table.get("family") or {}).items():
-                scores[family] = value.get("calibrated")
-            if scores:
-                out[score] = scores
-    else:
-        point = report.get("point") or {}
-        for key in HEADLINE_POINT:
-            if key in point:
-                out[key] = point[key]
-        for name, entry in (report.get("methods") or {}).items():
-            summary: dict[str, Any] = {
-                "coverage": entry["labels"]["coverage"],
-                "set_width": entry["labels"]["width"],
-            }
-            if entry.get("interval"):
-                summary["interval_coverage"] = entry["interval"]["coverage"]
-                summary["interval_width"] = entry["interval"]["width"]
-            summary["full_range"] = entry.get("full_range")
-            out[name] = summary
+    from judgecp.kinds import get_kind
+
+    out = get_kind(str(report.get("kind", "likert"))).headline(report, protocol or Protocol())
     out.update(extra or {})
     if report.get("error"):
         out["error"] = report["error"]
@@ -96,16 +55,25 @@ def report_headline(
     return strict
 
 
-def calibrated_headline(summary: Mapping[str, Any]) -> dict[str, float]:
-    """The plain numbers of a calibrator's summary (:func:`judgecp.calibrators.apply`); NaN where undefined.
+def calibrated_headline(summary: Mapping[str, Any]) -> dict[str, float | None]:
+    """The plain numbers of a calibrator's summary (:func:`judgecp.calibrators.apply`); ``None`` where undefined.
 
-    The metrics lm-eval's calibrated tasks report (:func:`judgecp.scalars.calibrated_metrics`),
-    read the same way, without their ``_stderr`` columns (lm-eval's layout): ``n``,
-    ``excluded``; Likert and multiple choice: ``set_size`` (mean), ``singleton_share``,
-    ``coverage_labeled``; pairwise: ``abstention_rate``, ``risk_labeled`` (error among
-    accepted); every kind: ``drift_p_value``, ``corrected_score`` with
-    ``corrected_score_lower`` / ``_upper`` (PPI++) and ``judge_score`` (the judge's own
-    mean). NaN stands for no labels, no unlabeled rows.
+    The scalars of the apply summary (:class:`judgecp.calibrators.results.ApplyResult`, the metrics
+    lm-eval's calibrated tasks report by the same names): ``n``, ``n_read``, ``excluded``; Likert and
+    multiple choice: ``set_size`` (mean), ``singleton_share``, ``empty_sets``, ``coverage_labeled``;
+    pairwise: ``abstention_rate``, ``risk_labeled`` (error among accepted); every kind:
+    ``drift.p_value``, ``drift.alarm``, and the PPI++ ``estimate.ppi.mean`` / ``.lower`` / ``.upper`` /
+    ``.se`` next to ``estimate.judge_only.*`` (the judge's own mean) and ``estimate.labeled_only.*``.
+    ``None`` stands for no labels, no unlabeled rows, or an estimate that is degenerate or withheld.
+    Counts are integers.
     """
-    view = {**summary, "n": summary["n_applied"], "n_excluded": _total(summary["excluded"])}
-    return {m.name: read_metric(view, m) for m in calibrated_metrics(summary["kind"]) if not m.name.endswith("_stderr")}
+    from judgecp.calibrators.results import ApplyResult
+
+    result = summary if isinstance(summary, ApplyResult) else ApplyResult(summary)
+    untrusted = result.untrusted()
+    out: dict[str, float | None] = {}
+    for name, value in result.scalars().items():
+        if name in untrusted:
+            value = None
+        out[name] = int(value) if value is not None and name in ("n", "n_read", "excluded") else value
+    return out

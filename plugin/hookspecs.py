@@ -45,6 +45,20 @@ def register_set_methods() -> list[type[Any]]:  # type: ignore[empty-body]
 
 
 @hookspec
+def register_kinds() -> list[type[Any]]:  # type: ignore[empty-body]
+    """Return judge kinds, as :class:`judgecp.kinds.Kind` subclasses with a unique ``name``.
+
+    A kind says how its records are read (``record_shape``, ``read``), what
+    its repeated-split study reports (``study``), the flat metric names a
+    harness and ``judgecp gate`` read (``metrics``), its console table and
+    headline, and which kind's saved calibrator serves it
+    (``calibrated_as``). judgecp's own kinds (``likert``, ``pairwise``,
+    ``mcq``, ``parc``, ``ensemble``) register through this hook; every
+    command looks a kind up by name (:func:`judgecp.kinds.get_kind`).
+    """
+
+
+@hookspec
 def register_risk_controllers() -> list[type[Any]]:  # type: ignore[empty-body]
     """Return selective risk controllers for pairwise (or any accept/abstain) judges.
 

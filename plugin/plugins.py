@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "judgecp"
 DISABLE_AUTOLOAD_ENV = "JUDGECP_DISABLE_PLUGIN_AUTOLOAD"
-BUILTIN_PLUGINS = ("judgecp.methods", "judgecp.extraction", "judgecp.selective")
+BUILTIN_PLUGINS = ("judgecp.methods", "judgecp.extraction", "judgecp.selective", "judgecp.kinds")
 
 
 def make_plugin_manager(*, autoload: bool | None = None) -> pluggy.PluginManager:
@@ -272,14 +272,9 @@ def check_method_spec(spec: str, *, kind: str = "likert", flag: str = "--methods
                 f"{flag}: {name} has no parameter {key!r}{did_you_mean(key, allowed)}; "
                 f"its parameters: {', '.join(allowed) or 'none'}"
             )
-    if kind in ("mcq", "parc"):
-        if cls.output != "set" or cls.ordinal:
-            raise InputError(f"{flag}: method {name!r} relies on ordered labels; multiple-choice options have no order")
-        if any(k in kwargs for k in VARIANT_OPTIONS):
-            raise InputError(f"{flag}: {spec}: conditional=, cv= and features= are for Likert labels")
-        if kwargs.get("probabilities") == "recalibrated":
-            raise InputError(f"{flag}: {spec}: option letters are not classes shared across items; "
-                             "use the model's own probabilities")
+    from judgecp.kinds import get_kind
+
+    get_kind(kind).check_method(spec, flag)
     canonical = canonical_spec(name, kwargs)
     build_method(canonical, alpha=0.1, scale=LikertScale())
     return canonical

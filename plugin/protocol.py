@@ -32,9 +32,7 @@ from numpy.typing import NDArray
 
 from judgecp.errors import InputError, did_you_mean, unknown
 
-#: Defaults that differ by kind.
-DEFAULT_SPLITS = {"likert": 10, "mcq": 10, "parc": 10, "pairwise": 1000}
-DEFAULT_METHODS = {"likert": ("naive", "lac"), "mcq": ("lac", "aps", "aps(randomized=False)", "raps", "margin")}
+#: Defaults that differ by kind are the kind's (:class:`judgecp.kinds.Kind`: ``default_splits``, ``default_methods``).
 DEFAULT_ALPHAS = (0.05, 0.10, 0.15, 0.20, 0.25)
 DEFAULT_CONTROLLERS = ("scope", "clopper_pearson", "naive", "heuristic", "vanilla")
 SIGNALS = ("bpe", "predictive", "verbalized", "agreement")
@@ -74,7 +72,9 @@ class Protocol:
 
     def levels(self, kind: str) -> tuple[float, ...]:
         """The levels a kind sweeps: pairwise controllers run at every one (the headline's included)."""
-        if kind == "pairwise":
+        from judgecp.kinds import get_kind
+
+        if get_kind(kind).levels_are_controller_levels:
             base = self.alphas or DEFAULT_ALPHAS
             return base if self.alpha is None or self.alpha in base else tuple(sorted({*base, float(self.alpha)}))
         return self.alphas or (self.level,)
@@ -83,14 +83,18 @@ class Protocol:
         """The seeds of the splits (``seeds``, or ``random_state .. random_state + splits - 1``)."""
         if self.seeds is not None:
             return self.seeds
-        n = self.splits if self.splits is not None else DEFAULT_SPLITS[kind]
+        from judgecp.kinds import get_kind
+
+        n = self.splits if self.splits is not None else get_kind(kind).default_splits
         return tuple(range(self.random_state, self.random_state + n))
 
     def n_splits(self, kind: str) -> int:
         return len(self.split_seeds(kind))
 
     def method_specs(self, kind: str) -> tuple[str, ...]:
-        return self.methods if self.methods is not None else DEFAULT_METHODS.get(kind, ())
+        from judgecp.kinds import get_kind
+
+        return self.methods if self.methods is not None else get_kind(kind).default_methods
 
     def controller_names(self) -> tuple[str, ...]:
         return self.controllers if self.controllers is not None else DEFAULT_CONTROLLERS
@@ -152,15 +156,6 @@ SETTINGS: dict[str, tuple[str, ...]] = {
     "jobs": ("jobs",),
 }
 _ALIASES = {alias: name for name, aliases in SETTINGS.items() for alias in aliases}
-#: Settings each kind uses; giving another is an error (it would be silently ignored).
-KIND_SETTINGS = {
-    "likert": {"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "mondrian", "group", "jobs"},
-    "mcq": {"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "group"},
-    "parc": {"alpha", "splits", "seeds", "random_state", "cal_fraction", "reference"},
-    "pairwise": {"alpha", "alphas", "splits", "random_state", "cal_fraction", "group", "signal", "controllers", "delta"},
-}
-
-
 def _number(value: Any, name: str, integer: bool = False) -> Any:
     if isinstance(value, bool):
         raise InputError(f"{name} must be a number, got {value!r}")
@@ -225,6 +220,9 @@ def parse_settings(
     every task of a run, of every kind); with ``ignore_unknown=False`` an
     unknown name is an error too.
     """
+    from judgecp.kinds import get_kind
+
+    uses = get_kind(kind).settings
     out: dict[str, Any] = {}
     for key, value in values.items():
         if value is None:
@@ -234,7 +232,7 @@ def parse_settings(
             if not ignore_unknown:
                 raise unknown("setting", key, SETTINGS)
             continue
-        if name not in KIND_SETTINGS[kind]:
+        if name not in uses:
             if other_kinds == "ignore":
                 continue
             raise InputError(f"{spell(name)} does not apply to kind {kind!r}")
@@ -281,6 +279,7 @@ def resolve_methods(items: Sequence[str], *, kind: str, spell: str = "methods") 
     defaults, and may be combined with further specs. An unknown name or
     parameter is an error naming the method's parameters.
     """
+    from judgecp.kinds import get_kind
     from judgecp.plugins import check_method_spec, method_classes, missing_dependency
 
     specs: list[str] = []
@@ -288,7 +287,7 @@ def resolve_methods(items: Sequence[str], *, kind: str, spell: str = "methods") 
     for item in items:
         if item == "all":
             for name, cls in method_classes().items():
-                if kind in ("mcq", "parc") and (cls.output != "set" or cls.ordinal):
+                if not get_kind(kind).accepts_method(cls):
                     continue
                 missing = missing_dependency(cls)
                 if missing is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 import numpy as np
@@ -27,7 +27,7 @@ def python_scalar(value: Any) -> bool | int | float | str | None:
 
 def to_strict(obj: Any) -> Any:
     """Plain-Python, strictly JSON-serialisable copy: NaN/inf -> ``None``, numpy -> Python."""
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         return {str(k): to_strict(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [to_strict(v) for v in obj]
@@ -39,9 +39,12 @@ def to_strict(obj: Any) -> Any:
     return str(obj)
 
 
-def dumps(report: dict[str, Any]) -> str:
-    """Strict JSON text (``allow_nan=False``), stable key order as built."""
-    return json.dumps(to_strict(report), indent=2, allow_nan=False) + "\n"
+def dumps(report: Mapping[str, Any]) -> str:
+    """Strict JSON text (``allow_nan=False``), stable key order as built; a result with its ``schema``."""
+    from judgecp.results import Result
+
+    obj = report.to_json() if isinstance(report, Result) else report
+    return json.dumps(to_strict(obj), indent=2, allow_nan=False) + "\n"
 
 
 def fmt(value: Any, digits: int = 3, missing: str = "-") -> str:
@@ -53,13 +56,13 @@ def fmt(value: Any, digits: int = 3, missing: str = "-") -> str:
     return str(value)
 
 
-def _pm(entry: dict[str, Any] | None, key: str, digits: int = 3) -> str:
+def _pm(entry: Mapping[str, Any] | None, key: str, digits: int = 3) -> str:
     if not entry:
         return "-"
     return f"{entry[key]:.{digits}f}±{entry[key + '_std']:.{digits}f}"
 
 
-def write_detail(report: dict[str, Any], name: str, out: TextIO) -> None:
+def write_detail(report: Mapping[str, Any], name: str, out: TextIO) -> None:
     """Coverage by ground-truth level and by judge error, informativeness, midpoints for one method."""
     m = report["methods"][name]
     kind = "interval" if m["interval"] is not None else "labels"
@@ -83,7 +86,7 @@ def write_detail(report: dict[str, Any], name: str, out: TextIO) -> None:
     )
 
 
-def write_table(report: dict[str, Any], out: TextIO, *, max_group_methods: int = 3) -> None:
+def write_table(report: Mapping[str, Any], out: TextIO, *, max_group_methods: int = 3) -> None:
     """Human-readable summary of a Likert report."""
     w = out.write
     w(f"judgecp evaluate: {report['input']['source']}\n")
@@ -161,20 +164,15 @@ def write_table(report: dict[str, Any], out: TextIO, *, max_group_methods: int =
             w("  (all methods in the JSON report)\n")
 
 
-def write_report(report: dict[str, Any], out: TextIO, *, detail: str | None = None) -> None:
+def write_report(report: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
     """The console table of any kind's report (Likert: with the detail of one method)."""
-    kind = report.get("kind", "likert")
-    if kind == "likert":
-        write_table(report, out)
-        if detail is not None:
-            write_detail(report, detail, out)
-    else:
-        noun, write_body = _TABLES[kind]
-        _head(report, out, noun)
-        write_body(report, out)
+    from judgecp.kinds import get_kind
+
+    get_kind(str(report.get("kind", "likert"))).write_console(report, out, detail=detail)
 
 
-def _head(report: dict[str, Any], out: TextIO, title: str) -> None:
+def write_head(report: Mapping[str, Any], out: TextIO, title: str) -> None:
+    """The first lines of a non-Likert kind's table: the input, what was used and excluded, the flags."""
     out.write(f"judgecp evaluate --kind {report['kind']}: {report['source']}\n")
     excl = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"]) or "none"
     out.write(f"  {title} used {report['n']} (read {report['n_read']}); excluded: {excl}\n")
@@ -182,7 +180,7 @@ def _head(report: dict[str, Any], out: TextIO, title: str) -> None:
         out.write("  flags (kept): " + ", ".join(f"{e['flag']} {e['count']}" for e in report["flags"]) + "\n")
 
 
-def write_pairwise_table(report: dict[str, Any], out: TextIO) -> None:
+def write_pairwise_table(report: Mapping[str, Any], out: TextIO) -> None:
     """Uncertainty quality per signal and risk/coverage per controller and level (below the head)."""
     w = out.write
     p = report["protocol"]
@@ -198,7 +196,7 @@ def write_pairwise_table(report: dict[str, Any], out: TextIO) -> None:
         w(f"  {name:16s}{cells}\n")
 
 
-def write_mcq_table(report: dict[str, Any], out: TextIO) -> None:
+def write_mcq_table(report: Mapping[str, Any], out: TextIO) -> None:
     """Coverage and set sizes per method (below the head)."""
     w = out.write
     w(f"  alpha {report['alpha']}, {len(report['protocol']['seeds'])} seeds; model accuracy {report['accuracy']:.3f}; "
@@ -209,7 +207,7 @@ def write_mcq_table(report: dict[str, Any], out: TextIO) -> None:
           f"{fmt(m['set_size_incorrect'], 2):>11s} {m['empty']:6.3f}\n")
 
 
-def write_parc_table(report: dict[str, Any], out: TextIO) -> None:
+def write_parc_table(report: Mapping[str, Any], out: TextIO) -> None:
     """PARC's calibrated scores by variation (below the head)."""
     w = out.write
     p = report["protocol"]
@@ -221,11 +219,3 @@ def write_parc_table(report: dict[str, Any], out: TextIO) -> None:
             entry = report[score]["variation"].get(v)
             cells.append(fmt(entry.get("calibrated")) if entry else "-")
         w(f"  {v:10s} {cells[0]:>12s} {cells[1]:>9s} {cells[2]:>10s} {cells[3]:>12s}\n")
-
-
-#: The table of each kind other than Likert: the noun its head counts, and the body below the head.
-_TABLES: dict[str, tuple[str, Callable[[dict[str, Any], TextIO], None]]] = {
-    "pairwise": ("pairs", write_pairwise_table),
-    "mcq": ("items", write_mcq_table),
-    "parc": ("records", write_parc_table),
-}

@@ -3,12 +3,17 @@
 A harness prints scalars, one per metric name, while the core's reports are
 nested dicts. A :class:`Metric` names one scalar and says how to read it from
 a report; the functions below list every kind's metrics in the order a
-harness shows them (lm-eval's ``results_*.json``, which ``judgecp gate``
-reads by these names). Reading is the same for every kind
-(:func:`read_metric`): a count (``always``) is defined even when the report
-is not; every other metric is NaN when the report has an ``error`` or lacks
-the value. ``<m>_stderr`` right after ``<m>`` is the standard deviation over
-splits (lm-eval's stderr column).
+harness shows them (lm-eval's ``results_*.json``; :meth:`judgecp.results.Result.scalars`,
+which ``judgecp gate`` reads, by the same names). Reading is the same for
+every kind (:func:`metric_value`): a count (``always``) is defined even when
+the report is not; every other metric is undefined (``None``; NaN in a
+harness's table, :func:`read_metric`) when the report has an ``error`` or
+holds ``null`` there, or when an entry of a data-dependent table is absent
+(a category, model or variation with no rows). A key the report should have
+and lacks (a renamed metric, a truncated file) is a
+:class:`judgecp.results.MetricError` naming the key, never a NaN.
+``<m>_stderr`` right after ``<m>`` is the standard deviation over splits
+(lm-eval's stderr column).
 
 Nothing here computes a statistic: the reports come from
 :func:`judgecp.evaluate`, :func:`judgecp.calibrators.apply` and
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judgecp.protocol import Protocol
+from judgecp.results import MetricError
 
 #: Point metrics of the judge's own score (no stderr: they use every valid row).
 POINT_METRICS = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae")
@@ -43,25 +49,32 @@ class Metric:
     """
 
     name: str
-    read: Callable[[dict[str, Any]], float | None]
+    read: Callable[[Mapping[str, Any]], Any]
     higher_is_better: bool | None
     always: bool = False
 
 
-def read_metric(report: dict[str, Any], metric: Metric) -> float:
-    """The metric's value as a float; NaN when undefined (lm-eval writes it as NaN)."""
+def metric_value(report: Mapping[str, Any], metric: Metric) -> float | None:
+    """The metric's value: a float, ``None`` where undefined, a :class:`MetricError` where the key is missing."""
+    from judgecp.results import scalar
+
     if metric.always:
         return float(metric.read(report) or 0)
     if "error" in report:
-        return math.nan
+        return None
     try:
-        value = metric.read(report)
-    except (KeyError, TypeError):
-        return math.nan
-    return math.nan if value is None else float(value)
+        return scalar(metric.read(report), metric.name)
+    except MetricError as exc:
+        raise MetricError(f"metric {metric.name!r}: {exc}") from None
 
 
-def metric_values(report: dict[str, Any], metrics: Sequence[Metric]) -> dict[str, float]:
+def read_metric(report: Mapping[str, Any], metric: Metric) -> float:
+    """The metric's value as a float for a harness's table: NaN where undefined (lm-eval writes it as NaN)."""
+    value = metric_value(report, metric)
+    return math.nan if value is None else value
+
+
+def metric_values(report: Mapping[str, Any], metrics: Sequence[Metric]) -> dict[str, float]:
     """Every metric's value in ``report``, by name (as a harness's aggregations read them)."""
     return {m.name: read_metric(report, m) for m in metrics}
 
@@ -71,41 +84,65 @@ def metric_suffix(spec: str) -> str:
     return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9]+", "_", spec)).strip("_")
 
 
+def excluded_count(report: Mapping[str, Any]) -> int:
+    """Rows left out, all reasons together."""
+    return sum(int(e["count"]) for e in report.get("excluded") or ())
+
+
 def _counts(n_key: str = "n") -> list[Metric]:
-    return [Metric(n_key, lambda r: r["n"], None, always=True),
-            Metric("excluded", lambda r: r["n_excluded"], False, always=True)]
+    return [Metric(n_key, _pick("n"), None, always=True),
+            Metric("excluded", excluded_count, False, always=True)]
 
 
-def _with_stderr(name: str, read: Callable[[dict[str, Any]], Any], key: str, higher: bool | None) -> list[Metric]:
-    """``<name>`` then ``<name>_stderr`` (the std over splits fills lm-eval's stderr column)."""
-    return [Metric(name, lambda r: read(r)[key], higher), Metric(f"{name}_stderr", lambda r: read(r)[f"{key}_std"], None)]
+class Entry(str):
+    """A key of a data-dependent table (a category, model, variation): absent means undefined, not an error."""
+
+    __slots__ = ()
 
 
-def _pick(*keys: str) -> Callable[[dict[str, Any]], Any]:
-    def read(report: dict[str, Any]) -> Any:
+def _pick(*keys: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A reader of the value at ``keys``: ``None`` once a value on the way is null or an :class:`Entry` is
+    absent; a :class:`MetricError` naming the path when any other key is missing."""
+
+    def read(report: Mapping[str, Any]) -> Any:
         node: Any = report
-        for key in keys:
+        for depth, key in enumerate(keys):
+            if node is None:
+                return None
+            if not isinstance(node, Mapping) or key not in node:
+                if isinstance(key, Entry) and isinstance(node, Mapping):
+                    return None
+                raise MetricError(f"the report has no {'.'.join(keys[: depth + 1])!r}")
             node = node[key]
         return node
 
     return read
 
 
-def likert_metrics(protocol: Protocol) -> list[Metric]:
+def _with_stderr(name: str, keys: Sequence[str], higher: bool | None) -> list[Metric]:
+    """``<name>`` at ``keys``, then ``<name>_stderr`` at ``keys`` + ``_std`` (lm-eval's stderr column)."""
+    *path, last = keys
+    return [Metric(name, _pick(*path, last), higher), Metric(f"{name}_stderr", _pick(*path, f"{last}_std"), None)]
+
+
+def likert_metrics(protocol: Protocol, interval: Mapping[str, bool] | None = None) -> list[Metric]:
     """Per method: ``coverage_<m>`` (label set), ``width_<m>`` (max - min), interval methods
     ``interval_width_<m>`` (u - l), each with ``_stderr``; ``full_range_<m>``; then the judge's
-    point metrics, ``n`` and ``excluded``."""
+    point metrics, ``n`` and ``excluded``. ``interval`` says which methods are interval methods (a report
+    read back says it itself); by default the registered method classes do."""
     from judgecp.plugins import method_classes, parse_method_spec
 
-    classes = method_classes()
+    if interval is None:
+        classes = method_classes()
+        interval = {spec: classes[parse_method_spec(spec)[0]].output == "interval"
+                    for spec in protocol.method_specs("likert")}
     metrics = _counts()
     for spec in protocol.method_specs("likert"):
         s = metric_suffix(spec)
-        labels, interval = _pick("methods", spec, "labels"), _pick("methods", spec, "interval")
-        metrics += _with_stderr(f"coverage_{s}", labels, "coverage", None)
-        metrics += _with_stderr(f"width_{s}", labels, "width", False)
-        if classes[parse_method_spec(spec)[0]].output == "interval":
-            metrics += _with_stderr(f"interval_width_{s}", interval, "width", False)
+        metrics += _with_stderr(f"coverage_{s}", ("methods", spec, "labels", "coverage"), None)
+        metrics += _with_stderr(f"width_{s}", ("methods", spec, "labels", "width"), False)
+        if interval[spec]:
+            metrics += _with_stderr(f"interval_width_{s}", ("methods", spec, "interval", "width"), False)
         metrics.append(Metric(f"full_range_{s}", _pick("methods", spec, "full_range"), False))
     metrics += [Metric(key, _pick("point", key), key != "mae") for key in POINT_METRICS]
     return metrics
@@ -123,13 +160,13 @@ def pairwise_metrics(protocol: Protocol) -> list[Metric]:
         Metric("bpe", _pick("bpe_mean"), False),
     ]
     for signal in PAIRWISE_SIGNALS:
-        metrics += [Metric(f"{key}_{signal}", _pick("uncertainty", signal, key), key != "ece") for key in UNCERTAINTY_KEYS]
+        metrics += [Metric(f"{key}_{signal}", _pick("uncertainty", Entry(signal), key), key != "ece")
+                    for key in UNCERTAINTY_KEYS]
     for controller in protocol.controller_names():
         for alpha in protocol.levels("pairwise"):
             a = f"{alpha:g}"
-            entry = _pick("controllers", controller, a)
-            metrics += _with_stderr(f"risk_{controller}_{a}", entry, "risk", False)
-            metrics += _with_stderr(f"coverage_{controller}_{a}", entry, "coverage", True)
+            metrics += _with_stderr(f"risk_{controller}_{a}", ("controllers", controller, a, "risk"), False)
+            metrics += _with_stderr(f"coverage_{controller}_{a}", ("controllers", controller, a, "coverage"), True)
     return metrics
 
 
@@ -141,18 +178,17 @@ def mcq_metrics(protocol: Protocol, categories: Sequence[str] = ()) -> list[Metr
     specs = protocol.method_specs("mcq")
     for spec in specs:
         s = metric_suffix(spec)
-        entry = _pick("methods", spec)
-        metrics += _with_stderr(f"coverage_{s}", entry, "coverage", None)
-        metrics += _with_stderr(f"set_size_{s}", entry, "set_size", False)
+        metrics += _with_stderr(f"coverage_{s}", ("methods", spec, "coverage"), None)
+        metrics += _with_stderr(f"set_size_{s}", ("methods", spec, "set_size"), False)
         metrics += [Metric(f"set_size_correct_{s}", _pick("methods", spec, "set_size_correct"), False),
                     Metric(f"set_size_incorrect_{s}", _pick("methods", spec, "set_size_incorrect"), None),
                     Metric(f"empty_{s}", _pick("methods", spec, "empty"), False)]
     for category in categories:
         c = metric_suffix(category)
-        metrics.append(Metric(f"accuracy_{c}", _pick("by_category", category, "accuracy"), True))
+        metrics.append(Metric(f"accuracy_{c}", _pick("by_category", Entry(category), "accuracy"), True))
         for spec in specs[:1]:
             s = metric_suffix(spec)
-            metrics += [Metric(f"{key}_{s}_{c}", _pick("by_category", category, "methods", spec, key),
+            metrics += [Metric(f"{key}_{s}_{c}", _pick("by_category", Entry(category), "methods", spec, key),
                                None if key == "coverage" else False) for key in ("coverage", "set_size")]
     return metrics
 
@@ -163,23 +199,23 @@ def parc_metrics(variations: Sequence[str], families: Sequence[str], datasets: S
     metrics = _counts()
     for score in PARC_SCORES:
         metrics.append(Metric(score, _model_score(score), True))
-        metrics += [Metric(f"{score}_{v}", _pick(score, "variation", v, "calibrated"), True)
+        metrics += [Metric(f"{score}_{v}", _pick(score, "variation", Entry(v), "calibrated"), True)
                     for v in variations if not (score == "consistency" and v == "O")]
-        metrics += [Metric(f"{score}_{f}", _pick(score, "family", f, "calibrated"), True) for f in families]
+        metrics += [Metric(f"{score}_{f}", _pick(score, "family", Entry(f), "calibrated"), True) for f in families]
         if len(datasets) > 1:
-            metrics += [Metric(f"{score}_dataset_{metric_suffix(d)}", _pick(score, "dataset", d, "calibrated"), True)
-                        for d in datasets]
+            metrics += [Metric(f"{score}_dataset_{metric_suffix(d)}", _pick(score, "dataset", Entry(d), "calibrated"),
+                               True) for d in datasets]
     return metrics
 
 
-def _model_score(score: str) -> Callable[[dict[str, Any]], Any]:
-    """The one model's calibrated ``score`` (a harness run has one model); undefined (KeyError) otherwise."""
+def _model_score(score: str) -> Callable[[Mapping[str, Any]], Any]:
+    """The one model's calibrated ``score`` (a harness run has one model); undefined (None) otherwise."""
 
-    def read(report: dict[str, Any]) -> Any:
-        by_model: Mapping[str, Any] = report[score]["model"]
+    def read(report: Mapping[str, Any]) -> Any:
+        by_model: Mapping[str, Any] = _pick(score, "model")(report)
         if len(by_model) != 1:
-            raise KeyError("not exactly one model")
-        return next(iter(by_model.values()))["calibrated"]
+            return None
+        return _pick("calibrated")(next(iter(by_model.values())))
 
     return read
 
@@ -190,7 +226,7 @@ def ensemble_metrics(with_mixture: bool) -> list[Metric]:
     metrics = [
         Metric("n_items", _pick("n_items"), None, always=True),
         Metric("n_prompts", _pick("n_prompts"), None, always=True),
-        Metric("excluded", _pick("n_excluded"), False, always=True),
+        Metric("excluded", excluded_count, False, always=True),
     ]
     for method in ENSEMBLE_METHODS if with_mixture else ENSEMBLE_METHODS[:2]:
         for score in ENSEMBLE_SCORES:
@@ -204,24 +240,15 @@ def ensemble_metrics(with_mixture: bool) -> list[Metric]:
 def calibrated_metrics(kind: str) -> list[Metric]:
     """The metrics of a saved calibrator applied to a run (:func:`judgecp.calibrators.apply`'s summary).
 
-    ``n``, ``excluded``; pairwise ``abstention_rate`` and ``risk_labeled`` (error among accepted),
-    other kinds ``set_size``, ``singleton_share`` and ``coverage_labeled`` (on the labeled records);
-    ``drift_p_value``; the PPI++ ``corrected_score`` with ``_stderr``, ``_lower``, ``_upper``; and
-    ``judge_score``, the judge's own mean.
+    ``n`` (records applied), ``n_read``, ``excluded``; the kind's per-item summaries
+    (:meth:`judgecp.kinds.Kind.applied_metrics`: Likert and multiple choice ``set_size``,
+    ``singleton_share``, ``empty_sets``, ``coverage_labeled``; pairwise ``abstention_rate`` and
+    ``risk_labeled``); ``drift.p_value`` and ``drift.alarm``; the PPI++ estimate
+    ``estimate.ppi.mean`` / ``.lower`` / ``.upper`` / ``.se``, the same for ``estimate.labeled_only``
+    and ``estimate.judge_only`` (the judge's own mean), ``estimate.effective_sample_size``,
+    ``estimate.judge_bias``, ``estimate.n_labeled``, ``estimate.n_unlabeled``.
     """
-    metrics = _counts()
-    if kind == "pairwise":
-        metrics += [Metric("abstention_rate", _pick("abstention_rate"), False),
-                    Metric("risk_labeled", _pick("labeled", "error_among_accepted"), False)]
-    else:
-        metrics += [Metric("set_size", _pick("mean_set_size"), False),
-                    Metric("singleton_share", _pick("singleton_share"), True),
-                    Metric("coverage_labeled", _pick("labeled", "coverage"), None)]
-    ppi = ("estimate", "estimate", "ppi")
-    metrics += [Metric("drift_p_value", _pick("drift", "p_value"), True),
-                Metric("corrected_score", _pick(*ppi, "mean"), None),
-                Metric("corrected_score_stderr", _pick(*ppi, "se"), None),
-                Metric("corrected_score_lower", _pick(*ppi, "lower"), None),
-                Metric("corrected_score_upper", _pick(*ppi, "upper"), None),
-                Metric("judge_score", _pick("estimate", "estimate", "judge_only", "mean"), None)]
-    return metrics
+    from judgecp.calibrators.results import apply_metrics
+    from judgecp.kinds import get_kind
+
+    return apply_metrics(get_kind(kind).applied_metrics())

@@ -65,15 +65,17 @@ def test_calibrated_headline_of_an_applied_calibrator() -> None:
     cal = calibrate(data.take(np.arange(300)), method="lac", alpha=0.1)
     summary = apply(cal, data.take(np.arange(300, 600))).summary
     h = calibrated_headline(summary)
-    assert h["n"] == 300.0 and h["excluded"] == 0.0 and h["set_size"] == summary["mean_set_size"]
+    assert h["n"] == 300 and h["excluded"] == 0 and h["set_size"] == summary["mean_set_size"]
     assert h["coverage_labeled"] == summary["labeled"]["coverage"]
     assert 0.8 < h["coverage_labeled"] <= 1.0  # the calibrator's promise on exchangeable rows (alpha 0.1)
-    assert set(h) >= {"drift_p_value", "corrected_score", "corrected_score_lower", "corrected_score_upper",
-                      "judge_score"}
-    assert all(type(v) is float for v in h.values())
+    assert set(h) >= {"drift.p_value", "drift.alarm", "estimate.ppi.mean", "estimate.ppi.lower", "estimate.ppi.upper",
+                      "estimate.judge_only.mean"}
+    counts = ("n", "n_read", "excluded")
+    assert all(type(h[k]) is int for k in counts)  # JSON integers, not 300.0
+    assert all(v is None or type(v) is float for k, v in h.items() if k not in counts)
     pairs = simulate_pairwise_judge(800, seed=5)
     pcal = calibrate(pairs.take(np.arange(400)), alpha=0.15)
     ph = calibrated_headline(apply(pcal, pairs.take(np.arange(400, 800))).summary)
     assert "abstention_rate" in ph and "risk_labeled" in ph and "set_size" not in ph
-    empty = {"kind": "likert", "n_applied": 0, "excluded": [{"count": 2}], "drift": {}}
-    assert math.isnan(calibrated_headline(empty)["coverage_labeled"]) and calibrated_headline(empty)["excluded"] == 2.0
+    empty = {"kind": "likert", "error": "no usable rows", "n": 2, "n_applied": 0, "excluded": [{"count": 2}]}
+    assert calibrated_headline(empty)["coverage_labeled"] is None and calibrated_headline(empty)["excluded"] == 2

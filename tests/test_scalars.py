@@ -25,7 +25,6 @@ def test_likert_metrics_read_the_core_report() -> None:
     data = simulate_likert_judge(n=300, seed=1)
     protocol = Protocol(methods=("naive", "lac", "lac(probabilities=recalibrated)"), seeds=(0, 1, 2))
     report = evaluate(data, protocol)
-    report["n_excluded"] = 0
     got = metric_values(report, likert_metrics(protocol))
     naive = report["methods"]["naive"]
     assert got["coverage_naive"] == naive["labels"]["coverage"] and got["coverage_naive_stderr"] == naive["labels"]["coverage_std"]
@@ -40,20 +39,33 @@ def test_likert_metrics_read_the_core_report() -> None:
 
 def test_an_undefined_report_keeps_its_counts_and_nothing_else() -> None:
     protocol = Protocol(methods=("naive",))
-    broken = {"error": "too few usable records", "n": 3, "n_excluded": 2, "excluded": [], "methods": {}}
+    broken = {"error": "too few usable records", "n": 3, "excluded": [{"reason": "label_missing", "count": 2}],
+              "methods": {}}
     got = metric_values(broken, likert_metrics(protocol))
     assert got["n"] == 3 and got["excluded"] == 2
     assert math.isnan(got["coverage_naive"]) and math.isnan(got["pearson"])
-    # a missing value is NaN, never a KeyError; a count that is None is 0
-    assert math.isnan(read_metric({"n": 1, "n_excluded": 0}, likert_metrics(protocol)[2]))
-    assert read_metric({"n": None, "n_excluded": 0}, likert_metrics(protocol)[0]) == 0.0
+    assert read_metric({"n": None, "excluded": []}, likert_metrics(protocol)[0]) == 0.0  # a count that is None is 0
+
+
+def test_a_missing_key_is_an_error_naming_it_and_null_is_undefined() -> None:
+    from judgecp.results import MetricError
+    from judgecp.scalars import metric_value
+
+    protocol = Protocol(methods=("naive",), seeds=(0, 1))
+    report = evaluate(simulate_likert_judge(n=200, seed=3), protocol).to_json()
+    coverage = next(m for m in likert_metrics(protocol) if m.name == "coverage_naive")
+    renamed = {**report, "methods": {"naive": {**report["methods"]["naive"], "labels": {"cover": 0.9}}}}
+    with pytest.raises(MetricError, match=r"coverage_naive.*methods\.naive\.labels\.coverage"):
+        metric_value(renamed, coverage)
+    nulled = {**report, "methods": {"naive": {**report["methods"]["naive"],
+                                              "labels": {**report["methods"]["naive"]["labels"], "coverage": None}}}}
+    assert metric_value(nulled, coverage) is None and math.isnan(read_metric(nulled, coverage))
 
 
 def test_multiple_choice_and_parc_metrics_read_the_core_report() -> None:
     records = simulate_mcq_records(n=240, seed=0)
     protocol = Protocol(methods=("lac", "aps"), seeds=(0, 1))
     report = evaluate(from_records(records), protocol)
-    report["n_excluded"] = 0
     categories = sorted(report["by_category"])
     got = metric_values(report, mcq_metrics(protocol, categories))
     assert got["set_size_aps"] == report["methods"]["aps"]["set_size"] and got["accuracy"] == report["accuracy"]
@@ -62,7 +74,6 @@ def test_multiple_choice_and_parc_metrics_read_the_core_report() -> None:
     assert not any(name.startswith("coverage_aps_") and not name.endswith("stderr") for name in got)  # first method only
 
     parc = evaluate(from_records(simulate_parc_records(n_sources=40, seed=2)), Protocol(seeds=(0, 1)))
-    parc["n_excluded"] = 0
     values = metric_values(parc, parc_metrics(["O", "LR-I"], ["LR"]))
     assert values["reliability"] == next(iter(parc["reliability"]["model"].values()))["calibrated"]
     assert values["certainty_LR-I"] == parc["certainty"]["variation"]["LR-I"]["calibrated"]
@@ -79,7 +90,7 @@ def test_pairwise_ensemble_and_calibrated_names() -> None:
     assert not any(m.name.endswith("mixture") for m in ensemble_metrics(False))
     assert "risk_labeled" in [m.name for m in calibrated_metrics("pairwise")]
     likert = {m.name for m in calibrated_metrics("likert")}
-    assert {"set_size", "coverage_labeled", "corrected_score_stderr", "judge_score"} <= likert
+    assert {"set_size", "coverage_labeled", "estimate.ppi.se", "estimate.judge_only.mean", "drift.alarm"} <= likert
     assert {m.name for m in calibrated_metrics("parc")} == likert  # PARC runs are applied as multiple choice
 
 

@@ -4,17 +4,19 @@ With a calibrator, a judgecp task does not run the repeated-split study (which
 needs labels): it applies the calibrator to the task's records, labeled or
 not, and reports per task
 
-* ``n``, ``excluded``;
-* Likert and multiple choice: ``set_size`` (mean), ``singleton_share``;
-  pairwise: ``abstention_rate``;
+* ``n``, ``n_read``, ``excluded``;
+* Likert and multiple choice: ``set_size`` (mean), ``singleton_share``,
+  ``empty_sets``; pairwise: ``abstention_rate``;
 * ``coverage_labeled`` (pairwise ``risk_labeled``: error among accepted) on
   the documents that have a label (NaN when none has);
-* ``drift_p_value``: the KS test of the run's judge statistic against the
-  calibration items' (small: the run does not look like the calibration data);
-* ``corrected_score`` (with ``corrected_score_stderr``, ``_lower``,
-  ``_upper``): the PPI++ mean human score / win rate / accuracy, the
-  calibrator's labeled items standing in for labels, next to ``judge_score``,
-  the judge's own mean.
+* ``drift.p_value`` and ``drift.alarm``: the KS test of the run's judge
+  statistic against the calibration items' (small: the run does not look like
+  the calibration data);
+* ``estimate.ppi.mean`` (with ``.se``, ``.lower``, ``.upper``): the PPI++ mean
+  human score / win rate / accuracy, the calibrator's labeled items standing
+  in for labels, next to ``estimate.judge_only.mean``, the judge's own mean,
+  and ``estimate.labeled_only.*``. NaN when the estimate is degenerate or
+  withheld (:meth:`judgecp.results.Result.untrusted`).
 
 ``calibrator_force: true`` applies a calibrator of another judge, prompt or
 scale (warned); without it such a run's metrics are NaN (but ``n`` and
@@ -33,8 +35,6 @@ from judgecp.adapters.lm_eval.metrics import cached_report, counted
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.scale import LikertScale
 
-_KIND = {"likert": "likert", "pairwise": "pairwise", "mcq": "mcq", "parc": "mcq"}
-
 
 def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
     """The calibrator ``--metadata`` names (checked against the task's kind), or ``None``."""
@@ -42,35 +42,38 @@ def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
     if not path:
         return None
     from judgecp.calibrators import Calibrator
+    from judgecp.kinds import calibration_kind
 
     cal = Calibrator.load(str(path))
-    if _KIND.get(kind, kind) != cal.kind:
+    if calibration_kind(kind).name != cal.kind:
         raise InputError(f"metadata calibrator {path}: a {cal.kind} calibrator, this task's records are {kind}")
     cal.extra["force"] = bool(metadata.get("calibrator_force", False))
     return cal
 
 
 def calibrated_report(records: Sequence[Mapping[str, Any]], cal: Any, kind: str, *, task: str = "",
-                      scale: LikertScale | None = None) -> dict[str, Any]:
+                      scale: LikertScale | None = None) -> Mapping[str, Any]:
     """:func:`judgecp.calibrators.apply`'s summary of the task's records, cached per content."""
     settings = ["calibrated", kind, id(cal), cal.source, cal.method, cal.alpha, bool(cal.extra.get("force")), str(scale)]
     return cached_report(records, settings, lambda ordered: _compute(ordered, cal, kind, task, scale))
 
 
 def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
-             scale: LikertScale | None) -> dict[str, Any]:
+             scale: LikertScale | None) -> Mapping[str, Any]:
     from judgecp.calibrators import apply
+    from judgecp.calibrators.results import ApplyResult
     from judgecp.data import from_records
 
-    options: dict[str, Any] = {"scale": scale} if kind == "likert" and scale is not None else {}
     data = None
     try:
-        data = from_records(records, kind, source=f"lm-eval task {task}".strip(), require_label=False, **options)
+        data = from_records(records, kind, source=f"lm-eval task {task}".strip(), require_label=False, scale=scale)
         summary: dict[str, Any] = apply(cal, data, force=bool(cal.extra.get("force"))).summary
     except NoUsableRecords as exc:
-        summary = {"error": str(exc), "n": exc.n_read, "excluded": exc.excluded.to_json()}
+        summary = {"kind": cal.kind, "error": str(exc), "n": exc.n_read, "n_applied": 0,
+                   "excluded": exc.excluded.to_json()}
     except InputError as exc:  # another judge, prompt or scale: every metric NaN, the run's results kept
         if data is None:
             raise
-        summary = {"error": str(exc), "n": data.n_read, "excluded": data.excluded.to_json()}
-    return counted(summary, task, log_excluded=False)
+        summary = {"kind": cal.kind, "error": str(exc), "n": data.n_read, "n_applied": 0,
+                   "excluded": data.excluded.to_json()}
+    return counted(ApplyResult(summary), task, log_excluded=False)

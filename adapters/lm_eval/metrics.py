@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -30,7 +31,8 @@ from judgecp.data import Fields, from_records
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.evaluation import evaluate
 from judgecp.protocol import Protocol, misspelled_settings, parse_settings
-from judgecp.scalars import Metric, read_metric
+from judgecp.results import Result
+from judgecp.scalars import Metric, excluded_count, read_metric
 from judgecp.scale import LikertScale
 
 logger = logging.getLogger("lm_eval.judgecp")
@@ -91,10 +93,9 @@ def task_report(
 
 def _compute(records: list[Record], kind: str, protocol: Protocol, task: str, scale: LikertScale | None) -> dict[str, Any]:
     source = f"lm-eval task {task}".strip()
-    options = {"scale": scale} if kind == "likert" and scale is not None else {}
     data = None
     try:
-        data = from_records(records, kind, Fields(group=protocol.mondrian), source=source, **options)
+        data = from_records(records, kind, Fields(group=protocol.mondrian), source=source, scale=scale)
         report = evaluate(data, protocol)
     except NoUsableRecords as exc:
         report = undefined_report(str(exc), exc.n_read, 0, exc.excluded.to_json())
@@ -105,15 +106,15 @@ def _compute(records: list[Record], kind: str, protocol: Protocol, task: str, sc
     return counted(report, task)
 
 
-def counted(report: dict[str, Any], task: str, *, log_excluded: bool = True) -> dict[str, Any]:
-    """``report`` with ``n_excluded`` added; logged: why it is undefined, what it excluded, its warnings."""
+def counted(report: Mapping[str, Any], task: str, *, log_excluded: bool = True) -> Mapping[str, Any]:
+    """``report``, logged: why it is undefined, what it excluded, its warnings."""
     name = task or "task"
-    report["n_excluded"] = sum(e["count"] for e in report["excluded"])
+    n_excluded = excluded_count(report)
     if "error" in report:
         logger.warning("judgecp: %s: metrics undefined: %s", name, report["error"])
-    if log_excluded and report["n_excluded"]:
+    if log_excluded and n_excluded:
         reasons = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"])
-        logger.warning("judgecp: %s: %d excluded: %s", name, report["n_excluded"], reasons)
+        logger.warning("judgecp: %s: %d excluded: %s", name, n_excluded, reasons)
     for warning in report.get("warnings", []):
         logger.warning("judgecp: %s: %s", name, warning["message"])
     return report
@@ -133,7 +134,10 @@ def aggregations(
     for metric in metrics:
 
         def aggregate(records: Sequence[Record], metric: Metric = metric) -> float:
-            return read_metric(report_of(records), metric)
+            report = report_of(records)
+            if isinstance(report, Result) and metric.name in report.untrusted():
+                return math.nan  # a degenerate or withheld estimate: undefined, and logged with the summary
+            return read_metric(report, metric)
 
         aggregate.__name__ = f"judgecp_{metric.name}"
         out[metric.name] = aggregate

@@ -7,9 +7,9 @@ row, labeled or not, writes the summary beside the prediction file as
 ``<stem>_calibrated.json`` and returns the plain-number headline VLMEvalKit
 logs (:func:`judgecp.headline.calibrated_headline`: ``n``, ``excluded``,
 ``set_size`` and ``singleton_share`` (pairwise ``abstention_rate``),
-``coverage_labeled`` (pairwise ``risk_labeled``), ``drift_p_value``,
-``corrected_score`` with ``corrected_score_lower`` / ``_upper``, and
-``judge_score``; docs/calibrators.md). Nothing here imports
+``coverage_labeled`` (pairwise ``risk_labeled``), ``drift.p_value``,
+``drift.alarm``, ``estimate.ppi.mean`` with ``.lower`` / ``.upper``, and
+``estimate.judge_only.mean``; docs/calibrators.md). Nothing here imports
 VLMEvalKit.
 """
 
@@ -39,12 +39,13 @@ def calibrated_evaluation(
     from judgecp.adapters.vlmeval.evaluation import prediction_batch
     from judgecp.calibrators import Calibrator, apply
     from judgecp.data import from_table
+    from judgecp.kinds import calibration_kind
     from judgecp.report import dumps
 
     cal = calibrator if isinstance(calibrator, Calibrator) else Calibrator.load(str(calibrator))
-    kind = {"likert": "likert", "pairwise": "pairwise", "mcq": "mcq"}[cal.kind]
+    kind = cal.kind
     batch = prediction_batch(prediction_file, kind=kind, sidecars=sidecars, dataset=dataset)
-    if batch.kind not in (None, kind) and not (batch.kind == "parc" and kind == "mcq"):
+    if batch.kind is not None and calibration_kind(batch.kind).name != kind:
         raise InputError(f"{prediction_file}: a {batch.kind} prediction file; the calibrator is for {cal.kind} judges")
     data = from_table(batch.table(), kind, require_label=False)
     summary = apply(cal, data, force=force).summary

@@ -53,6 +53,7 @@ from judgecp.headline import report_headline
 from judgecp.plugins import RecordBatch
 from judgecp.protocol import Protocol, parse_settings
 from judgecp.report import dumps
+from judgecp.results import StudyResult
 from judgecp.tables import Table, table_from_rows
 
 log = logging.getLogger("judgecp.vlmeval")
@@ -243,7 +244,7 @@ def evaluate_prediction_file(
         section["build"] = {k: build_manifest.get(k) for k in ("dataset", "tsv_md5", "built_at", "rows_read",
                                                                  "rows_written", "source")}
     report, data = evaluate_table(table, spec.kind, spec, protocol, excluded_at_load)
-    report["vlmeval"] = {**table.summary(), **section}  # the summary after the records were built: flags
+    report = StudyResult({**report, "vlmeval": {**table.summary(), **section}})  # the summary after the records: flags
     out_file = metric_path(prediction_file, spec.kind) if write else None
     if out_file is not None:
         out_file.write_text(dumps(report), encoding="utf-8")

@@ -33,8 +33,8 @@ from judgecp.adapters.vlmeval.runtime import (
 )
 from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
 from judgecp.capture.generate import GenerateCapture, generate_record
-from judgecp.data import SHAPE_OF_KIND
 from judgecp.errors import InputError
+from judgecp.kinds import get_kind, kind_names
 
 LP_SUFFIX = "-lp"
 
@@ -89,7 +89,7 @@ def attach_capture(
         with GenerateCapture() as capture:
             text = inner(message=message, dataset=dataset)
         text = "" if text is None else str(text)
-        if kind not in SHAPE_OF_KIND:
+        if kind not in kind_names() or not get_kind(kind).record_shape:
             raise InputError(f"{dataset}: no logprob record builder for kind {kind!r}")
         record = generate_record(capture.calls, tok, kind, scale=spec.scale if spec is not None else None,
                                  letters=row_letters(meta, spec))

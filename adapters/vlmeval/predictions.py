@@ -60,12 +60,12 @@ from judgecp.adapters.vlmeval.specs import (
     spec_for,
 )
 from judgecp.capture.generate import CAPTURE_FAILURE_FLAGS
-from judgecp.data import KIND_OF_SHAPE, KINDS, SHAPE_OF_KIND
 from judgecp.data.choice import LETTERS, row_options, variation_name
 from judgecp.data.fields import to_list, to_object
 from judgecp.data.pair import ORDERS_FWD, ORDERS_REV
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.kinds import get_kind, kind_names, kind_of_shape
 from judgecp.records import (
     FIELDS,
     choice_record,
@@ -188,9 +188,9 @@ def legacy_record(old: dict[str, Any]) -> dict[str, Any] | None:
     ``judge``, the rest ``meta``. ``None`` when ``old`` is not such a record.
     """
     kind = old.get("kind")
-    if old.get("v") != 1 or kind not in SHAPE_OF_KIND:
+    if old.get("v") != 1 or kind not in kind_names() or not get_kind(kind).record_shape:
         return None
-    shape = SHAPE_OF_KIND[kind]
+    shape = get_kind(kind).record_shape
     meta = {k: old[k] for k in ("stage", "position", "n_tokens", "letters", "source", "prediction_sha1", "written_at")
             if k in old}
     record = judge_output(shape, logprobs=old.get("logprobs"), prediction=old.get("parsed" if shape == "score" else "answer"),
@@ -361,8 +361,8 @@ def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, 
     records' shape (an ``-lp`` model on VLMEvalKit's multiple-choice
     benchmarks writes ``choice`` records into the sidecar: ``mcq``).
     """
-    if kind is not None and kind not in KINDS:
-        raise InputError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
+    if kind is not None:
+        get_kind(kind)  # an unknown kind is an error naming the kinds
     found = spec_for(table.dataset) if table.dataset is not None else None
     if found is None and table.record_dataset() is not None:
         found = spec_for(str(table.record_dataset()))
@@ -375,7 +375,7 @@ def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, 
         elif not columns and KIND_COLUMN in table.columns:
             kind = "likert"
         else:
-            record_kinds = {KIND_OF_SHAPE[r.record["shape"]] for r in table.rows if r.record}
+            record_kinds = {kind_of_shape(r.record["shape"]).name for r in table.rows if r.record}
             if len(record_kinds) == 1:
                 kind = record_kinds.pop()
     if kind is None:

@@ -225,4 +225,6 @@ def calibrated_estimate(cal: Calibrator, data: Any, alpha: float | None = None) 
     out: dict[str, Any] = ppi_mean(y, f, proxy[unlabeled], alpha=cal.alpha if alpha is None else alpha)
     out.update(target=name, labeled_from="calibrator" if unlabeled.all() else "calibrator+run",
                n_labeled_calibrator=int(cal.ppi_labels.size))
-    return out
+    from judgecp.calibrators.results import with_degenerate
+
+    return with_degenerate(out)

@@ -50,9 +50,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from judgecp.data import SHAPE_OF_KIND
 from judgecp.extraction import DEFAULT_FLOOR, letter_output, score_output
 from judgecp.extraction import label_token_ids as core_label_token_ids
+from judgecp.kinds import get_kind
 from judgecp.records import judge_output
 from judgecp.records.schema import Shape
 from judgecp.scale import LikertScale
@@ -229,8 +229,8 @@ def generate_record(
     calls: Sequence[GenerateCall], tokenizer: Any, kind: str, *, scale: LikertScale | None = None,
     letters: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The judge output of ``kind`` (``likert``: :func:`likert_record`; the others: :func:`letter_record`)."""
-    if kind == "likert":
+    """The judge output of ``kind`` (scores, ``likert``: :func:`likert_record`; the others: :func:`letter_record`)."""
+    if get_kind(kind).record_shape == "score":
         return likert_record(calls, tokenizer, scale=scale)
     return letter_record(calls, tokenizer, letters, kind=kind)
 
@@ -242,17 +242,17 @@ def positions_output(
     """The judge output of ``kind`` from generated tokens and per-position candidate logprobs (full
     vocabulary or a top-K list): :func:`~judgecp.extraction.score_output` for ``likert`` (``scale``),
     :func:`~judgecp.extraction.letter_output` at the first generated letter for the others."""
-    if kind == "likert":
+    shape = get_kind(kind).record_shape
+    if shape == "score":
         return score_output(tokens, positions, scale=scale or LikertScale(), floor=floor, flags=flags, source=source)
-    shape = cast(Literal["pair", "choice"], SHAPE_OF_KIND[kind])
-    return letter_output(shape, tokens, positions, list(letters), floor=floor, flags=flags, source=source)
+    return letter_output(cast(Literal["pair", "choice"], shape), tokens, positions, list(letters), floor=floor, flags=flags, source=source)
 
 
 def failed_record(
     *flags: str, kind: str = "likert", source: str = "hf_generate", letters: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """A judge output without logprobs (``flags`` say why)."""
-    shape = cast(Shape, SHAPE_OF_KIND[kind])
+    shape = cast(Shape, get_kind(kind).record_shape)
     extra = {} if shape == "score" else {"letters": list(letters or [])}
     return judge_output(shape, logprobs=None, flags=flags, stage=None, position=None, n_tokens=0, source=source,
                         **extra)

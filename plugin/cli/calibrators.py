@@ -1,4 +1,4 @@
-"""``judgecp calibrate``, ``judgecp apply``, ``judgecp estimate`` and ``judgecp gate``.
+"""``judgecp calibrate``, ``judgecp apply`` and ``judgecp estimate`` (``judgecp gate``: :mod:`judgecp.cli.gate`).
 
 Calibrate once on labeled records, apply the saved calibrator to every
 unlabeled run, estimate the human-scale mean with PPI++, and turn any of
@@ -9,9 +9,9 @@ docs/calibrators.md.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
     return data
 
 
-def _write_json(path: str | None, obj: dict[str, Any]) -> None:
+def _write_json(path: str | None, obj: Mapping[str, Any]) -> None:
     from judgecp.report import dumps
 
     if path:
@@ -128,7 +128,9 @@ def run_apply(args: argparse.Namespace) -> int:
     if args.output:
         raw = raw_records(args)
         write_records(args.output, applied.records() if raw is None else annotate(raw, applied))
-    _write_json(args.json, summary)
+    from judgecp.calibrators.results import ApplyResult
+
+    _write_json(args.json, ApplyResult(summary))
     _warn(summary)
     print(format_summary(summary))
     return 1 if args.strict and summary["warnings"] and any(w["kind"] != "compatibility" for w in summary["warnings"]) else 0
@@ -227,7 +229,10 @@ def run_estimate(args: argparse.Namespace) -> int:
         out = ppi_mean(y_l, f_l, f_u, alpha=args.alpha, groups_labeled=groups[0], groups_unlabeled=groups[1])
         excluded = lab.excluded.to_json() + unl.excluded.to_json()
         out.update(kind=lab.kind, target=target, groups=args.group, excluded=excluded)
-    _write_json(args.json, out)
+    from judgecp.calibrators.results import EstimateResult, with_degenerate
+
+    out = with_degenerate(out)
+    _write_json(args.json, EstimateResult(out))
     est = out["estimate"]
     print(f"{out['target']} ({out['kind']}), {out['n_labeled']} labeled + {out['n_unlabeled']} unlabeled items, "
           f"{1 - out['alpha']:.0%} intervals:")
@@ -237,97 +242,13 @@ def run_estimate(args: argparse.Namespace) -> int:
     ess = out["effective_sample_size"]
     print(f"  effective sample size {ess:.0f} labeled items; judge bias (judge - PPI) {out['judge_bias']:+.4f}"
           if math.isfinite(ess) else "  effective sample size: unbounded")
+    for reason in out["degenerate"]:
+        print(f"judgecp: warning: degenerate estimate: {reason} (judgecp gate fails it)", file=sys.stderr)
     return 0
-
-
-# -- gate --------------------------------------------------------------------------------------
-
-
-def add_gate(sub: Any) -> None:
-    p = sub.add_parser("gate", help="exit 1 when a metric of a judgecp JSON or a harness results file is out of bounds",
-                       description="METRIC is a dotted path into the JSON (estimate.ppi.lower, drift.p_value) or, in "
-                       "an lm-eval results file, a metric name (TASK.METRIC or METRIC). Exit 0 when every condition "
-                       "holds, 1 with one line per failed condition, 2 when a metric is missing.")
-    p.add_argument("input", help="a judgecp JSON (apply --json, estimate --json, evaluate --json) or harness results")
-    p.add_argument("--min", action="append", default=[], metavar="METRIC=VALUE", help="fail when METRIC < VALUE")
-    p.add_argument("--max", action="append", default=[], metavar="METRIC=VALUE", help="fail when METRIC > VALUE")
-    p.add_argument("--no-drift", dest="no_drift", action="store_true",
-                   help="fail when the report's drift test flagged drift (drift.drift is true)")
-    p.set_defaults(func=run_gate)
-
-
-def lookup(obj: Any, metric: str) -> Any:
-    """The value at a dotted path, or a metric of an lm-eval results file (``results.<task>.<metric>,<filter>``)."""
-    node = obj
-    for part in metric.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            node = None
-            break
-    if node is not None:
-        return node
-    results = obj.get("results") if isinstance(obj, dict) else None
-    if isinstance(results, dict):
-        task, _, name = metric.rpartition(".")
-        found = []
-        for t, metrics in results.items():
-            if (task and t != task) or not isinstance(metrics, dict):
-                continue
-            for key, value in metrics.items():
-                if key == name or key.split(",")[0] == name:
-                    found.append((f"{t}.{key}", value))
-        if len(found) > 1:
-            raise InputError(f"metric {metric!r} is in several tasks ({', '.join(k for k, _ in found)}); write TASK.METRIC")
-        if found:
-            return found[0][1]
-    raise InputError(f"metric {metric!r} is not in the file")
-
-
-def _condition(text: str, flag: str) -> tuple[str, float]:
-    metric, _, value = text.rpartition("=")
-    try:
-        if metric.strip():
-            return metric.strip(), float(value)
-    except ValueError:
-        pass
-    raise InputError(f"{flag} {text!r}: write METRIC=NUMBER")
-
-
-def run_gate(args: argparse.Namespace) -> int:
-    path = Path(args.input)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"), parse_constant=lambda name: None)  # bare NaN: lm-eval
-    except ValueError as exc:
-        raise InputError(f"{path}: not JSON ({exc})") from exc
-    if not (args.min or args.max or args.no_drift):
-        raise InputError("give at least one --min, --max or --no-drift condition")
-    failures: list[str] = []
-    checks = [(m, v, "min") for m, v in (_condition(t, "--min") for t in args.min)]
-    checks += [(m, v, "max") for m, v in (_condition(t, "--max") for t in args.max)]
-    for metric, bound, side in checks:
-        value = lookup(obj, metric)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(float(value)):
-            failures.append(f"{metric} = {value!r} is not a number ({'>=' if side == 'min' else '<='} {bound:g} required)")
-        elif side == "min" and value < bound:
-            failures.append(f"{metric} = {value:.6g} < {bound:g}")
-        elif side == "max" and value > bound:
-            failures.append(f"{metric} = {value:.6g} > {bound:g}")
-    if args.no_drift and lookup(obj, "drift.drift") is True:
-        failures.append(f"drift detected: p = {lookup(obj, 'drift.p_value'):.3g} < {lookup(obj, 'drift.level')}")
-    for line in failures:
-        print(f"judgecp gate: FAIL {line}")
-    if not failures:
-        print(f"judgecp gate: ok ({len(checks) + int(args.no_drift)} condition(s))")
-    return 1 if failures else 0
 
 
 def add_parser(sub: Any) -> None:
     add_calibrate(sub)
     add_apply(sub)
     add_estimate(sub)
-    add_gate(sub)
+    __import__("judgecp.cli.gate", fromlist=["add_parser"]).add_parser(sub)

@@ -26,13 +26,15 @@ def flag_name(setting: str) -> str:
 
 
 def add_parser(sub: Any) -> None:
+    from judgecp.kinds import kind_names
+
     p = sub.add_parser(
         "evaluate",
         help="the repeated-split study of a judge: conformal sets, selective risk, PARC, diagnostics",
         description="Evaluate a judge from its answer-token logprobs and human labels (any kind, any input).",
     )
     p.add_argument("input", nargs="?", help="CSV/TSV/JSONL/Parquet of judge outputs, or a harness output file (--format)")
-    p.add_argument("--kind", choices=("likert", "pairwise", "mcq", "parc", "ensemble"), default=None,
+    p.add_argument("--kind", choices=kind_names(), default=None,
                    help="likert: scores on a scale; pairwise: A/B verdicts in both orders; mcq: multiple-choice "
                    "answers; parc: multiple choice across prompt variations; ensemble: one judge's answers under "
                    "many prompts, pooled (default: the records' shape, else likert)")
@@ -122,34 +124,20 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
     return from_table(table, kind, fields, **likert_options), dict(table.info)
 
 
-def example_data(kind: str) -> Any:
-    from judgecp.data import from_records
-    from judgecp.simulate import (
-        simulate_mcq_records,
-        simulate_pairwise_judge,
-        simulate_parc_records,
-    )
-
-    if kind == "pairwise":
-        return simulate_pairwise_judge()
-    if kind == "mcq":
-        return from_records(simulate_mcq_records(), source="example: synthetic MCQ model")
-    if kind == "parc":
-        return from_records(simulate_parc_records(), source="example: synthetic PARC records")
-    raise AssertionError(kind)
-
-
 def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import Fields
     from judgecp.evaluation import evaluate
     from judgecp.evaluation.sweep import write_sweep
+    from judgecp.kinds import get_kind
     from judgecp.progress import enabled as progress_enabled
     from judgecp.protocol import parse_settings
-    from judgecp.report import dumps, write_report
+    from judgecp.report import write_report
     from judgecp.scale import LikertScale
 
-    if args.kind == "ensemble":
-        return ensemble.run(args)
+    if args.kind is not None:
+        own = get_kind(args.kind).run_evaluate_command(args)
+        if own is not None:
+            return own
     if args.example == bool(args.input):
         raise InputError("give an INPUT file or --example (not both)")
     check_output(args.json)
@@ -158,59 +146,44 @@ def run_evaluate(args: argparse.Namespace) -> int:
                     group=args.group or args.mondrian, joins=tuple(args.join), features=args.features,
                     flags={"group": "--mondrian" if args.mondrian and not args.group else "--group",
                            "id": "--id", "prediction": "--prediction"})
-    likert_options: dict[str, Any] = {}
+    reader_options: dict[str, Any] = {}
     for name in ("scale", "floor", "nan"):
         if getattr(args, name) is not None:
-            likert_options[name] = LikertScale.parse(args.scale) if name == "scale" else getattr(args, name)
+            reader_options[name] = LikertScale.parse(args.scale) if name == "scale" else getattr(args, name)
     info: dict[str, Any] = {}
     if args.example:
-        kind = args.kind or "likert"
-        if kind == "likert":
-            from judgecp.simulate import simulate_likert_judge
-
-            data = simulate_likert_judge(scale=likert_options.get("scale"))
-            if args.group is None and args.mondrian is None:
-                args.group = "group"
-        else:
-            data = example_data(kind)
+        kind = get_kind(args.kind or "likert")
+        data = kind.example(**reader_options)
+        if args.group is None and args.mondrian is None and kind.example_group is not None:
+            args.group = kind.example_group  # the example's groups get their tables
     else:
         try:
             with progress_enabled(args.progress or (sys.stderr.isatty() and not args.quiet)):
-                data, info = read_input(args, args.kind, fields, likert_options)
+                data, info = read_input(args, args.kind, fields, reader_options)
         except InputError as exc:
             raise ensemble.with_hint(exc, args) from None
-    kind = data.kind
-    if kind != "likert" and likert_options:
-        raise InputError(f"{', '.join('--' + k for k in likert_options)}: options of --kind likert, not of --kind {kind}")
+        kind = get_kind(data.kind)
+    kind.check_reader_options(reader_options)
     if args.row_features:
-        if kind != "likert":
-            raise InputError(f"--row-features: an option of --kind likert, not of --kind {kind}")
+        if not kind.row_features:
+            raise InputError(f"--row-features: an option of --kind likert, not of --kind {kind.name}")
         from judgecp.row_features import with_row_features
 
         names = [n.strip() for n in args.row_features.split(",") if n.strip()]
         data = with_row_features(data, [n for n in names if n != "parsed"], parsed="parsed" in names)
     values = {name: getattr(args, name) for name in PROTOCOL_FLAGS}
-    if kind == "likert" and values["methods"] is None:
-        values["methods"] = "all"
-    protocol = parse_settings(values, kind=kind, spell=flag_name)
+    if values["methods"] is None:
+        values["methods"] = getattr(kind, "command_line_methods", None)
+    protocol = parse_settings(values, kind=kind.name, spell=flag_name)
     with progress_enabled(args.progress or (sys.stderr.isatty() and not args.quiet)):
-        report = evaluate(data, protocol)
-    report.update(info)
-    if args.detail is not None and kind != "likert":
-        raise InputError("--detail goes with --kind likert")
-    if kind == "likert":
-        detail = args.detail or next(iter(report["methods"]))
-        if detail not in report["methods"]:
-            raise InputError(f"--detail {detail!r} is not among the methods run: {', '.join(report['methods'])}")
-        report_detail = detail
-    else:
-        report_detail = None
+        report = evaluate(data, protocol, **info)
+    detail = kind.console_detail(report, args.detail)
     if args.json:
-        Path(args.json).write_text(dumps(report), encoding="utf-8")
+        Path(args.json).write_text(report.dumps(), encoding="utf-8")
     for warning in report.get("warnings", []):
         print(f"judgecp: warning: {warning['message']}", file=sys.stderr)
     if not args.quiet:
-        write_report(report, sys.stdout, detail=report_detail)
+        write_report(report, sys.stdout, detail=detail)
         write_sweep(report, sys.stdout)
         if args.json:
             print(f"\nfull report: {args.json}")

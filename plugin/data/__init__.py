@@ -17,37 +17,33 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from judgecp.data.choice import PAD_LOGPROB, ChoiceData, choice_data
+from judgecp.data.choice import PAD_LOGPROB, ChoiceData
 from judgecp.data.fields import Fields
-from judgecp.data.pair import PairData, pair_data
-from judgecp.data.score import ScoreData, score_data
+from judgecp.data.pair import PairData
+from judgecp.data.score import ScoreData
 from judgecp.errors import InputError
 from judgecp.memory import release_freed_memory
-from judgecp.scale import LikertScale
 from judgecp.tables import Table, read_table, table_from_rows
 
 AnyData = ScoreData | PairData | ChoiceData
 
-#: ``judgecp evaluate --kind`` values and the record shape each reads.
-KINDS = ("likert", "pairwise", "mcq", "parc")
-SHAPE_OF_KIND = {"likert": "score", "pairwise": "pair", "mcq": "choice", "parc": "choice"}
-KIND_OF_SHAPE = {"score": "likert", "pair": "pairwise", "choice": "mcq"}
-
-
 def resolve_kind(table: Table, kind: str | None) -> str:
     """The kind to read ``table`` as: the records' shape, checked against ``kind`` when both are there."""
-    if kind is not None and kind not in KINDS:
-        raise InputError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
+    from judgecp.kinds import get_kind, kind_of_shape, kinds_of_shape
+
+    if kind is not None:
+        get_kind(kind)  # an unknown kind is an error naming the kinds there are
     if len(table.shapes) > 1:
         raise InputError(f"{table.source}: the records mix shapes ({', '.join(table.shapes)}); read one kind at a time")
     if table.shapes:
         shape = table.shapes[0]
         if kind is None:
-            return KIND_OF_SHAPE[shape]
-        if SHAPE_OF_KIND[kind] != shape:
+            return kind_of_shape(shape).name
+        if get_kind(kind).record_shape != shape:
+            readers = kinds_of_shape(shape)
             raise InputError(
-                f"{table.source}: these are {shape} records; --kind {kind} reads {SHAPE_OF_KIND[kind]} records "
-                f"(use --kind {KIND_OF_SHAPE[shape]}{' or parc' if shape == 'choice' else ''})"
+                f"{table.source}: these are {shape} records; --kind {kind} reads "
+                f"{get_kind(kind).record_shape or 'no'} records (use --kind {' or '.join(readers) or '?'})"
             )
         return kind
     return kind or "likert"
@@ -58,29 +54,17 @@ def from_table(
     kind: str | None = None,
     fields: Fields | None = None,
     *,
-    scale: LikertScale | None = None,
     require_label: bool = True,
     **options: Any,
 ) -> AnyData:
-    """Validate a table as the arrays of its kind (``options``: Likert ``floor`` and ``nan``)."""
-    resolved = resolve_kind(table, kind)
-    if resolved == "likert":
-        if "scale" in table.columns and scale is None:
-            scale = _record_scale(table)
-        return score_data(table, fields, scale=scale, require_label=require_label, **options)
-    if options:
-        raise InputError(f"{', '.join(sorted(options))}: options of Likert judges, not of --kind {resolved}")
-    if resolved == "pairwise":
-        return pair_data(table, fields, require_label=require_label)
-    return choice_data(table, fields, kind=kind, require_label=require_label)
+    """Validate a table as the arrays of its kind (``options``: the kind's reader options, e.g. Likert's
+    ``scale``, ``floor`` and ``nan``; :meth:`judgecp.kinds.Kind.read`)."""
+    from judgecp.kinds import get_kind
 
-
-def _record_scale(table: Table) -> LikertScale | None:
-    """The scale score records carry (one for all of them), if any."""
-    scales = {tuple(s) for s in table.columns["scale"] if isinstance(s, list) and len(s) == 2}
-    if len(scales) > 1:
-        raise InputError(f"{table.source}: the records have different scales {sorted(scales)}")
-    return LikertScale(*scales.pop()) if scales else None
+    options = {k: v for k, v in options.items() if v is not None}
+    data: AnyData = get_kind(resolve_kind(table, kind)).read(table, fields, require_label=require_label,
+                                                             detect=kind is None, **options)
+    return data
 
 
 def load(
@@ -128,7 +112,6 @@ def from_records(
 
 
 __all__ = [
-    "KINDS",
     "PAD_LOGPROB",
     "AnyData",
     "ChoiceData",

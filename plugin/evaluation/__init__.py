@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from judgecp.data import AnyData, ChoiceData, PairData, ScoreData
+from judgecp.data import AnyData, PairData
 from judgecp.errors import InputError
 from judgecp.evaluation.choice import evaluate_choices
 from judgecp.evaluation.pair import evaluate_pairs
@@ -23,6 +23,7 @@ from judgecp.evaluation.parc import evaluate_parc
 from judgecp.evaluation.score import evaluate_scores
 from judgecp.evaluation.warnings import add_warnings
 from judgecp.protocol import Protocol
+from judgecp.results import StudyResult
 
 
 def labeled_only(data: AnyData) -> AnyData:
@@ -40,24 +41,27 @@ def labeled_only(data: AnyData) -> AnyData:
     return out
 
 
-def evaluate(data: AnyData, protocol: Protocol | None = None) -> dict[str, Any]:
+def evaluate(data: AnyData, protocol: Protocol | None = None, **extra: Any) -> StudyResult:
     """Run ``protocol`` (default: :class:`Protocol`'s defaults) on ``data`` and return the report.
 
-    The report is a plain, JSON-serialisable dict (README, "JSON report");
-    :func:`judgecp.report.dumps` writes it as strict JSON. Its ``warnings``
-    say what a script should act on (:mod:`judgecp.evaluation.warnings`).
+    The data's kind runs its study (:meth:`judgecp.kinds.Kind.study`); the
+    report is a frozen :class:`judgecp.results.StudyResult` (a read-only
+    mapping over the JSON body, README "JSON report"; ``.to_json()`` /
+    ``.dumps()`` write it, ``.scalars()`` are its flat metrics). ``extra``
+    adds top-level keys (a reader's own account of the input). Its
+    ``warnings`` say what a script should act on
+    (:mod:`judgecp.evaluation.warnings`).
     """
+    from judgecp.kinds import get_kind
+
     protocol = protocol or Protocol()
     data = labeled_only(data)
-    if isinstance(data, ScoreData):
-        report = evaluate_scores(data, protocol)
-    elif isinstance(data, PairData):
-        report = evaluate_pairs(data, protocol)
-    elif isinstance(data, ChoiceData):
-        report = evaluate_parc(data, protocol) if data.kind == "parc" else evaluate_choices(data, protocol)
-    else:
+    kind = getattr(data, "kind", None)
+    if not isinstance(kind, str):
         raise InputError(f"cannot evaluate {type(data).__name__}")
-    return add_warnings(report)
+    body = get_kind(kind).study(data, protocol)
+    body.update(extra)
+    return StudyResult(add_warnings(body))
 
 
 __all__ = ["evaluate", "evaluate_choices", "evaluate_pairs", "evaluate_parc", "evaluate_scores", "labeled_only"]

@@ -65,9 +65,7 @@ def evaluate_file(path: Path, fmt: str, alphas: Sequence[float] | None) -> dict[
     values: dict[str, Any] = {}
     if alphas and data.kind in ("likert", "mcq", "pairwise"):
         values["alphas"] = list(alphas)
-    report = evaluate(data, parse_settings(values, kind=data.kind))
-    report.update(table.info)
-    return report
+    return evaluate(data, parse_settings(values, kind=data.kind), **table.info)
 
 
 def collect(paths: Sequence[str | Path], alphas: Sequence[float] | None = None) -> list[tuple[str, Path, dict[str, Any]]]:

@@ -76,11 +76,11 @@ def test_unlabeled_run_with_a_calibrator_in_metadata(direct_run: Path, text_task
     got = {k.split(",")[0]: v for k, v in json.loads(results_path.read_text())["results"]["judge_text_unlabeled"].items()}
     assert got["n"] == 40 and got["excluded"] == 0
     assert 1.0 <= got["set_size"] <= 5.0 and 0.0 <= got["singleton_share"] <= 1.0
-    assert got["drift_p_value"] > 0.01  # the same documents and judge as the calibration run
-    assert got["corrected_score_lower"] <= got["corrected_score"] <= got["corrected_score_upper"]
-    assert got["corrected_score_stderr"] > 0 and 1.0 <= got["judge_score"] <= 5.0
+    assert got["drift.p_value"] > 0.01 and got["drift.alarm"] == 0  # the same documents and judge as calibration
+    assert got["estimate.ppi.lower"] <= got["estimate.ppi.mean"] <= got["estimate.ppi.upper"]
+    assert got["estimate.ppi.se"] > 0 and 1.0 <= got["estimate.judge_only.mean"] <= 5.0
     capsys.readouterr()
-    assert main(["gate", str(results_path), "--min", "corrected_score_lower=0", "--max", "set_size=5"]) == 0
+    assert main(["gate", str(results_path), "--min", "estimate.ppi.lower=0", "--max", "set_size=5", "--no-drift"]) == 0
     assert main(["gate", str(results_path), "--max", "set_size=0.5"]) == 1
     assert "FAIL set_size" in capsys.readouterr().out
 
@@ -100,10 +100,12 @@ def test_a_mismatched_calibrator_gives_nan_metrics_not_a_crash(tmp_path: Path) -
     other = [dict(r, judge="judge-b", label=None) for r in records[100:]]
     report = calibrated_report(other, cal, "likert", task="t")
     values = {m.name: read_metric(report, m) for m in calibrated_metrics("likert")}
-    assert values["n"] == 100 and math.isnan(values["set_size"]) and math.isnan(values["corrected_score"])
+    assert values["n_read"] == 100 and values["n"] == 0  # counts kept: 100 read, none applied
+    assert math.isnan(values["set_size"]) and math.isnan(values["estimate.ppi.mean"])
     cal.extra["force"] = True
     forced = calibrated_report(other, cal, "likert", task="t")
-    assert not math.isnan(read_metric(forced, calibrated_metrics("likert")[2]))
+    set_size = next(m for m in calibrated_metrics("likert") if m.name == "set_size")
+    assert not math.isnan(read_metric(forced, set_size))
 
 
 def from_records_with_judge(records: list[dict], judge: str):  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from judgecp.adapters.lm_eval import metrics
 from judgecp.adapters.lm_eval.metrics import aggregations, task_protocol, task_report
 from judgecp.errors import InputError
 from judgecp.records import choice_record, pair_record
-from judgecp.scalars import mcq_metrics, pairwise_metrics, parc_metrics, read_metric
+from judgecp.scalars import excluded_count, mcq_metrics, pairwise_metrics, parc_metrics, read_metric
 from judgecp.simulate import simulate_mcq_records, simulate_pairwise_judge, simulate_parc_records
 
 
@@ -119,7 +119,7 @@ def test_pairwise_bad_input_is_counted_never_fatal() -> None:
     reasons = {e["reason"]: e["count"] for e in got["excluded"]}
     assert reasons == {"label_conflict": 1, "label_unknown": 1, "malformed_json_line": 1, "tie_label": 3}
     assert {f["flag"]: f["count"] for f in got["flags"]} == {"single_order": 3}  # pairs 1, 2 and 4
-    assert got["n"] == 38 and got["n_excluded"] == 6
+    assert got["n"] == 38 and excluded_count(got) == 6
 
 
 def test_bpe_metric_is_the_mean_entropy_of_the_averaged_orders() -> None:
@@ -195,9 +195,9 @@ def test_mcq_bad_input_is_counted_never_fatal() -> None:
     got = report("mcq", records, {"seeds": 2})
     assert {e["reason"]: e["count"] for e in got["excluded"]} == {
         "image_load_failed": 1, "answer_not_an_option": 1, "logprob_invalid": 1, "options_missing": 1, "answer_missing": 1}
-    assert got["n"] == 25 and got["n_excluded"] == 5
+    assert got["n"] == 25 and excluded_count(got) == 5
     few = report("mcq", records[:7], {"seeds": 2})
-    assert "error" in few and few["n"] == 2 and few["n_excluded"] == 5
+    assert "error" in few and few["n"] == 2 and excluded_count(few) == 5
 
 
 # -- PARC ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from judgecp.adapters.lm_eval.metrics import aggregations, task_protocol, task_r
 from judgecp.adapters.lm_eval.plugin import read_samples
 from judgecp.errors import InputError
 from judgecp.records import judge_output, parse_judge_output, score_record
-from judgecp.scalars import likert_metrics, read_metric
+from judgecp.scalars import excluded_count, likert_metrics, read_metric
 from judgecp.scale import LikertScale
 from judgecp.simulate import simulate_likert_judge
 
@@ -109,7 +109,7 @@ def test_bad_documents_are_counted_never_fatal() -> None:
     got = report(records, {"seeds": 3})
     reasons = {e["reason"]: e["count"] for e in got["excluded"]}
     assert reasons == {"image_load_failed": 1, "response_not_json": 1, "label_off_scale": 2, "no_score": 1}
-    assert got["n"] == 55 and got["n_excluded"] == 5
+    assert got["n"] == 55 and excluded_count(got) == 5
 
 
 def test_too_few_usable_records_give_nan_metrics_and_counts() -> None:

@@ -1,0 +1,138 @@
+"""The multiple-choice kinds: conformal option sets (``mcq``) and PARC's reliability across prompts (``parc``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+
+from judgecp.errors import InputError
+from judgecp.kinds import Kind
+
+if TYPE_CHECKING:
+    from judgecp.data.fields import Fields
+    from judgecp.protocol import Protocol
+    from judgecp.scalars import Metric
+    from judgecp.tables import Table
+
+
+class ChoiceKind(Kind):
+    """Multiple-choice answers: records of shape ``choice`` (options, correct option(s), option logprobs)."""
+
+    name = "mcq"
+    record_shape = "choice"
+    title = "Multiple choice: conformal option sets"
+    calibrated_as = "mcq"
+    default_methods: ClassVar[tuple[str, ...]] = ("lac", "aps", "aps(randomized=False)", "raps", "margin")
+    settings = frozenset({"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "group"})
+
+    def read(self, table: Table, fields: Fields | None, *, require_label: bool = True, detect: bool = False,
+             **options: Any) -> Any:
+        from judgecp.data.choice import choice_data
+
+        self.check_reader_options(options)
+        return choice_data(table, fields, kind=None if detect else self.name, require_label=require_label)
+
+    def example(self, **options: Any) -> Any:
+        from judgecp.data import from_records
+        from judgecp.simulate import simulate_mcq_records
+
+        self.check_reader_options(options)
+        return from_records(simulate_mcq_records(), source="example: synthetic MCQ model")
+
+    def accepts_method(self, cls: Any) -> bool:
+        """Options have no order: set methods that do not use it."""
+        return bool(cls.output == "set" and not cls.ordinal)
+
+    def check_method(self, spec: str, flag: str) -> None:
+        from judgecp.methods.variants import VARIANT_OPTIONS
+        from judgecp.plugins import method_classes, parse_method_spec
+
+        name, kwargs = parse_method_spec(spec)
+        if not self.accepts_method(method_classes()[name]):
+            raise InputError(f"{flag}: method {name!r} relies on ordered labels; multiple-choice options have no order")
+        if any(k in kwargs for k in VARIANT_OPTIONS):
+            raise InputError(f"{flag}: {spec}: conditional=, cv= and features= are for Likert labels")
+        if kwargs.get("probabilities") == "recalibrated":
+            raise InputError(f"{flag}: {spec}: option letters are not classes shared across items; "
+                             "use the model's own probabilities")
+
+    def study(self, data: Any, protocol: Protocol) -> dict[str, Any]:
+        from judgecp.evaluation.choice import evaluate_choices
+
+        return evaluate_choices(data, protocol)
+
+    def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None, categories: tuple[str, ...] = ()) -> list[Metric]:
+        from judgecp.scalars import mcq_metrics
+
+        if body is not None:
+            protocol = protocol.with_(methods=tuple(body["methods"]) or None)
+            categories = tuple(body.get("by_category") or ())
+        return mcq_metrics(protocol, categories)
+
+    def headline(self, body: Mapping[str, Any], protocol: Protocol) -> dict[str, Any]:
+        out = super().headline(body, protocol)
+        if "accuracy" in body:
+            out["accuracy"] = body["accuracy"]
+        for name, entry in (body.get("methods") or {}).items():
+            out[name] = {"coverage": entry["coverage"], "set_size": entry["set_size"]}
+        return out
+
+    def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
+        from judgecp.report import write_mcq_table
+
+        super().write_console(body, out)
+        write_mcq_table(body, out)
+
+
+class ParcKind(ChoiceKind):
+    """PARC: multiple-choice records across prompt variations (``source_id``, ``variation``, ``dataset``)."""
+
+    name = "parc"
+    title = "PARC: reliability across prompt variations"
+    noun = "records"
+    default_methods = ()
+    settings = frozenset({"alpha", "splits", "seeds", "random_state", "cal_fraction", "reference"})
+
+    def example(self, **options: Any) -> Any:
+        from judgecp.data import from_records
+        from judgecp.simulate import simulate_parc_records
+
+        self.check_reader_options(options)
+        return from_records(simulate_parc_records(), source="example: synthetic PARC records")
+
+    def study(self, data: Any, protocol: Protocol) -> dict[str, Any]:
+        from judgecp.evaluation.parc import evaluate_parc
+
+        return evaluate_parc(data, protocol)
+
+    def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None, categories: tuple[str, ...] = (),
+                *, variations: tuple[str, ...] = (), families: tuple[str, ...] = (),
+                datasets: tuple[str, ...] = ()) -> list[Metric]:
+        from judgecp.scalars import parc_metrics
+
+        if body is not None:
+            reliability = body.get("reliability") or {}
+            variations = tuple(reliability.get("variation") or ())
+            families = tuple(reliability.get("family") or ())
+            datasets = tuple(reliability.get("dataset") or ())
+        return parc_metrics(variations, families, datasets)
+
+    def headline(self, body: Mapping[str, Any], protocol: Protocol) -> dict[str, Any]:
+        out = Kind.headline(self, body, protocol)
+        for score in ("reliability", "accuracy"):
+            table = body.get(score) or {}
+            scores: dict[str, Any] = {}
+            models = table.get("model") or {}
+            if len(models) == 1:
+                scores["overall"] = next(iter(models.values())).get("calibrated")
+            for family, value in (table.get("family") or {}).items():
+                scores[family] = value.get("calibrated")
+            if scores:
+                out[score] = scores
+        return out
+
+    def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
+        from judgecp.report import write_head, write_parc_table
+
+        write_head(body, out, self.noun)
+        write_parc_table(body, out)

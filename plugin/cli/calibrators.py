@@ -20,8 +20,8 @@ from judgecp.errors import InputError
 
 def _input_flags(p: argparse.ArgumentParser, *, kinds: tuple[str, ...] = ("likert", "pairwise", "mcq", "parc")) -> None:
     p.add_argument("--kind", choices=kinds, help="the records' kind (default: their shape, else likert)")
-    p.add_argument("--format", default="table",
-                   help="table (default), auto, or a registered harness format (lm-eval samples, vlmeval predictions)")
+    p.add_argument("--format", default="auto",
+                   help="auto (default: recognised by content), table, or a registered harness format (lm-eval, vlmeval)")
     p.add_argument("--sidecar", action="append", default=[], metavar="FILE", help="--format vlmeval: extra sidecar")
     cols = p.add_argument_group("columns (as in `judgecp evaluate`)")
     cols.add_argument("--label")

@@ -19,7 +19,8 @@ def add_records(sub: Any) -> None:
     p.add_argument("input")
     p.add_argument("-o", "--output", required=True, help="records JSONL to write")
     p.add_argument("--kind", choices=("likert", "pairwise", "mcq", "parc"))
-    p.add_argument("--format", default="table", help="table (default), auto, or a registered harness format")
+    p.add_argument("--format", default="auto",
+                   help="auto (default: recognised by content), table, or a registered harness format (lm-eval, vlmeval)")
     p.add_argument("--sidecar", action="append", default=[], metavar="FILE", help="--format vlmeval: extra sidecar")
     p.add_argument("--label")
     p.add_argument("--id", dest="id_column")

@@ -39,10 +39,10 @@ def add_parser(sub: Any) -> None:
                    "answers; parc: multiple choice across prompt variations; ensemble: one judge's answers under "
                    "many prompts, pooled (default: the records' shape, else likert)")
     p.add_argument("--example", action="store_true", help="run on the embedded synthetic example of --kind instead of INPUT")
-    p.add_argument("--format", default="table",
-                   help="table: CSV/TSV/JSONL/Parquet (default); a harness output format an adapter registers "
-                   "(lm-eval: samples_<task>_<date>.jsonl; vlmeval: a prediction file with its logprob sidecar); "
-                   "auto: recognise it")
+    p.add_argument("--format", default="auto",
+                   help="auto (default): recognise the input by its content (an lm-eval samples file, a VLMEvalKit "
+                   "prediction file, judgecp records, a table); or name it: table (CSV/TSV/JSONL/Parquet), lm-eval, "
+                   "vlmeval")
     p.add_argument("--sidecar", action="append", default=[], metavar="FILE",
                    help="--format vlmeval: a logprob sidecar JSONL besides the ones found next to INPUT (repeatable)")
     cols = p.add_argument_group("columns (every kind)")

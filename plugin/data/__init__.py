@@ -78,12 +78,15 @@ def load(
     """Read and validate a file of judge outputs (see :func:`from_table`).
 
     ``format`` names a reader an adapter registered (``lm-eval`` samples
-    files, ``vlmeval`` prediction files; ``judgecp evaluate --format``);
-    ``None`` or ``"table"`` reads CSV/TSV/JSONL/JSON/Parquet.
+    files, ``vlmeval`` prediction files; ``judgecp evaluate --format``) or
+    ``"table"`` (CSV/TSV/JSONL/JSON/Parquet); ``None`` or ``"auto"``
+    recognises the file by its content.
     """
-    if format not in (None, "table"):
-        from judgecp.plugins import record_format
+    from judgecp.plugins import record_format, sniff_format
 
+    if format in (None, "auto"):
+        format = sniff_format(Path(path))
+    if format != "table":
         batch = record_format(format).read(Path(path), kind=kind)
         table, kind = batch.table(), kind or batch.kind
     else:

@@ -28,17 +28,20 @@ def test_calibrate_on_a_run_then_apply_estimate_and_gate(direct_run: Path, tmp_p
     results = sorted((direct_run / "results").rglob("results_*.json"))
     assert samples and results
     cal = tmp_path / "cal.json"
-    assert main(["calibrate", str(samples[-1]), "--format", "auto", "-o", str(cal), "--method", "lac"]) == 0
+    # No --format anywhere: a samples file is recognised by its content (issue 29: the nightly recipe as written).
+    assert main(["calibrate", str(samples[-1]), "-o", str(cal), "--method", "lac"]) == 0
     obj = json.loads(cal.read_text())
     assert obj["n_calibration"] == 39 and obj["kind"] == "likert" and obj["scale"] == [1, 5]
     # The same run's records without their labels: what a nightly run looks like.
     records = tmp_path / "records.jsonl"
-    assert main(["records", str(samples[-1]), "--format", "lm-eval", "-o", str(records)]) == 0
+    assert main(["records", str(samples[-1]), "-o", str(records)]) == 0
     rows = [json.loads(line) for line in records.read_text().splitlines()]
     unlabeled = tmp_path / "unlabeled.jsonl"
     unlabeled.write_text("".join(json.dumps(dict(r, label=None) if i >= 20 else r) + "\n" for i, r in enumerate(rows)))
     summary = tmp_path / "apply.json"
-    assert main(["apply", str(cal), str(samples[-1]), "--format", "lm-eval", "--json", str(summary)]) == 0
+    assert main(["apply", str(cal), str(samples[-1]), "--json", str(summary)]) == 0
+    assert main(["evaluate", str(samples[-1]), "--methods", "naive", "--splits", "2", "--quiet"]) == 0
+    assert main(["estimate", str(samples[-1]), "--format", "table"]) == 2  # forced as a table: no label column
     got = json.loads(summary.read_text())
     assert got["n_applied"] == 39 and got["n"] == 40 and 1.0 <= got["mean_set_size"] <= 5.0
     assert main(["apply", str(cal), str(unlabeled), "-o", str(tmp_path / "sets.jsonl")]) == 0

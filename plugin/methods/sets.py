@@ -12,8 +12,9 @@ decides membership of the boundary label at prediction time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -129,10 +130,14 @@ class _SetMethod(ProbabilityMethod):
     def _uniforms(self, n: int, rng: np.random.Generator) -> FloatArray | None:
         return rng.uniform(size=n) if self.randomized else None
 
+    def _conformalize_draws(self, rng: np.random.Generator, n: int) -> FloatArray | None:
+        return self._uniforms(n, rng)
+
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
         P = self._proba(X)
-        scores = self._label_scores(P, self._uniforms(X.shape[0], self._rng_))
-        self.threshold_ = self._quantile(true_label_scores(scores, self.scale.index(y)))
+        scores = self._label_scores(P, self._conformalize_draws(self._rng_, X.shape[0]))
+        self.scores_ = true_label_scores(scores, self.scale.index(y))
+        self.threshold_ = self._quantile(self.scores_)
 
     def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
         P = self._proba(X)
@@ -169,6 +174,9 @@ class Margin(_DeterministicSetMethod):
     reference = "Angelopoulos & Bates (2021); the margin score of the VLM conformal benchmark (2025), label-dependent form"
     score_function = staticmethod(margin_scores)
     complexity = ("O(n K)", "O(n K)")
+
+    def score_bounds(self) -> tuple[float, float]:
+        return (-1.0, 1.0)  # a difference of probabilities
 
 
 class APS(_SetMethod):
@@ -234,7 +242,7 @@ class RAPS(_SetMethod):
         lam = self.lam
         if lam is None:
             # Tune on the fit part itself: half sets a threshold, half measures size.
-            rng = np.random.default_rng(self._rng_.integers(2**63 - 1))
+            rng = np.random.default_rng(self._fit_draws(self._rng_, X.shape[0]))
             perm = rng.permutation(X.shape[0])
             a, b = perm[: len(perm) // 2], perm[len(perm) // 2 :]
             best = (np.inf, self.LAMBDA_GRID[0])
@@ -248,9 +256,33 @@ class RAPS(_SetMethod):
             lam = best[1]
         self.lam_ = float(lam)
 
+    def _fit_draws(self, rng: np.random.Generator, n: int) -> int | None:
+        """The seed of the lambda search (drawn only when lam is tuned)."""
+        return int(rng.integers(2**63 - 1)) if self.lam is None else None
+
     def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
-        lam = self.lam_ if hasattr(self, "lam_") else float(self.lam or 0.0)
-        k = self.k_reg_ if hasattr(self, "k_reg_") else int(self.k_reg or 0)
+        lam, k = self._penalty()
         return aps_scores(P, u, lam=lam, k_reg=k)
+
+    def _penalty(self) -> tuple[float, int]:
+        return (self.lam_ if hasattr(self, "lam_") else float(self.lam or 0.0),
+                self.k_reg_ if hasattr(self, "k_reg_") else int(self.k_reg or 0))
+
+    def score_bounds(self) -> tuple[float, float]:
+        lam, k = self._penalty()
+        return (0.0, 1.0 + lam * max(self.scale.k - k, 0))
+
+    def _fitted_state(self) -> dict[str, Any]:
+        return {"lam": float(self.lam_), "k_reg": int(self.k_reg_)} if self.fits_model else {}
+
+    def _load_fitted(self, state: Any, n_fit: int) -> None:
+        if not self.fits_model:
+            return
+        self.lam_ = state.number("lam", low=0.0, high=float(max(self.LAMBDA_GRID)) if self.lam is None else math.inf)
+        if (self.lam is None and self.lam_ not in self.LAMBDA_GRID) or (self.lam is not None and self.lam_ != self.lam):
+            state.fail("lam", f"{self.lam_!r} is neither the given lam nor one of the searched {self.LAMBDA_GRID}")
+        self.k_reg_ = state.integer("k_reg", low=0, high=self.scale.k)
+        if self.k_reg is not None and self.k_reg_ != self.k_reg:
+            state.fail("k_reg", f"{self.k_reg_} is not the given k_reg {self.k_reg}")
 
     complexity = ("O(n K log K)", "O(n K)")

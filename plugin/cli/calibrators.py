@@ -66,7 +66,7 @@ def _warn(summary: dict[str, Any]) -> None:
 def add_calibrate(sub: Any) -> None:
     p = sub.add_parser("calibrate", help="fit a calibrator on labeled records and save it as JSON",
                        description="Fit conformal sets (Likert, multiple choice) or a SCOPE threshold (pairwise) on "
-                       "labeled records and write a judgecp.calibrator/1 file for `judgecp apply`.")
+                       "labeled records and write a judgecp.calibrator/2 file for `judgecp apply`.")
     p.add_argument("input")
     p.add_argument("-o", "--output", required=True, help="calibrator JSON to write")
     _input_flags(p)
@@ -154,6 +154,8 @@ def raw_records(args: argparse.Namespace) -> list[dict[str, Any]] | None:
 def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"{summary['kind']} calibrator {summary['method']} (alpha {summary['alpha']:g}, "
              f"{summary['n_calibration']} calibration items): {summary['n_applied']} of {summary['n']} records applied"]
+    if summary.get("calibrator"):
+        lines.append(f"  calibrator {summary['calibrator']['digest']} (content verified); {_judge_line(summary['judge'])}")
     if summary["kind"] == "pairwise":
         lines.append(f"  accepted {summary['accepted']}, abstention rate {_num(summary['abstention_rate'])}")
     else:
@@ -177,6 +179,16 @@ def format_summary(summary: dict[str, Any]) -> str:
     for e in summary["excluded"]:
         lines.append(f"  left out: {e['reason']} {e['count']}")
     return "\n".join(lines)
+
+
+def _judge_line(judge: dict[str, Any]) -> str:
+    want, got = judge["calibrator"], judge["records"]
+    if want and got:
+        return f"judge {', '.join(got)} (checked against the calibrator's)"
+    if not (want or got):
+        return "judge not checked: neither the calibrator nor the records name one (--judge NAME)"
+    return (f"judge not checked: the records name none (the calibrator's: {', '.join(want)})" if want
+            else f"judge not checked: the calibrator names none (the records': {', '.join(got)})")
 
 
 def _num(value: Any) -> str:

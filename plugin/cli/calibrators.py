@@ -31,6 +31,8 @@ def _input_flags(p: argparse.ArgumentParser, *, kinds: tuple[str, ...] = ("liker
     cols.add_argument("--group", help="a field: Mondrian groups (calibrate, apply) or strata (estimate)")
     cols.add_argument("--join", action="append", default=[], metavar="FILE[:PREFIX]")
     cols.add_argument("--scale", help="rating scale MIN:MAX (Likert; default 1:5, or the records' own)")
+    cols.add_argument("--judge", metavar="NAME",
+                      help="the judge's name, for records that name none (a calibrator records it; apply checks it)")
 
 
 def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
@@ -90,8 +92,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
                     random_state=args.random_state)
     cal.save(args.output)
     left = ", ".join(f"{e['reason']} {e['count']}" for e in data.excluded.to_json()) or "none"
+    judge = ", ".join(cal.identity.get("judge", [])) or "none named (--judge NAME: apply then checks it)"
     print(f"{cal.kind} calibrator ({cal.method}, alpha {cal.alpha:g}) fitted on {cal.n_calibration} items, "
-          f"written to {args.output}; left out: {left}", file=sys.stderr)
+          f"written to {args.output}; judge: {judge}; left out: {left}", file=sys.stderr)
     return 0
 
 
@@ -127,6 +130,10 @@ def run_apply(args: argparse.Namespace) -> int:
     summary = applied.summary
     if args.output:
         raw = raw_records(args)
+        if raw is not None and args.judge is not None:
+            from judgecp.data import name_judge_in_records
+
+            name_judge_in_records(raw, args.judge)
         write_records(args.output, applied.records() if raw is None else annotate(raw, applied))
     _write_json(args.json, summary)
     _warn(summary)

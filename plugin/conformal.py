@@ -357,7 +357,7 @@ class ConformalMethod(abc.ABC):
     def _fitted_state(self) -> dict[str, Any]:
         return {}
 
-    def _load_fitted(self, state: Any, n_fit: int) -> None:
+    def _load_fitted(self, state: Any, n_fit: int, fit_draw: Any) -> None:
         return None
 
     def _fit_draws(self, rng: np.random.Generator, n: int) -> Any:

@@ -348,10 +348,12 @@ class SelectiveJudge:
         errors = reader.floats("errors", size=n_calibration, low=0.0, high=1.0)
         if not np.isin(errors, (0.0, 1.0)).all():
             reader.fail("errors", "holds a value that is neither 0 nor 1")
-        threshold = reader.number("threshold", infinite=True)
-        check_threshold(reader, "threshold", threshold, est._threshold(u, errors.astype(bool), stored_signal(signal, u)))
+        threshold, recomputed = reader.number("threshold", infinite=True), est._threshold(u, errors.astype(bool),
+                                                                                            stored_signal(signal, u))
+        check_threshold(reader, "threshold", threshold, recomputed, tolerance=1e-12)
         reader.finish()
-        est.uncertainty_, est.errors_, est.threshold_, est.n_calibration_ = u, errors.astype(bool), threshold, n_calibration
+        # The recomputed threshold (the stored one within rounding): an edit below the tolerance changes nothing.
+        est.uncertainty_, est.errors_, est.threshold_, est.n_calibration_ = u, errors.astype(bool), recomputed, n_calibration
         return est
 
     def predict(self, data: PairData) -> SelectivePrediction:

@@ -161,7 +161,7 @@ class StateReader:
         if not np.isfinite(array).all():
             self.fail(key, "holds a value that is not a finite number")
         if array.size and (array.min() < low or array.max() > high):
-            bad = array[(array < low) | (array > high)][0]
+            bad = float(array[(array < low) | (array > high)][0])
             self.fail(key, f"{bad!r} is not in [{low:g}, {high:g}]")
         if ascending and (np.diff(array) < 0).any():
             self.fail(key, "values are not in ascending order")
@@ -190,9 +190,12 @@ class StateReader:
         return list(value)
 
 
-def check_threshold(reader: StateReader, key: str, stored: float, recomputed: float) -> None:
-    """The stored threshold must be the one its stored calibration data give (the same bits)."""
-    if stored != recomputed:
+def check_threshold(reader: StateReader, key: str, stored: float, recomputed: float, *, tolerance: float = 0.0) -> None:
+    """The stored threshold must be the one its stored calibration data give: the same bits, or within a relative
+    ``tolerance`` where the threshold is a formula's value (a logarithm may differ in its last bit between builds)."""
+    close = math.isfinite(stored) and math.isfinite(recomputed) and (
+        abs(stored - recomputed) <= tolerance * max(1.0, abs(recomputed)))
+    if stored != recomputed and not close:
         reader.fail(key, f"{stored!r} is not the threshold the stored calibration data give ({recomputed!r}); "
                     "the file was edited or corrupted")
 
@@ -265,21 +268,23 @@ def method_from_state(cls: type[ConformalMethod], state: Any, *, alpha: float, s
         raise not_data(cls.name)
     n_fit = method.fit_size(n_calibration)
     n = n_calibration - n_fit
-    method._load_fitted(reader, n_fit)
+    # A seeded method's random draws are replayed: what its fit drew, and the predict seed it then drew.
+    fit_draw = replayed_seed = None
+    if seed is not None:
+        rng = np.random.default_rng(seed)
+        fit_draw = method._fit_draws(rng, n_fit) if method.fits_model else None
+        method._conformalize_draws(rng, n)
+        replayed_seed = int(rng.integers(SEED_LIMIT))
+    method._load_fitted(reader, n_fit, fit_draw)
     low, high = method.score_bounds()
     scores = reader.floats("scores", size=n, low=low - RANGE_SLACK, high=high + RANGE_SLACK, ascending=True)
     key = method.threshold_attribute.rstrip("_")
     threshold = reader.number(key, infinite=True)
     check_threshold(reader, key, threshold, conformal_quantile(scores, method._rank_alpha()))
     predict_seed = reader.integer("predict_seed", low=0, high=SEED_LIMIT - 1)
-    if seed is not None:
-        rng = np.random.default_rng(seed)
-        if method.fits_model:
-            method._fit_draws(rng, n_fit)
-        method._conformalize_draws(rng, n)
-        if predict_seed != int(rng.integers(SEED_LIMIT)):
-            reader.fail("predict_seed", f"{predict_seed} is not the seed random_state {seed} gives; "
-                        "the file was edited or corrupted")
+    if replayed_seed is not None and predict_seed != replayed_seed:
+        reader.fail("predict_seed", f"{predict_seed} is not the seed random_state {seed} gives; "
+                    "the file was edited or corrupted")
     reader.finish()
     vars(method).update({"scores_": scores, method.threshold_attribute: threshold, "n_conformalize_": n,
                          "insufficient_": conformal_rank(n, method._rank_alpha()) > n,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,56 @@ def test_a_seeded_randomised_method_refuses_another_predict_seed(tmp_path: Path)
     obj["state"]["method"]["predict_seed"] += 1
     with pytest.raises(InputError, match=r"state.method.predict_seed: \d+ is not the seed random_state 3 gives"):
         Calibrator.from_dict(resign(obj))
+
+
+def test_raps_tuning_is_recomputed_from_the_stored_fit_part() -> None:
+    """RAPS tunes k_reg and lam on a fit part: the file keeps that part's probabilities, and loading recomputes both."""
+    obj = calibrate(simulate_likert_judge(n=160, seed=1).take(np.arange(80)), method="raps", random_state=4).to_dict()
+    state = obj["state"]["method"]
+    assert (state["lam"], state["k_reg"]) == (0.01, 4) and len(state["fit_probabilities"]) == 40
+    for key, value, says in (("k_reg", 3, "3 is not the k_reg the stored fit part gives (4)"),
+                             ("lam", 0.5, "0.5 is not the lam the stored fit part gives (0.01)"),
+                             ("lam", 0.3, "0.3 is not the lam")):
+        bad = json.loads(json.dumps(obj))
+        bad["state"]["method"][key] = value
+        with pytest.raises(InputError, match=re.escape(f"state.method.{key}: {says}")):
+            Calibrator.from_dict(resign(bad))
+    bad = json.loads(json.dumps(obj))
+    bad["state"]["method"]["fit_probabilities"][0][0] += 0.5
+    with pytest.raises(InputError, match="fit_probabilities: a row is not a probability distribution"):
+        Calibrator.from_dict(resign(bad))
+
+
+def test_lvd_kernel_is_checked_for_shape_and_range() -> None:
+    obj = calibrate(simulate_likert_judge(n=200, seed=1), method="lvd").to_dict()
+    for key, value, says in (("bandwidth", 0.3, "0.3 is not one of the searched bandwidths"),
+                             ("anchors", [[0.0] * 7], "expected 100 rows of 7 numbers"),
+                             ("anchor_labels", [9.0] * 100, "9.0 is not in \\[1, 5\\]"),
+                             ("std", [0.0] * 7, "0.0 is not in")):
+        bad = json.loads(json.dumps(obj))
+        bad["state"]["method"][key] = value
+        with pytest.raises(InputError, match=f"state.method.{key}: {says}"):
+            Calibrator.from_dict(resign(bad))
+
+
+def test_a_formula_threshold_is_recomputed_within_rounding() -> None:
+    """Clopper-Pearson's thresholds are logarithms (their last bit may differ between builds): the stored one
+    must be within 1e-12 of the recomputed one, which is what predicts."""
+    pairs = simulate_pairwise_judge(800, seed=2)
+    cal = calibrate(pairs.take(np.arange(400)), method="clopper_pearson", alpha=0.2)
+    obj = cal.to_dict()
+    stored = obj["state"]["threshold"]
+    assert math.isfinite(stored)
+    nudged = json.loads(json.dumps(obj))
+    nudged["state"]["threshold"] = float(np.nextafter(stored, 1.0))
+    loaded = Calibrator.from_dict(resign(nudged))
+    assert loaded.estimator.threshold_ == stored
+    run = pairs.take(np.arange(400, 800))
+    assert (apply(loaded, run).accept == apply(cal, run).accept).all()
+    moved = json.loads(json.dumps(obj))
+    moved["state"]["threshold"] = stored + 1e-6
+    with pytest.raises(InputError, match="state.threshold: .* is not the threshold"):
+        Calibrator.from_dict(resign(moved))
 
 
 def test_mondrian_groups_must_add_up_and_match_their_levels() -> None:

@@ -82,6 +82,8 @@ class KindParts(NamedTuple):
     drift_range: tuple[float, float]
     #: The range of the PPI pairs' human target and judge proxy.
     ppi_range: tuple[float, float]
+    #: The drift values the state implies, where it does (pairwise: the calibration pairs' uncertainties).
+    drift_values: NDArray[np.float64] | None = None
 
 
 def _null(r: StateReader, *keys: str) -> None:
@@ -138,7 +140,7 @@ def _pairwise_parts(r: StateReader, method: str, alpha: float, n: int) -> KindPa
     est = SelectiveJudge.from_state(r.get("state"), controller=method, risk_level=alpha, n_calibration=n,
                                     where=r.path("state"))
     low, high, _ = RANGES[est.signal]
-    return KindParts(est, None, None, None, f"uncertainty:{est.signal}", (low, high), (0.0, 1.0))
+    return KindParts(est, None, None, None, f"uncertainty:{est.signal}", (low, high), (0.0, 1.0), est.uncertainty_)
 
 
 KIND_PARTS: dict[str, Callable[[StateReader, str, float, int], KindParts]] = {
@@ -284,6 +286,8 @@ class Calibrator:
         drift.integer("n", low=n, high=n)
         low, high = parts.drift_range
         sample = drift.floats("values", size=n, low=low - RANGE_SLACK, high=high + RANGE_SLACK, ascending=True)
+        if parts.drift_values is not None and not np.array_equal(sample, parts.drift_values):
+            drift.fail("values", "are not the calibration items' values the state holds")
         _check_quantiles(drift, sample)
         drift.finish()
         conformity = calibration_conformity(parts.estimator)

@@ -141,7 +141,7 @@ class LVD(ConformalMethod):
                 "anchors": self.Z_.tolist(), "anchor_labels": encode_floats(self.y_),
                 "anchor_residuals": encode_floats(self.abs_resid_)}
 
-    def _load_fitted(self, state: Any, n_fit: int) -> None:
+    def _load_fitted(self, state: Any, n_fit: int, fit_draw: Any) -> None:
         m = min(n_fit, self.max_anchors)
         d = model_features(np.zeros((1, self.scale.k)), self.scale).shape[1]
         self.mean_ = state.floats("mean", size=d)

@@ -131,7 +131,7 @@ def run_apply(args: argparse.Namespace) -> int:
     if args.output:
         raw = raw_records(args)
         if raw is not None and args.judge is not None:
-            from judgecp.data import name_judge_in_records
+            from judgecp.data.judge import name_judge_in_records
 
             name_judge_in_records(raw, args.judge)
         write_records(args.output, applied.records() if raw is None else annotate(raw, applied))

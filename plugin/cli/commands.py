@@ -52,7 +52,7 @@ def run_records(args: argparse.Namespace) -> int:
             raise InputError(f"{path}: no such file")
         batch = record_format(fmt).read(path, **({"sidecars": args.sidecar} if args.sidecar else {}))
         if args.judge is not None:
-            from judgecp.data import name_judge_in_records
+            from judgecp.data.judge import name_judge_in_records
 
             name_judge_in_records(batch.records, args.judge)
         count = write_records(args.output, batch.records)
@@ -66,9 +66,9 @@ def run_records(args: argparse.Namespace) -> int:
         options["scale"] = LikertScale.parse(args.scale)
     table = read_table(path)
     if args.judge is not None:
-        from judgecp.data import name_judge
+        from judgecp.data.judge import name_judge
 
-        name_judge(table, args.judge, args.kind)
+        name_judge(table, args.judge)
     data = from_table(table, args.kind, fields, **options)
     count = write_records(args.output, to_records(data))
     left = ", ".join(f"{e['reason']} {e['count']}" for e in data.excluded.to_json()) or "none"

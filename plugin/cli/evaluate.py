@@ -121,9 +121,9 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
         batch = record_format(fmt).read(path, kind=kind, **options)
         table, kind = batch.table(), kind or batch.kind
     if getattr(args, "judge", None) is not None:
-        from judgecp.data import name_judge
+        from judgecp.data.judge import name_judge
 
-        name_judge(table, args.judge, kind)
+        name_judge(table, args.judge)
     return from_table(table, kind, fields, **likert_options), dict(table.info)
 
 

@@ -75,41 +75,6 @@ def from_table(
     return choice_data(table, fields, kind=kind, require_label=require_label)
 
 
-#: Columns a kind reads the judge's name from (multiple choice also calls it ``model``); others: ``judge``.
-JUDGE_COLUMNS = {"mcq": ("judge", "model"), "parc": ("judge", "model")}
-
-
-def name_judge(table: Table, judge: str, kind: str | None = None, *, flag: str = "--judge") -> None:
-    """Name the judge of every row (``--judge NAME``), so records and calibrators made from a table carry it.
-
-    A row that names another judge is an error (the name would silently replace it); rows that name
-    none, or the same one, get ``judge``. The table's ``info`` records it (reports show it).
-    """
-    from judgecp.data.fields import is_blank
-
-    if not judge.strip():
-        raise InputError(f"{flag}: give the judge's name")
-    for column in JUDGE_COLUMNS.get(resolve_kind(table, kind), ("judge",)):
-        others = sorted({str(c) for c in table.columns.get(column, ()) if not is_blank(c) and str(c) != judge})
-        if others:
-            raise InputError(f"{flag} {judge}: {table.source} names the judge {others[0]!r} in its {column!r} "
-                             f"column{f' (and {len(others) - 1} more)' if len(others) > 1 else ''}; "
-                             "leave --judge out, or give that name")
-    table.columns["judge"] = [judge] * table.n_rows
-    table.info["judge"] = judge
-
-
-def name_judge_in_records(records: list[dict[str, Any]], judge: str, *, flag: str = "--judge") -> None:
-    """:func:`name_judge` for records as read from a harness file (each a ``judgecp.record/1`` dict)."""
-    if not judge.strip():
-        raise InputError(f"{flag}: give the judge's name")
-    others = sorted({str(r["judge"]) for r in records if r.get("judge") not in (None, "", judge)})
-    if others:
-        raise InputError(f"{flag} {judge}: the records name the judge {others[0]!r}; leave --judge out, or give that name")
-    for record in records:
-        record["judge"] = judge
-
-
 def _record_scale(table: Table) -> LikertScale | None:
     """The scale score records carry (one for all of them), if any."""
     scales = {tuple(s) for s in table.columns["scale"] if isinstance(s, list) and len(s) == 2}
@@ -173,7 +138,5 @@ __all__ = [
     "from_records",
     "from_table",
     "load",
-    "name_judge",
-    "name_judge_in_records",
     "resolve_kind",
 ]

@@ -302,11 +302,16 @@ class ConformalMethod(abc.ABC):
             raise InputError(f"fit_fraction must be in (0, 1), got {self.fit_fraction!r}")
         rng = np.random.default_rng(self.random_state)
         perm = rng.permutation(Xa.shape[0])
-        n_fit = round(self.fit_fraction * Xa.shape[0])
-        n_fit = min(max(n_fit, 1), Xa.shape[0] - 1) if Xa.shape[0] > 1 else Xa.shape[0]
+        n_fit = self.fit_size(Xa.shape[0])
         fit_idx, conf_idx = perm[:n_fit], perm[n_fit:]
         self.fit(Xa[fit_idx], ya[fit_idx])
         return self.conformalize(Xa[conf_idx], ya[conf_idx])
+
+    def fit_size(self, n: int) -> int:
+        """Rows of an ``n``-row calibration split that :meth:`calibrate` fits the model on (0 without one)."""
+        if not self.fits_model:
+            return 0
+        return min(max(round(self.fit_fraction * n), 1), n - 1) if n > 1 else n
 
     def predict(self, X: ArrayLike) -> Prediction:
         """Intervals and/or label sets for new points."""
@@ -320,6 +325,46 @@ class ConformalMethod(abc.ABC):
                 return Prediction.from_interval(pred.lower, pred.upper, self.scale, full)
             return Prediction.from_sets(pred.sets, self.scale, full)
         return pred
+
+    # -- fitted state as data (a calibrator file): judgecp.saved_state ---
+    threshold_attribute: ClassVar[str] = "threshold_"  # its state field: the name without the "_"
+
+    def state_dict(self) -> dict[str, Any]:
+        """The fitted state as plain JSON data (:func:`judgecp.saved_state.method_state_dict`)."""
+        from judgecp.saved_state import method_state_dict
+
+        return method_state_dict(self)
+
+    @classmethod
+    def from_state(cls, state: Any, *, alpha: float, scale: LikertScale, n_calibration: int,
+                   params: dict[str, Any] | None = None, where: str = "state") -> ConformalMethod:
+        """The method ``state`` describes, every field checked (:func:`judgecp.saved_state.method_from_state`)."""
+        from judgecp.saved_state import method_from_state
+
+        return method_from_state(cls, state, alpha=alpha, scale=scale, n_calibration=n_calibration,
+                                 params=params or {}, where=where)
+
+    def is_saveable(self) -> bool:
+        """Whether the fitted state is numbers (a method that sets ``scores_`` overrides this)."""
+        return False
+
+    def score_bounds(self) -> tuple[float, float]:
+        """The range of the conformity scores (stored scores outside it are refused)."""
+        return (-math.inf, math.inf)
+
+    # Hooks of a method whose state is numbers: its own fitted numbers as JSON and back (``state``: a StateReader);
+    # the random draws ``_fit`` and ``_conformalize`` make (they call these: a saved seed can be replayed).
+    def _fitted_state(self) -> dict[str, Any]:
+        return {}
+
+    def _load_fitted(self, state: Any, n_fit: int, fit_draw: Any) -> None:
+        return None
+
+    def _fit_draws(self, rng: np.random.Generator, n: int) -> Any:
+        return None
+
+    def _conformalize_draws(self, rng: np.random.Generator, n: int) -> Any:
+        return None
 
     # -- to implement ---------------------------------------------------
     def _fit(self, X: FloatArray, y: FloatArray) -> None:  # pragma: no cover - optional

@@ -129,6 +129,37 @@ class ScoreIntervals:
         self.method_ = make(0)
         return self
 
+    def state_dict(self) -> dict[str, Any]:
+        """The fitted state as JSON data: ``{"method": ...}`` (:meth:`ConformalMethod.state_dict`), or
+        ``{"mondrian": ...}`` (:meth:`Mondrian.state_dict`) when calibrated per group."""
+        if not hasattr(self, "method_"):
+            raise NotCalibratedError("ScoreIntervals: calibrate() before state_dict()")
+        if self.mondrian_ is not None:
+            return {"mondrian": self.mondrian_.state_dict()}
+        return {"method": self.method_.state_dict()}
+
+    @classmethod
+    def from_state(cls, state: Any, *, method: str, confidence_level: float, scale: LikertScale,
+                   n_calibration: int, grouped: bool, where: str = "state") -> ScoreIntervals:
+        """The calibrated estimator :meth:`state_dict` describes (``method``: the spec), every field checked."""
+        from judgecp.saved_state import StateReader, saved_method_class
+
+        reader = StateReader(state, where)
+        est = cls(method, confidence_level=confidence_level, scale=scale)
+        method_class, params = saved_method_class(method)
+        alpha = _alpha(confidence_level)
+        if grouped:
+            est.mondrian_ = Mondrian.from_state(reader.get("mondrian"), method_class=method_class, alpha=alpha,
+                                                scale=scale, params=params, n_calibration=n_calibration,
+                                                where=reader.path("mondrian"))
+            est.method_ = est._new_method(scale, None)
+        else:
+            est.method_ = method_class.from_state(reader.get("method"), alpha=alpha, scale=scale,
+                                                  n_calibration=n_calibration, params=params, where=reader.path("method"))
+            est.mondrian_ = None
+        reader.finish()
+        return est
+
     def predict(self, X: ScoreData | ArrayLike, *, groups: ArrayLike | str | None = None) -> Prediction:
         """Intervals (interval methods) and label sets for new rows, labeled or not."""
         if not hasattr(self, "method_") or (self.mondrian_ is None and not getattr(self.method_, "conformalized_", False)):
@@ -190,6 +221,29 @@ class ChoiceSets:
                                     random_state=self.random_state).calibrate(X, truth + 1.0)
         return self
 
+    def state_dict(self) -> dict[str, Any]:
+        """``width`` (the most options of a calibration item) and the set method's state."""
+        if not hasattr(self, "method_"):
+            raise NotCalibratedError("ChoiceSets: calibrate() before state_dict()")
+        return {"width": int(self.width_), "method": self.method_.state_dict()}
+
+    @classmethod
+    def from_state(cls, state: Any, *, method: str, confidence_level: float, n_calibration: int, max_width: int,
+                   where: str = "state") -> ChoiceSets:
+        """The calibrated estimator :meth:`state_dict` describes; ``width`` at most ``max_width`` (the options
+        seen in calibration), checked before anything of that width is allocated."""
+        from judgecp.saved_state import StateReader, saved_method_class
+
+        reader = StateReader(state, where)
+        est = cls(method, confidence_level=confidence_level)
+        est.width_ = reader.integer("width", low=2, high=max(max_width, 2))
+        method_class, params = saved_method_class(method)
+        est.method_ = method_class.from_state(reader.get("method"), alpha=_alpha(confidence_level),
+                                              scale=LikertScale(1, est.width_), n_calibration=n_calibration,
+                                              params=params, where=reader.path("method"))
+        reader.finish()
+        return est
+
     def predict(self, data: ChoiceData) -> ChoicePrediction:
         if not hasattr(self, "method_"):
             raise NotCalibratedError("ChoiceSets: call calibrate() first")
@@ -245,18 +299,62 @@ class SelectiveJudge:
         return sigs[self.signal]
 
     def calibrate(self, data: PairData) -> SelectiveJudge:
-        from judgecp.evaluation.pair import make_controller
-
         check_alpha(self.risk_level)
         if not data.labeled.all():
             raise InputError("SelectiveJudge.calibrate needs labeled pairs")
         sig = self._signal(data)
         order = np.argsort(sig.uncertainty, kind="stable")
-        errors = (sig.prediction != data.labels)[order]
-        ctrl = make_controller(self.controller, self.delta)
-        self.threshold_ = float(ctrl.thresholds(sig.uncertainty[order][None, :], errors[None, :], self.risk_level, sig)[0])
+        self.uncertainty_ = sig.uncertainty[order]
+        self.errors_ = (sig.prediction != data.labels)[order]
+        self.threshold_ = self._threshold(self.uncertainty_, self.errors_, sig)
         self.n_calibration_ = data.n
         return self
+
+    def _threshold(self, u_sorted: NDArray[np.float64], errors: BoolArray, signal: Any) -> float:
+        from judgecp.evaluation.pair import make_controller
+
+        ctrl = make_controller(self.controller, self.delta)
+        return float(ctrl.thresholds(u_sorted[None, :], errors[None, :], self.risk_level, signal)[0])
+
+    def state_dict(self) -> dict[str, Any]:
+        """``controller``, ``signal``, ``delta``, ``threshold`` and what sets it: the calibration pairs'
+        ``uncertainty`` (ascending, full precision) and ``errors`` (1: the verdict was wrong), in that order."""
+        from judgecp.saved_state import encode_float, encode_floats
+
+        if not hasattr(self, "threshold_"):
+            raise NotCalibratedError("SelectiveJudge: calibrate() before state_dict()")
+        return {"controller": self.controller, "signal": self.signal, "delta": self.delta,
+                "threshold": encode_float(self.threshold_), "uncertainty": encode_floats(self.uncertainty_),
+                "errors": [int(e) for e in self.errors_]}
+
+    @classmethod
+    def from_state(cls, state: Any, *, controller: str, risk_level: float, n_calibration: int,
+                   where: str = "state") -> SelectiveJudge:
+        """The calibrated judge :meth:`state_dict` describes; the threshold must be the one the controller
+        gives on the stored uncertainties and errors (so ``threshold: inf`` on a SCOPE file is refused)."""
+        from judgecp.saved_state import RANGE_SLACK, StateReader, check_threshold
+        from judgecp.selective import controller_classes
+        from judgecp.signals import RANGES, stored_signal
+
+        reader = StateReader(state, where)
+        if reader.text("controller", choices=controller_classes()) != controller:
+            reader.fail("controller", f"{reader.get('controller')!r} is not the calibrator's method {controller!r}")
+        signal = reader.text("signal", choices=RANGES)
+        low, high, _ = RANGES[signal]
+        est = cls(controller, risk_level=check_alpha(risk_level), signal=signal,
+                  delta=reader.number("delta", low=0.0, high=1.0, open_interval=True))
+        u = reader.floats("uncertainty", size=n_calibration, low=low - RANGE_SLACK, high=high + RANGE_SLACK,
+                          ascending=True)
+        errors = reader.floats("errors", size=n_calibration, low=0.0, high=1.0)
+        if not np.isin(errors, (0.0, 1.0)).all():
+            reader.fail("errors", "holds a value that is neither 0 nor 1")
+        threshold, recomputed = reader.number("threshold", infinite=True), est._threshold(u, errors.astype(bool),
+                                                                                            stored_signal(signal, u))
+        check_threshold(reader, "threshold", threshold, recomputed, tolerance=1e-12)
+        reader.finish()
+        # The recomputed threshold (the stored one within rounding): an edit below the tolerance changes nothing.
+        est.uncertainty_, est.errors_, est.threshold_, est.n_calibration_ = u, errors.astype(bool), recomputed, n_calibration
+        return est
 
     def predict(self, data: PairData) -> SelectivePrediction:
         if not hasattr(self, "threshold_"):

@@ -62,6 +62,20 @@ class Signal:
         return 1.0 - c
 
 
+#: Each signal's data-independent range: ``(low, high, confidence_floor)`` (as :func:`signals` builds them).
+RANGES: dict[str, tuple[float, float, float]] = {
+    "bpe": (0.0, math.log(2), 0.5), "predictive": (0.0, 0.5, 0.5), "verbalized": (0.0, 1.0, 0.0),
+    "agreement": (0.0, 1.0, 0.0),
+}
+
+
+def stored_signal(name: str, uncertainty: FloatArray) -> Signal:
+    """A signal rebuilt from stored uncertainties (a calibrator's): what a risk controller reads of it."""
+    low, high, floor = RANGES[name]
+    return Signal(name, uncertainty, np.full(uncertainty.shape, np.nan), np.zeros(uncertainty.shape, np.int64),
+                  low, high, floor)
+
+
 def _single_order(data: PairData) -> FloatArray:
     return np.where(np.isnan(data.p_fwd), data.p_rev, data.p_fwd)
 

@@ -1,4 +1,4 @@
-"""Calibrate once, apply to every run: fitted estimators saved as data (``judgecp.calibrator/1``).
+"""Calibrate once, apply to every run: fitted estimators saved as data (``judgecp.calibrator/2``).
 
 A *calibrator* is one of the public estimators of :mod:`judgecp.estimators`
 (:class:`~judgecp.estimators.ScoreIntervals` for Likert judges,
@@ -8,10 +8,14 @@ labeled records and written as JSON: the conformal thresholds (or the SCOPE
 threshold) as numbers, the method spec that rebuilds the estimator around
 them, the scale or options, the judge/prompt/task identity of the
 calibration records, the calibration size, and a sample of a label-free judge
-statistic for drift checks. Loading it never executes code (no pickle):
-methods whose fitted state is a model object (``probabilities=recalibrated``,
-the quantile-regression methods, ...) are refused at :func:`calibrate` time
-with an error that names the methods that can be saved.
+statistic for drift checks, and a content digest. Loading it never executes
+code (no pickle): each estimator rebuilds itself from its own state
+(``from_state``), which checks every field against the invariants (a
+threshold must be the conformal quantile of the stored calibration scores),
+and a file whose digest does not match its content is refused. Methods whose
+fitted state is a model object (``probabilities=recalibrated``, the
+quantile-regression methods, ...) are refused at :func:`calibrate` time with
+an error that names the methods that can be saved.
 
 :func:`apply` puts the calibrator on new records, labeled or not: per item
 the label set (and interval), option set, or accept/abstain, and a summary
@@ -54,8 +58,7 @@ from judgecp.calibrators.fileformat import (
     SCHEMA,
     SUMMARY_QUANTILES,
     Calibrator,
-    method_state,
-    restore_method,
+    content_digest,
 )
 from judgecp.calibrators.fitting import calibrate
 from judgecp.calibrators.statistics import (
@@ -77,8 +80,7 @@ __all__ = [
     "calibrated_estimate",
     "check_compatible",
     "conformity_scores",
+    "content_digest",
     "drift_statistic",
     "drift_test",
-    "method_state",
-    "restore_method",
 ]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.calibrators.fileformat import IDENTITY_FIELDS, Calibrator
+from judgecp.calibrators.fileformat import IDENTITY_FIELDS, SCHEMA, Calibrator
 from judgecp.calibrators.statistics import _identity, conformity_scores, drift_statistic
 from judgecp.errors import InputError
 
@@ -100,6 +100,12 @@ def check_compatible(cal: Calibrator, data: Any, *, force: bool = False) -> list
     return problems
 
 
+def judge_check(cal: Calibrator, data: Any) -> dict[str, Any]:
+    """The judges the calibrator and the records name (null: none), and whether they were compared."""
+    want, got = cal.identity.get("judge"), _identity(data).get("judge")
+    return {"calibrator": want, "records": got, "checked": bool(want and got)}
+
+
 def drift_test(cal: Calibrator, data: Any, level: float = DRIFT_LEVEL) -> dict[str, Any]:
     """Two-sample Kolmogorov-Smirnov test of the run's drift statistic against the calibrator's sample."""
     from scipy.stats import ks_2samp
@@ -137,6 +143,7 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
     summary: dict[str, Any] = {
         "kind": cal.kind, "method": cal.method, "alpha": cal.alpha, "n": int(data.n_read or data.n),
         "n_applied": int(data.n), "excluded": data.excluded.to_json(), "n_calibration": cal.n_calibration,
+        "calibrator": {"schema": SCHEMA, "digest": cal.digest}, "judge": judge_check(cal, data),
     }
     labeled = data.labeled
     sets = lower = upper = accept = None

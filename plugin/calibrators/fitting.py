@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from judgecp.calibrators.fileformat import KINDS, Calibrator
-from judgecp.calibrators.statistics import _identity, conformity_scores, drift_statistic
+from judgecp.calibrators.statistics import _identity, calibration_conformity, drift_statistic
 from judgecp.errors import InputError
 
 
@@ -90,11 +90,12 @@ def calibrate(
     from judgecp.ppi import proxy_and_target
 
     proxy, target, _ = proxy_and_target(data)
-    cal = Calibrator(kind=ckind, method=spec, alpha=alpha, estimator=est, n_calibration=int(data.n),
-                     identity=_identity(data), drift_sample=np.asarray(sample, dtype=np.float64),
-                     drift_statistic=name, scale=scale, options=options, groups=groups, source=str(data.source),
-                     ppi_labels=target, ppi_proxy=proxy,
-                     conformity=conformity_scores(est.method_, data.X, data.labels)
-                     if ckind == "likert" and est.mondrian_ is None else None)
-    cal.to_dict()  # refuse now, not at save time, a fitted state that is not plain data
-    return cal
+    try:
+        est.state_dict()  # refuse now, not at save time, a fitted state that is not plain data
+    except InputError as exc:
+        raise InputError(f"{spec}: {str(exc).partition(': ')[2]}") from None
+    # Sorted, as the file stores it: a fitted and a loaded calibrator test drift on the same sequence.
+    return Calibrator(kind=ckind, method=spec, alpha=alpha, estimator=est, n_calibration=int(data.n),
+                      identity=_identity(data), drift_sample=np.sort(np.asarray(sample, dtype=np.float64)),
+                      drift_statistic=name, scale=scale, options=options, groups=groups, source=str(data.source),
+                      ppi_labels=target, ppi_proxy=proxy, conformity=calibration_conformity(est))

@@ -56,10 +56,34 @@ def conformity_scores(method: Any, X: Any, y: Any) -> tuple[str, NDArray[np.floa
     from judgecp.methods.split import NaiveSplit
 
     Xa, ya = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if isinstance(method, NaiveSplit) and method.predictor == "expected":
-        return "abs_residual", np.abs(ya - method.point(Xa))
-    if isinstance(method, (LAC, Margin)) and method.probabilities == "judge":
+    name = conformity_name(method)
+    if isinstance(method, NaiveSplit) and name is not None:
+        return name, np.abs(ya - method.point(Xa))
+    if isinstance(method, (LAC, Margin)) and name is not None:
         P = method._proba(Xa)
         scores = lac_scores(P) if isinstance(method, LAC) else margin_scores(P)
-        return method.name, true_label_scores(scores, method.scale.index(ya))
+        return name, true_label_scores(scores, method.scale.index(ya))
     return None
+
+
+def conformity_name(method: Any) -> str | None:
+    """The name of a method's label-free conformity score (:func:`conformity_scores`), or None."""
+    from judgecp.methods.sets import LAC, Margin
+    from judgecp.methods.split import NaiveSplit
+
+    if isinstance(method, NaiveSplit) and method.predictor == "expected":
+        return "abs_residual"
+    if isinstance(method, (LAC, Margin)) and method.probabilities == "judge":
+        return str(method.name)
+    return None
+
+
+def calibration_conformity(estimator: Any) -> tuple[str, NDArray[np.float64]] | None:
+    """A Likert estimator's calibration conformity scores (the ones that set its threshold), ascending,
+    where the method has a label-free formula for them and is not calibrated per group."""
+    from judgecp.estimators import ScoreIntervals
+
+    if not isinstance(estimator, ScoreIntervals) or estimator.mondrian_ is not None:
+        return None
+    name = conformity_name(estimator.method_)
+    return None if name is None else (name, np.sort(vars(estimator.method_)["scores_"]))

@@ -31,6 +31,8 @@ def _input_flags(p: argparse.ArgumentParser, *, kinds: tuple[str, ...] = ("liker
     cols.add_argument("--group", help="a field: Mondrian groups (calibrate, apply) or strata (estimate)")
     cols.add_argument("--join", action="append", default=[], metavar="FILE[:PREFIX]")
     cols.add_argument("--scale", help="rating scale MIN:MAX (Likert; default 1:5, or the records' own)")
+    cols.add_argument("--judge", metavar="NAME",
+                      help="the judge's name, for records that name none (a calibrator records it; apply checks it)")
 
 
 def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
@@ -66,7 +68,7 @@ def _warn(summary: dict[str, Any]) -> None:
 def add_calibrate(sub: Any) -> None:
     p = sub.add_parser("calibrate", help="fit a calibrator on labeled records and save it as JSON",
                        description="Fit conformal sets (Likert, multiple choice) or a SCOPE threshold (pairwise) on "
-                       "labeled records and write a judgecp.calibrator/1 file for `judgecp apply`.")
+                       "labeled records and write a judgecp.calibrator/2 file for `judgecp apply`.")
     p.add_argument("input")
     p.add_argument("-o", "--output", required=True, help="calibrator JSON to write")
     _input_flags(p)
@@ -90,8 +92,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
                     random_state=args.random_state)
     cal.save(args.output)
     left = ", ".join(f"{e['reason']} {e['count']}" for e in data.excluded.to_json()) or "none"
+    judge = ", ".join(cal.identity.get("judge", [])) or "none named (--judge NAME: apply then checks it)"
     print(f"{cal.kind} calibrator ({cal.method}, alpha {cal.alpha:g}) fitted on {cal.n_calibration} items, "
-          f"written to {args.output}; left out: {left}", file=sys.stderr)
+          f"written to {args.output}; judge: {judge}; left out: {left}", file=sys.stderr)
     return 0
 
 
@@ -127,6 +130,10 @@ def run_apply(args: argparse.Namespace) -> int:
     summary = applied.summary
     if args.output:
         raw = raw_records(args)
+        if raw is not None and args.judge is not None:
+            from judgecp.data.judge import name_judge_in_records
+
+            name_judge_in_records(raw, args.judge)
         write_records(args.output, applied.records() if raw is None else annotate(raw, applied))
     from judgecp.calibrators.results import ApplyResult
 
@@ -156,6 +163,8 @@ def raw_records(args: argparse.Namespace) -> list[dict[str, Any]] | None:
 def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"{summary['kind']} calibrator {summary['method']} (alpha {summary['alpha']:g}, "
              f"{summary['n_calibration']} calibration items): {summary['n_applied']} of {summary['n']} records applied"]
+    if summary.get("calibrator"):
+        lines.append(f"  calibrator {summary['calibrator']['digest']} (content verified); {_judge_line(summary['judge'])}")
     if summary["kind"] == "pairwise":
         lines.append(f"  accepted {summary['accepted']}, abstention rate {_num(summary['abstention_rate'])}")
     else:
@@ -179,6 +188,16 @@ def format_summary(summary: dict[str, Any]) -> str:
     for e in summary["excluded"]:
         lines.append(f"  left out: {e['reason']} {e['count']}")
     return "\n".join(lines)
+
+
+def _judge_line(judge: dict[str, Any]) -> str:
+    want, got = judge["calibrator"], judge["records"]
+    if want and got:
+        return f"judge {', '.join(got)} (checked against the calibrator's)"
+    if not (want or got):
+        return "judge not checked: neither the calibrator nor the records name one (--judge NAME)"
+    return (f"judge not checked: the records name none (the calibrator's: {', '.join(want)})" if want
+            else f"judge not checked: the calibrator names none (the records': {', '.join(got)})")
 
 
 def _num(value: Any) -> str:

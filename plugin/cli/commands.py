@@ -30,6 +30,8 @@ def add_records(sub: Any) -> None:
     p.add_argument("--join", action="append", default=[], metavar="FILE[:PREFIX]")
     p.add_argument("--scale", help="rating scale MIN:MAX (Likert; default 1:5)")
     p.add_argument("--unlabeled", action="store_true", help="keep rows without a label (written with label null)")
+    p.add_argument("--judge", metavar="NAME", help="the judge's name, written in every record (records naming "
+                   "another judge are an error)")
     p.set_defaults(func=run_records)
 
 
@@ -50,6 +52,10 @@ def run_records(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise InputError(f"{path}: no such file")
         batch = record_format(fmt).read(path, **({"sidecars": args.sidecar} if args.sidecar else {}))
+        if args.judge is not None:
+            from judgecp.data.judge import name_judge_in_records
+
+            name_judge_in_records(batch.records, args.judge)
         count = write_records(args.output, batch.records)
         left = ", ".join(f"{e['reason']} {e['count']}" for e in batch.excluded.to_json()) or "none"
         print(f"{count} records written to {args.output}; left out while reading: {left}", file=sys.stderr)
@@ -59,7 +65,12 @@ def run_records(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"require_label": not args.unlabeled}
     if args.scale:
         options["scale"] = LikertScale.parse(args.scale)
-    data = from_table(read_table(path), args.kind, fields, **options)
+    table = read_table(path)
+    if args.judge is not None:
+        from judgecp.data.judge import name_judge
+
+        name_judge(table, args.judge)
+    data = from_table(table, args.kind, fields, **options)
     count = write_records(args.output, to_records(data))
     left = ", ".join(f"{e['reason']} {e['count']}" for e in data.excluded.to_json()) or "none"
     print(f"{count} {data.kind} records written to {args.output} ({data.n_read} rows read); left out: {left}",

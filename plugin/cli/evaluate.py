@@ -54,6 +54,7 @@ def add_parser(sub: Any) -> None:
                       help="the judge's own answer (Likert: its parsed score; default: prediction, parsed, ...; else argmax)")
     cols.add_argument("--group", help="field for per-group tables (Likert, pairwise) or grouping (multiple choice)")
     cols.add_argument("--join", action="append", default=[], metavar="FILE[:PREFIX]", help="add columns from FILE by id (repeatable)")
+    cols.add_argument("--judge", metavar="NAME", help="the judge's name, for records that name none (calibrators check it)")
     lik = p.add_argument_group("Likert (--kind likert)")
     lik.add_argument("--features", metavar="GLOB", help="extra feature columns for fitted models (multi-judge fusion)")
     lik.add_argument("--row-features", dest="row_features", metavar="FIELD[,FIELD]",
@@ -121,6 +122,10 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
             raise InputError(f"{path}: no such file")
         batch = record_format(fmt).read(path, kind=kind, **options)
         table, kind = batch.table(), kind or batch.kind
+    if getattr(args, "judge", None) is not None:
+        from judgecp.data.judge import name_judge
+
+        name_judge(table, args.judge)
     return from_table(table, kind, fields, **likert_options), dict(table.info)
 
 
@@ -140,6 +145,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
             return own
     if args.example == bool(args.input):
         raise InputError("give an INPUT file or --example (not both)")
+    if args.example and args.judge is not None:
+        raise InputError("--judge names the judge of INPUT's records; the example's are synthetic")
     check_output(args.json)
     ensemble.check_unused(args, args.kind or "likert")
     fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,

@@ -51,6 +51,12 @@ class ProbabilityMethod(ConformalMethod):
     def _fit(self, X: FloatArray, y: FloatArray) -> None:
         self.label_model_ = RecalibratedJudge(self.scale).fit(X, y)
 
+    def is_saveable(self) -> bool:
+        return self.probabilities == "judge"  # a recalibration model is a model, not numbers
+
+    def score_bounds(self) -> tuple[float, float]:
+        return (0.0, 1.0)  # a probability mass (LAC: 1 - p)
+
     def _proba(self, X: FloatArray) -> FloatArray:
         return label_probabilities(
             self.probabilities, X, self.scale, getattr(self, "label_model_", None)

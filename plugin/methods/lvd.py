@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,6 +55,7 @@ class LVD(ConformalMethod):
     name = "lvd"
     output = "interval"
     fits_model = True
+    threshold_attribute = "quantile_"
     reference = "Lin, Trivedi & Sun (2021), NeurIPS"
 
     def __init__(
@@ -72,9 +74,13 @@ class LVD(ConformalMethod):
         z: FloatArray = (model_features(X, self.scale) - self.mean_) / self.std_
         return z
 
+    def _fit_draws(self, rng: np.random.Generator, n: int) -> Any:
+        """The seeded subsample of kernel anchors (sorted row indices), or None when all ``n`` rows are."""
+        return np.sort(rng.choice(n, size=self.max_anchors, replace=False)) if n > self.max_anchors else None
+
     def _fit(self, X: FloatArray, y: FloatArray) -> None:
-        if y.size > self.max_anchors:
-            keep = np.sort(self._rng_.choice(y.size, size=self.max_anchors, replace=False))
+        keep = self._fit_draws(self._rng_, y.size)
+        if keep is not None:
             X, y = X[keep], y[keep]
         F = model_features(X, self.scale)
         self.mean_ = F.mean(axis=0)
@@ -118,7 +124,34 @@ class LVD(ConformalMethod):
 
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
         mu, sigma = self.mean_and_scale(X)
-        self.quantile_ = self._quantile(np.abs(y - mu) / sigma)
+        self.scores_ = np.abs(y - mu) / sigma
+        self.quantile_ = self._quantile(self.scores_)
+
+    # -- fitted state: the kernel's anchors, their labels and leave-one-out residuals, as numbers --------
+    def is_saveable(self) -> bool:
+        return True
+
+    def score_bounds(self) -> tuple[float, float]:
+        return (0.0, math.inf)
+
+    def _fitted_state(self) -> dict[str, Any]:
+        from judgecp.saved_state import encode_floats
+
+        return {"mean": encode_floats(self.mean_), "std": encode_floats(self.std_), "bandwidth": float(self.bandwidth_),
+                "anchors": self.Z_.tolist(), "anchor_labels": encode_floats(self.y_),
+                "anchor_residuals": encode_floats(self.abs_resid_)}
+
+    def _load_fitted(self, state: Any, n_fit: int, fit_draw: Any) -> None:
+        m = min(n_fit, self.max_anchors)
+        d = model_features(np.zeros((1, self.scale.k)), self.scale).shape[1]
+        self.mean_ = state.floats("mean", size=d)
+        self.std_ = state.floats("std", size=d, low=1e-12)
+        self.bandwidth_ = state.number("bandwidth")
+        if self.bandwidth_ not in BANDWIDTH_GRID:
+            state.fail("bandwidth", f"{self.bandwidth_!r} is not one of the searched bandwidths {BANDWIDTH_GRID}")
+        self.Z_ = state.matrix("anchors", rows=m, columns=d)
+        self.y_ = state.floats("anchor_labels", size=m, low=self.scale.minimum, high=self.scale.maximum)
+        self.abs_resid_ = state.floats("anchor_residuals", size=m, low=0.0, high=float(self.scale.span))
 
     def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
         mu, sigma = self.mean_and_scale(X)

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from judgecp.conformal import ConformalMethod, Prediction
+from judgecp.scale import LikertScale
+
+
+def too_few_to_fit(method: ConformalMethod, n: int) -> bool:
+    """Whether a group of ``n`` rows is too small to split into fit and conformalize parts."""
+    return method.fits_model and n < 4
 
 
 class Mondrian:
@@ -36,8 +43,7 @@ class Mondrian:
             rows = np.flatnonzero(g == value)
             method = self.make_method(i)
             self.n_calibration_[str(value)] = int(rows.size)
-            if method.fits_model and rows.size < 4:
-                # Too few to split into fit and conformalize parts.
+            if too_few_to_fit(method, rows.size):
                 self.insufficient_groups_.append(str(value))
                 continue
             method.calibrate(Xa[rows], ya[rows])
@@ -69,3 +75,51 @@ class Mondrian:
         if not parts:
             return Prediction.from_sets(np.zeros((0, scale.k), bool), scale)
         return Prediction.concatenate(parts, np.concatenate(order))
+
+    # -- fitted state as data (a calibrator file) ------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """``groups`` (each calibrated group's method state), ``n_calibration`` (rows per group, every group
+        seen in calibration) and ``insufficient_groups`` (those predicting the full range)."""
+        return {"groups": {g: m.state_dict() for g, m in self.methods_.items()},
+                "n_calibration": dict(self.n_calibration_), "insufficient_groups": list(self.insufficient_groups_)}
+
+    @classmethod
+    def from_state(cls, state: Any, *, method_class: type[ConformalMethod], alpha: float, scale: LikertScale,
+                   params: dict[str, Any], n_calibration: int, where: str) -> Mondrian:
+        """Rebuild from :meth:`state_dict`'s data: the groups' sizes add up to ``n_calibration``, each
+        calibrated group's method is checked (:meth:`ConformalMethod.from_state`) and the insufficient
+        groups are the ones the sizes and thresholds give."""
+        from judgecp.saved_state import StateReader
+
+        reader = StateReader(state, where)
+        sizes_of = reader.child("n_calibration")
+        sizes = {g: sizes_of.integer(g, low=1, high=n_calibration) for g in list(sizes_of.obj)}
+        if not sizes or sum(sizes.values()) != n_calibration:
+            reader.fail("n_calibration", f"the groups' sizes add up to {sum(sizes.values())}, "
+                        f"not to the calibrator's n_calibration {n_calibration}")
+
+        def make(i: int) -> ConformalMethod:
+            return method_class(alpha, scale=scale, **params)
+
+        groups = reader.child("groups")
+        methods: dict[str, ConformalMethod] = {}
+        insufficient: list[str] = []
+        for group, n in sizes.items():
+            if too_few_to_fit(make(0), n):
+                insufficient.append(group)
+                continue
+            method = method_class.from_state(groups.get(group), alpha=alpha, scale=scale, n_calibration=n,
+                                             params=params, where=groups.path(group))
+            methods[group] = method
+            if method.insufficient_:
+                insufficient.append(group)
+        groups.finish()
+        stored = reader.texts("insufficient_groups")
+        if sorted(stored) != sorted(insufficient):
+            reader.fail("insufficient_groups", f"{sorted(stored)} are not the groups too small for the level "
+                        f"({sorted(insufficient)})")
+        reader.finish()
+        mondrian = cls(make)
+        mondrian.methods_, mondrian.n_calibration_, mondrian.insufficient_groups_ = methods, sizes, stored
+        mondrian.output_ = make(0).output
+        return mondrian

@@ -65,20 +65,26 @@ class OrdinalAPS(ProbabilityMethod):
         super().__init__(alpha, **options)
         self.randomized = randomized
 
-    def _label_scores(self, P: FloatArray, rng: np.random.Generator) -> FloatArray:
+    def _uniforms(self, n: int, rng: np.random.Generator) -> FloatArray | None:
+        return rng.uniform(size=(n, 1)) if self.randomized else None
+
+    def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
         after, before = greedy_contiguous_mass(P)
-        if not self.randomized:
+        if u is None:
             return after
-        u: FloatArray = rng.uniform(size=(P.shape[0], 1))
         randomized: FloatArray = after - u * (after - before)
         return randomized
 
+    def _conformalize_draws(self, rng: np.random.Generator, n: int) -> FloatArray | None:
+        return self._uniforms(n, rng)
+
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
-        scores = self._label_scores(self._proba(X), self._rng_)
-        self.threshold_ = self._quantile(true_label_scores(scores, self.scale.index(y)))
+        scores = self._label_scores(self._proba(X), self._conformalize_draws(self._rng_, X.shape[0]))
+        self.scores_ = true_label_scores(scores, self.scale.index(y))
+        self.threshold_ = self._quantile(self.scores_)
 
     def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
-        scores = self._label_scores(self._proba(X), rng)
+        scores = self._label_scores(self._proba(X), self._uniforms(X.shape[0], rng))
         return Prediction.from_sets(sets_at(scores, self.threshold_), self.scale)
 
     complexity = ("O(n K^2)", "O(n K)")
@@ -105,8 +111,8 @@ class OrdinalCDFSet(ProbabilityMethod):
         return np.maximum(below, above)
 
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
-        scores = self.label_scores(self._proba(X))
-        self.threshold_ = self._quantile(true_label_scores(scores, self.scale.index(y)))
+        self.scores_ = true_label_scores(self.label_scores(self._proba(X)), self.scale.index(y))
+        self.threshold_ = self._quantile(self.scores_)
 
     def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
         return Prediction.from_sets(sets_at(self.label_scores(self._proba(X)), self.threshold_), self.scale)

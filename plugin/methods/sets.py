@@ -13,7 +13,7 @@ decides membership of the boundary label at prediction time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -129,10 +129,14 @@ class _SetMethod(ProbabilityMethod):
     def _uniforms(self, n: int, rng: np.random.Generator) -> FloatArray | None:
         return rng.uniform(size=n) if self.randomized else None
 
+    def _conformalize_draws(self, rng: np.random.Generator, n: int) -> FloatArray | None:
+        return self._uniforms(n, rng)
+
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
         P = self._proba(X)
-        scores = self._label_scores(P, self._uniforms(X.shape[0], self._rng_))
-        self.threshold_ = self._quantile(true_label_scores(scores, self.scale.index(y)))
+        scores = self._label_scores(P, self._conformalize_draws(self._rng_, X.shape[0]))
+        self.scores_ = true_label_scores(scores, self.scale.index(y))
+        self.threshold_ = self._quantile(self.scores_)
 
     def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
         P = self._proba(X)
@@ -169,6 +173,9 @@ class Margin(_DeterministicSetMethod):
     reference = "Angelopoulos & Bates (2021); the margin score of the VLM conformal benchmark (2025), label-dependent form"
     score_function = staticmethod(margin_scores)
     complexity = ("O(n K)", "O(n K)")
+
+    def score_bounds(self) -> tuple[float, float]:
+        return (-1.0, 1.0)  # a difference of probabilities
 
 
 class APS(_SetMethod):
@@ -221,21 +228,26 @@ class RAPS(_SetMethod):
     def _fit(self, X: FloatArray, y: FloatArray) -> None:
         if self.probabilities == "recalibrated":
             super()._fit(X, y)
-        P = self._proba(X)
-        index = self.scale.index(y)
-        ranks = true_label_scores(rank_labels(P).rank.astype(np.float64), index)
+        # Kept (n_fit x K numbers): a saved calibrator recomputes lam and k_reg from them on load.
+        self.fit_probabilities_, self.fit_index_ = self._proba(X), self.scale.index(y)
+        self.lam_, self.k_reg_ = self._tune(self.fit_probabilities_, self.fit_index_,
+                                            self._fit_draws(self._rng_, X.shape[0]))
+
+    def _tune(self, P: FloatArray, index: IntArray, seed: int | None) -> tuple[float, int]:
+        """``(lam, k_reg)`` from the fit part's probabilities and true-label indices (class docstring);
+        ``seed`` seeds the lambda search."""
         from judgecp.conformal import conformal_quantile
 
         k = self.k_reg
         if k is None:
+            ranks = true_label_scores(rank_labels(P).rank.astype(np.float64), index)
             q = conformal_quantile(ranks, self.alpha)
             k = int(q) if np.isfinite(q) else P.shape[1]
-        self.k_reg_ = k
         lam = self.lam
         if lam is None:
             # Tune on the fit part itself: half sets a threshold, half measures size.
-            rng = np.random.default_rng(self._rng_.integers(2**63 - 1))
-            perm = rng.permutation(X.shape[0])
+            rng = np.random.default_rng(seed)
+            perm = rng.permutation(P.shape[0])
             a, b = perm[: len(perm) // 2], perm[len(perm) // 2 :]
             best = (np.inf, self.LAMBDA_GRID[0])
             for cand in self.LAMBDA_GRID:
@@ -246,11 +258,48 @@ class RAPS(_SetMethod):
                 if size < best[0]:
                     best = (size, cand)
             lam = best[1]
-        self.lam_ = float(lam)
+        return float(lam), k
+
+    def _fit_draws(self, rng: np.random.Generator, n: int) -> int | None:
+        """The seed of the lambda search (drawn only when lam is tuned)."""
+        return int(rng.integers(2**63 - 1)) if self.lam is None else None
 
     def _label_scores(self, P: FloatArray, u: FloatArray | None) -> FloatArray:
-        lam = self.lam_ if hasattr(self, "lam_") else float(self.lam or 0.0)
-        k = self.k_reg_ if hasattr(self, "k_reg_") else int(self.k_reg or 0)
+        lam, k = self._penalty()
         return aps_scores(P, u, lam=lam, k_reg=k)
+
+    def _penalty(self) -> tuple[float, int]:
+        return (self.lam_ if hasattr(self, "lam_") else float(self.lam or 0.0),
+                self.k_reg_ if hasattr(self, "k_reg_") else int(self.k_reg or 0))
+
+    def score_bounds(self) -> tuple[float, float]:
+        lam, k = self._penalty()
+        return (0.0, 1.0 + lam * max(self.scale.k - k, 0))
+
+    def _fitted_state(self) -> dict[str, Any]:
+        if not self.fits_model:
+            return {}
+        return {"lam": float(self.lam_), "k_reg": int(self.k_reg_), "fit_probabilities": self.fit_probabilities_.tolist(),
+                "fit_labels": (self.fit_index_ + self.scale.minimum).tolist()}
+
+    def _load_fitted(self, state: Any, n_fit: int, fit_draw: Any) -> None:
+        """lam and k_reg must be what the stored fit part gives (lam: when the search's seed is known)."""
+        if not self.fits_model:
+            return
+        P = state.matrix("fit_probabilities", rows=n_fit, columns=self.scale.k)
+        if (P < 0).any() or (np.abs(P.sum(axis=1) - 1.0) > 1e-9).any():
+            state.fail("fit_probabilities", "a row is not a probability distribution")
+        labels = state.floats("fit_labels", size=n_fit, low=self.scale.minimum, high=self.scale.maximum)
+        if (labels != np.round(labels)).any():
+            state.fail("fit_labels", "holds a label that is not an integer")
+        self.fit_probabilities_, self.fit_index_ = P, self.scale.index(labels)
+        self.lam_ = state.number("lam", low=0.0)
+        self.k_reg_ = state.integer("k_reg", low=0, high=self.scale.k)
+        lam, k_reg = self._tune(P, self.fit_index_, fit_draw)
+        if k_reg != self.k_reg_:
+            state.fail("k_reg", f"{self.k_reg_} is not the k_reg the stored fit part gives ({k_reg})")
+        known = self.lam is not None or fit_draw is not None  # an unseeded search cannot be replayed
+        if (known and lam != self.lam_) or self.lam_ not in (*self.LAMBDA_GRID, self.lam):
+            state.fail("lam", f"{self.lam_!r} is not the lam the stored fit part gives ({lam!r})")
 
     complexity = ("O(n K log K)", "O(n K)")

@@ -34,6 +34,7 @@ class NaiveSplit(ConformalMethod):
 
     name = "naive"
     output = "interval"
+    threshold_attribute = "quantile_"
     reference = "Papadopoulos et al. (2002); Lei et al. (2018), JASA"
 
     def __init__(
@@ -65,7 +66,14 @@ class NaiveSplit(ConformalMethod):
         return predict_in_blocks(self.model_, model_features(X, self.scale))
 
     def _conformalize(self, X: FloatArray, y: FloatArray) -> None:
-        self.quantile_ = self._quantile(np.abs(y - self.point(X)))
+        self.scores_ = np.abs(y - self.point(X))
+        self.quantile_ = self._quantile(self.scores_)
+
+    def is_saveable(self) -> bool:
+        return self.predictor == "expected"  # a fitted regressor is a model, not numbers
+
+    def score_bounds(self) -> tuple[float, float]:
+        return (0.0, float(self.scale.span))
 
     def _predict(self, X: FloatArray, rng: np.random.Generator) -> Prediction:
         yhat = self.point(X)

@@ -227,7 +227,7 @@ def test_cli_calibrate_apply_estimate_gate(tmp_path: Path, capsys: pytest.Captur
     assert {"ppi", "judge_only", "labeled_only"} <= set(est["estimate"])
     assert main(["gate", str(tmp_path / "est.json"), "--min", "estimate.ppi.lower=1"]) == 0
     capsys.readouterr()
-    assert main(["gate", str(tmp_path / "sum.json"), "--max", "mean_set_size=0.5", "--min", "n_applied=1"]) == 1
+    assert main(["gate", str(tmp_path / "sum.json"), "--max", "set_size=0.5", "--min", "n=1"]) == 1
     assert capsys.readouterr().out.count("FAIL") == 1
     assert main(["gate", str(tmp_path / "sum.json"), "--min", "no.such.metric=1"]) == 2
     # Another judge: refused (exit 2) unless --force.

@@ -341,14 +341,14 @@ def test_conformity_scores_are_the_ones_that_set_the_threshold() -> None:
         assert abs(conformal_quantile(cal.conformity[1], ALPHA) - stored) < SCORE_TOLERANCE
         assert str(0.5) in cal.to_dict()["conformity"]["quantiles"]
     assert calibrate(data, method="aps").conformity is None  # randomised scores: no label-free formula
-    # Labeled run items from a shifted judge: their conformity scores differ, and the summary says so.
+    # Labeled run items that humans rate one label higher (the judge unchanged): the label-side check says so.
     cal = calibrate(likert(1000, 0), method="naive", alpha=ALPHA)
     run = likert(400, 1)
-    moved = ScoreData.from_arrays(np.roll(run.logprobs, 1, axis=1), run.labels, fields=dict(run.fields))
-    same, shifted = apply(cal, run).summary["drift"]["conformity"], apply(cal, moved).summary
+    moved = ScoreData.from_arrays(run.logprobs, np.clip(run.labels + 1, 1, 5), fields=dict(run.fields))
+    same, shifted = apply(cal, run).summary["label_check"], apply(cal, moved).summary
     assert same["p_value"] > 0.001 and same["n_run"] == 400
-    assert shifted["drift"]["conformity"]["drift"] is True
-    assert "conformity_drift" in {w["kind"] for w in shifted["warnings"]}
+    assert shifted["label_check"]["shift_detected"] is True
+    assert "label_shift" in {w["kind"] for w in shifted["warnings"]}
 
 
 def test_cli_strict_fails_a_drifted_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

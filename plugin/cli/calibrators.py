@@ -338,7 +338,11 @@ def run_gate(args: argparse.Namespace) -> int:
     failures: list[str] = []
     checks = [(m, v, "min") for m, v in (_condition(t, "--min") for t in args.min)]
     checks += [(m, v, "max") for m, v in (_condition(t, "--max") for t in args.max)]
+    withheld = obj.get("estimate_withheld") if isinstance(obj, dict) else None
     for metric, bound, side in checks:
+        if isinstance(withheld, dict) and metric.startswith("estimate.") and obj.get("estimate") is None:
+            failures.append(f"{metric}: no estimate ({withheld.get('reason')}: {withheld.get('message')})")
+            continue
         value = lookup(obj, metric)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(float(value)):
             failures.append(f"{metric} = {value!r} is not a number ({'>=' if side == 'min' else '<='} {bound:g} required)")

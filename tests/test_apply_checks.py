@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy.stats import betabinom, binom
 
 from judgecp.calibrators import apply, calibrate
@@ -407,3 +409,33 @@ def test_calibrator_labels_state_their_assumption_and_a_forced_mismatch_withhold
     few[:5] = y[300:305]
     pooled = apply(cal, ScoreData.from_arrays(X[300:], few, fields={"judge": np.array(["a"] * 600)})).summary
     assert pooled["estimate"]["labeled_from"] == "calibrator+run" and pooled["estimate"]["n_labeled"] == 305
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(
+    st.text(max_size=300),
+    st.lists(st.dictionaries(st.sampled_from(["schema", "night", "calibrator", "statistic", "level", "seed", "n",
+                                              "values", "log_capital", "alarm"]),
+                             st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(), st.text(max_size=5),
+                                       st.lists(st.floats(), max_size=3))), max_size=3)
+    .map(lambda rows: "".join(json.dumps(r) + "\n" for r in rows)),
+))
+def test_any_history_file_is_read_or_refused_in_one_line(tmp_path: Path, text: str) -> None:
+    """Hypothesis: whatever a history file holds, recording a night either works or is one InputError line,
+    and a refused file is left as it was."""
+    cal = _history_calibrator()
+    path = tmp_path / "h.jsonl"
+    path.write_text(text, encoding="utf-8")
+    try:
+        out = record_night(path, cal, np.linspace(2.0, 4.0, 20), level=0.01)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+        assert path.read_text(encoding="utf-8") == text
+    else:
+        assert out["night"] == len([line for line in text.splitlines() if line.strip()]) + 1
+
+
+@functools.lru_cache(maxsize=1)
+def _history_calibrator() -> Any:
+    X, y = judge_draw(200, np.random.default_rng(9))
+    return calibrate(ScoreData.from_arrays(X, y), method="naive", alpha=ALPHA)

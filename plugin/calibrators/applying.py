@@ -13,6 +13,7 @@ levels of the checks it ran (``strict_false_alarm_bound``).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,9 @@ def drift_test(cal: Calibrator, data: Any, level: float = DRIFT_LEVEL) -> dict[s
         return out
     from judgecp.drift import martingale_test
 
-    res = ks_2samp(cal.drift_sample, values)
+    with warnings.catch_warnings():  # tied values: scipy falls back to the asymptotic p-value and says so
+        warnings.filterwarnings("ignore", message="ks_2samp: Exact calculation unsuccessful")
+        res = ks_2samp(cal.drift_sample, values)
     out.update(statistic=float(res.statistic), p_value=float(res.pvalue), drift=bool(res.pvalue < level),
                calibration_median=float(np.median(cal.drift_sample)), run_median=float(np.median(values)),
                martingale=martingale_test(cal.drift_sample, values, level=level))
@@ -244,7 +247,7 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
     (:mod:`judgecp.monitor`).
     """
     problems = check_compatible(cal, data, force=force)
-    warnings = [{"kind": "compatibility", "message": m + " (forced)"} for m in problems]
+    raised = [{"kind": "compatibility", "message": m + " (forced)"} for m in problems]
     summary: dict[str, Any] = {
         "kind": cal.kind, "method": cal.method, "alpha": cal.alpha, "n": int(data.n_read or data.n),
         "n_applied": int(data.n), "excluded": data.excluded.to_json(), "n_calibration": cal.n_calibration,
@@ -302,13 +305,13 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
 
         summary["history"] = record_night(history, cal, _drift_values(cal, data)[1], level=drift_level,
                                           source=str(getattr(data, "source", "")))
-    warnings += _check_warnings(summary, cal, drift_level)
-    failed = [w["kind"] for w in warnings]
+    raised += _check_warnings(summary, cal, drift_level)
+    failed = [w["kind"] for w in raised]
     summary["estimate"], withheld = run_estimate(cal, data, failed=failed)
     if withheld is not None:
         summary["estimate_withheld"] = withheld
     summary["strict_false_alarm_bound"] = _strict_bound(summary, drift_level)
-    summary["warnings"] = warnings
+    summary["warnings"] = raised
     return Applied(data, sets, lower, upper, accept, summary)
 
 

@@ -147,20 +147,25 @@ def test_applied_choice_sets_and_selective_judge_keep_their_promises() -> None:
 
 @pytest.mark.slow
 def test_calibrated_estimate_covers_the_mean_of_an_unlabeled_run() -> None:
-    """PPI++ with the calibrator's labels and an unlabeled run: covers E[Y]; the judge-only interval does not."""
+    """PPI++ with the calibrator's labels and an unlabeled run: covers E[Y]; the judge-only interval does not.
+    A run whose drift check false-alarms gets no estimate (at most the two levels + 3 s.e.; coverage is of the rest)."""
     truth = float(np.mean(judge_draw(400_000, np.random.default_rng(123))[1]))
-    seeds, cover, judge_cover, n_eff = 300, [], [], []
+    seeds, cover, judge_cover, n_eff, withheld = 300, [], [], [], []
     for seed in range(seeds):
         cal = round_trip(calibrate(likert(200, seed), method="naive", alpha=ALPHA))
         run = likert(2000, 50_000 + seed)
         unlabeled = ScoreData.from_arrays(run.logprobs, np.full(run.n, np.nan), fields=dict(run.fields))
         est = apply(cal, unlabeled).summary["estimate"]
+        withheld.append(est is None)
+        if est is None:
+            continue
         assert est["labeled_from"] == "calibrator" and est["n_labeled"] == 200 and est["n_unlabeled"] == 2000
         ppi, judge = est["estimate"]["ppi"], est["estimate"]["judge_only"]
         cover.append(ppi["lower"] <= truth <= ppi["upper"])
         judge_cover.append(judge["lower"] <= truth <= judge["upper"])
         n_eff.append(est["effective_sample_size"])
     assert np.mean(cover) >= 1 - ALPHA - 3 * np.sqrt(ALPHA * (1 - ALPHA) / seeds), np.mean(cover)
+    assert np.mean(withheld) <= 0.02 + 3 * np.sqrt(0.02 * 0.98 / seeds), np.mean(withheld)
     assert np.mean(judge_cover) < 0.05  # negative control: the synthetic judge scores +0.28 too high
     assert np.mean(n_eff) > 200
 
@@ -181,18 +186,16 @@ def test_coverage_check_fails_under_a_shifted_judge() -> None:
 def test_drift_test_size_and_power() -> None:
     """Size <= level under exchangeability; power under a stated shift (scores rolled one label up)."""
     level, seeds = 0.05, 300
-    null, shift, conformity_null = [], [], []
+    null, shift = [], []
     for seed in range(seeds):
         cal = calibrate(likert(300, seed), method="naive", alpha=ALPHA)
         run = likert(300, 100_000 + seed)
         result = drift_test(cal, run, level)
         null.append(result["drift"])
-        conformity_null.append(result["conformity"]["drift"])
         moved = ScoreData.from_arrays(np.roll(run.logprobs, 1, axis=1), run.labels, fields=dict(run.fields))
         shift.append(drift_test(cal, moved, level)["drift"])
     size, power = np.mean(null), np.mean(shift)
     assert size <= level + 3 * np.sqrt(level * (1 - level) / seeds), size
-    assert np.mean(conformity_null) <= level + 3 * np.sqrt(level * (1 - level) / seeds)
     assert power >= 0.9, power
 
 
@@ -295,11 +298,12 @@ def test_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 @pytest.mark.slow
 def test_test_martingale_false_alarm_rate_and_power() -> None:
-    """Ville: P(sup M >= 1/level) <= level under exchangeability; a judge shifted mid-stream raises the alarm."""
+    """Ville: P(sup M >= 1/level) <= level under exchangeability; a run two thirds shifted raises the alarm
+    (the run is bet on in a seeded random order, so where in the file the shift starts plays no part)."""
     from judgecp.drift import martingale_test
 
     level, seeds = 0.1, 300
-    false_alarms, alarms, first = [], [], []
+    false_alarms, alarms = [], []
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
         cal, run = rng.normal(size=300), rng.normal(size=300)
@@ -307,11 +311,8 @@ def test_test_martingale_false_alarm_rate_and_power() -> None:
         shifted = np.concatenate([rng.normal(size=100), rng.normal(0.8, 1.0, size=200)])  # shift after 100 items
         res = martingale_test(cal, shifted, level=level, seed=seed)
         alarms.append(res["alarm"])
-        if res["alarm"]:
-            first.append(res["first_alarm"])
     assert np.mean(false_alarms) <= level + 3 * np.sqrt(level * (1 - level) / seeds), np.mean(false_alarms)
     assert np.mean(alarms) >= 0.9, np.mean(alarms)
-    assert np.median(first) > 100  # it alarms after the shift, not before
 
 
 def test_cli_estimate_from_two_files_and_by_group(tmp_path: Path) -> None:
@@ -344,14 +345,14 @@ def test_conformity_scores_are_the_ones_that_set_the_threshold() -> None:
         assert abs(conformal_quantile(cal.conformity[1], ALPHA) - stored) < SCORE_TOLERANCE
         assert str(0.5) in cal.to_dict()["conformity"]["quantiles"]
     assert calibrate(data, method="aps").conformity is None  # randomised scores: no label-free formula
-    # Labeled run items from a shifted judge: their conformity scores differ, and the summary says so.
+    # Labeled run items that humans rate one label higher (the judge unchanged): the label-side check says so.
     cal = calibrate(likert(1000, 0), method="naive", alpha=ALPHA)
     run = likert(400, 1)
-    moved = ScoreData.from_arrays(np.roll(run.logprobs, 1, axis=1), run.labels, fields=dict(run.fields))
-    same, shifted = apply(cal, run).summary["drift"]["conformity"], apply(cal, moved).summary
+    moved = ScoreData.from_arrays(run.logprobs, np.clip(run.labels + 1, 1, 5), fields=dict(run.fields))
+    same, shifted = apply(cal, run).summary["label_check"], apply(cal, moved).summary
     assert same["p_value"] > 0.001 and same["n_run"] == 400
-    assert shifted["drift"]["conformity"]["drift"] is True
-    assert "conformity_drift" in {w["kind"] for w in shifted["warnings"]}
+    assert shifted["label_check"]["shift_detected"] is True
+    assert "label_shift" in {w["kind"] for w in shifted["warnings"]}
 
 
 def test_cli_strict_fails_a_drifted_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

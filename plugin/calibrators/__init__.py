@@ -30,14 +30,20 @@ uncertainty signal the threshold applies to, BPE by default) has the same
 distribution as the calibrator's stored sample, so the two-sample
 Kolmogorov-Smirnov p-value is valid (its size is at most the level) and a
 small p-value says the guarantees of the calibrator may no longer hold; a
-conformal test martingale (:mod:`judgecp.drift`) checks the same in the run's
-order, valid at whatever point of a stream it alarms. With
-labels in the run, the summary also tests the observed coverage against
-``1 - alpha`` (one-sided binomial test).
+conformal test martingale (:mod:`judgecp.drift`) checks the same with the
+run in a seeded random order, and across nights with a history file
+(:mod:`judgecp.monitor`). With labels in the run, the summary also tests the
+observed coverage against its calibration-conditional (beta-binomial) law
+or, for pairs, the error among accepted ones by permutation, and the judge's
+residuals against the calibration's (:mod:`~judgecp.calibrators.checks`);
+:mod:`~judgecp.calibrators.transport` decides which labels the PPI++
+estimate may use.
 
 Modules: :mod:`~judgecp.calibrators.fileformat` (the file format and
 :class:`Calibrator`), :mod:`~judgecp.calibrators.fitting` (:func:`calibrate`),
-:mod:`~judgecp.calibrators.applying` (:func:`apply` and its checks),
+:mod:`~judgecp.calibrators.applying` (:func:`apply`),
+:mod:`~judgecp.calibrators.checks` (the tests with the run's labels),
+:mod:`~judgecp.calibrators.transport` (which labels the estimate uses),
 :mod:`~judgecp.calibrators.statistics` (the label-free statistics both use).
 """
 

@@ -1,22 +1,38 @@
 """Applying a stored calibrator to new records, labeled or not: :func:`apply` and its checks.
 
 Per item the label set (and interval), option set, or accept/abstain; a
-summary with the compatibility checks, the drift tests, coverage where the
-run has labels, and the PPI++ estimate (:func:`calibrated_estimate`).
+summary with the compatibility checks, the drift tests (per run, and across
+nights with a history file: :mod:`judgecp.monitor`), the checks that need the
+run's labels (:mod:`judgecp.calibrators.checks`), and the PPI++ estimate or
+why it was withheld (:mod:`judgecp.calibrators.transport`). Every warning
+comes from a test whose false-alarm rate is at most its level, so
+``--strict`` fails a healthy run with probability at most the sum of the
+levels of the checks it ran (``strict_false_alarm_bound``).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.calibrators.checks import (
+    GroupCount,
+    beta_binomial_pvalue,
+    label_shift_test,
+    risk_permutation_test,
+)
 from judgecp.calibrators.fileformat import IDENTITY_FIELDS, SCHEMA, Calibrator
-from judgecp.calibrators.statistics import _identity, conformity_scores, drift_statistic
+from judgecp.calibrators.statistics import _identity, drift_statistic
+from judgecp.calibrators.transport import calibrated_estimate, run_estimate
 from judgecp.errors import InputError
+
+__all__ = ["DRIFT_LEVEL", "Applied", "annotate", "apply", "calibrated_estimate", "check_compatible", "drift_test"]
 
 #: Default level of the drift test.
 DRIFT_LEVEL = 0.01
@@ -106,13 +122,18 @@ def judge_check(cal: Calibrator, data: Any) -> dict[str, Any]:
     return {"calibrator": want, "records": got, "checked": bool(want and got)}
 
 
-def drift_test(cal: Calibrator, data: Any, level: float = DRIFT_LEVEL) -> dict[str, Any]:
-    """Two-sample Kolmogorov-Smirnov test of the run's drift statistic against the calibrator's sample."""
-    from scipy.stats import ks_2samp
-
+def _drift_values(cal: Calibrator, data: Any) -> tuple[str, NDArray[np.float64]]:
     signal = cal.estimator.signal if cal.kind == "pairwise" else "bpe"
     name, values = drift_statistic(data, signal)
-    values = values[np.isfinite(values)]
+    return name, values[np.isfinite(values)]
+
+
+def drift_test(cal: Calibrator, data: Any, level: float = DRIFT_LEVEL) -> dict[str, Any]:
+    """Two-sample Kolmogorov-Smirnov test of the run's drift statistic against the calibrator's sample,
+    and the conformal test martingale of the run (in a seeded random order) after it."""
+    from scipy.stats import ks_2samp
+
+    name, values = _drift_values(cal, data)
     out: dict[str, Any] = {"test": "ks_2samp", "statistic_of": name, "level": level,
                            "n_calibration": int(cal.drift_sample.size), "n_run": int(values.size)}
     if values.size == 0 or cal.drift_sample.size == 0:
@@ -120,26 +141,119 @@ def drift_test(cal: Calibrator, data: Any, level: float = DRIFT_LEVEL) -> dict[s
         return out
     from judgecp.drift import martingale_test
 
-    res = ks_2samp(cal.drift_sample, values)
+    with warnings.catch_warnings():  # tied values: scipy falls back to the asymptotic p-value and says so
+        warnings.filterwarnings("ignore", message="ks_2samp: Exact calculation unsuccessful")
+        res = ks_2samp(cal.drift_sample, values)
     out.update(statistic=float(res.statistic), p_value=float(res.pvalue), drift=bool(res.pvalue < level),
                calibration_median=float(np.median(cal.drift_sample)), run_median=float(np.median(values)),
                martingale=martingale_test(cal.drift_sample, values, level=level))
-    if cal.conformity is not None and cal.kind == "likert" and data.labeled.sum() >= 2:
-        rows = np.flatnonzero(data.labeled)
-        found = conformity_scores(cal.estimator.method_, data.X[rows], data.labels[rows])
-        if found is not None and found[0] == cal.conformity[0]:
-            conf = ks_2samp(cal.conformity[1], found[1])
-            out["conformity"] = {"score": found[0], "n_run": int(rows.size), "statistic": float(conf.statistic),
-                                 "p_value": float(conf.pvalue), "drift": bool(conf.pvalue < level)}
     return out
 
 
-def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None = None,
-          drift_level: float = DRIFT_LEVEL) -> Applied:
-    """Per-item sets / intervals / accept-abstain on ``data`` and the summary (see :mod:`judgecp.calibrators`)."""
-    from scipy.stats import binom
+# -- the checks with the run's labels, one function per kind of calibrator -------------------------
 
-    warnings = [{"kind": "compatibility", "message": m + " (forced)"} for m in check_compatible(cal, data, force=force)]
+
+def _set_counts(methods: dict[str, Any], groups: NDArray[Any], covered: NDArray[np.bool_], alpha: float
+                ) -> list[GroupCount] | None:
+    """Covered labeled items per calibration group, with the group's calibration size and rank (None: no law)."""
+    from judgecp.conformal import conformal_rank
+
+    counts = []
+    for g in np.unique(groups).tolist():
+        rows = groups == g
+        method = methods.get(str(g))
+        if method is None:  # a group never calibrated: the full range, always covered
+            counts.append(GroupCount(str(g), int(covered[rows].sum()), int(rows.sum()), 0, 1))
+            continue
+        if abs(method._rank_alpha() - alpha) > 1e-12:
+            return None  # two thresholds per set (a split level): coverage has no single beta law
+        n = int(method.n_conformalize_)
+        counts.append(GroupCount(str(g), int(covered[rows].sum()), int(rows.sum()), n, conformal_rank(n, alpha)))
+    return counts
+
+
+def likert_coverage_check(cal: Calibrator, data: Any, covered: NDArray[np.bool_], by: str | None) -> dict[str, Any]:
+    """The beta-binomial coverage test of a Likert calibrator's sets on the run's labeled items."""
+    labeled = data.labeled
+    mondrian = cal.estimator.mondrian_
+    if mondrian is None:
+        methods, groups = {"all": cal.estimator.method_}, np.full(int(labeled.sum()), "all")
+    else:
+        methods = dict(mondrian.methods_)
+        groups = np.asarray(data.fields[by]).astype(str)[labeled] if by else np.full(int(labeled.sum()), "")
+    counts = _set_counts(methods, groups, covered[labeled], cal.alpha)
+    return _coverage_result(counts)
+
+
+def choice_coverage_check(cal: Calibrator, data: Any, covered: NDArray[np.bool_]) -> dict[str, Any]:
+    """The beta-binomial coverage test of a multiple-choice calibrator's option sets on the run's labeled items."""
+    labeled = data.labeled
+    counts = _set_counts({"all": cal.estimator.method_}, np.full(int(labeled.sum()), "all"), covered[labeled],
+                         cal.alpha)
+    return _coverage_result(counts)
+
+
+def _coverage_result(counts: list[GroupCount] | None) -> dict[str, Any]:
+    if counts is None:
+        return {"test": None, "p_value": None, "reason": "the method sets two thresholds; no calibration-conditional law"}
+    return beta_binomial_pvalue(counts)
+
+
+def pairwise_risk_check(cal: Calibrator, data: Any) -> dict[str, Any]:
+    """The permutation test of a selective judge's error among accepted pairs (re-running its controller).
+
+    The calibration pairs' uncertainties and errors are rebuilt from the
+    calibrator's stored proxies (BPE: the binary entropy of the order-averaged
+    P(A), predicting A iff it is >= 0.5), and used only when the controller
+    recomputes the stored threshold from them.
+    """
+    from judgecp.evaluation.pair import make_controller
+    from judgecp.signals import binary_entropy, signals
+
+    est = cal.estimator
+    if est.signal != "bpe" or cal.ppi_labels is None or cal.ppi_proxy is None:
+        return {"test": None, "p_value": None, "reason": f"the calibration pairs' {est.signal} is not stored"}
+    sig = signals(data)[est.signal]
+    u_cal = binary_entropy(cal.ppi_proxy)
+    e_cal = (cal.ppi_proxy >= 0.5).astype(np.int64) != cal.ppi_labels.astype(np.int64)
+    ctrl = make_controller(est.controller, est.delta)
+    order = np.argsort(u_cal, kind="stable")
+    again = float(ctrl.thresholds(u_cal[order][None, :], e_cal[order][None, :], cal.alpha, sig)[0])
+    if not (again == est.threshold_ or abs(again - est.threshold_) <= 1e-9):
+        return {"test": None, "p_value": None, "reason": "the stored pairs do not reproduce the threshold"}
+    rows = np.flatnonzero(data.labeled)
+    e_run = sig.prediction[rows] != data.labels[rows]
+    return risk_permutation_test(u_cal, e_cal, sig.uncertainty[rows], e_run, controller=ctrl, alpha=cal.alpha,
+                                 signal=sig)
+
+
+def label_check(cal: Calibrator, data: Any, level: float) -> dict[str, Any] | None:
+    """The label-side check: the run's residuals (label - judge proxy) against the calibration's; None when
+    the calibrator holds no labeled pairs or the run has fewer than 2 labels."""
+    from judgecp.ppi import proxy_and_target
+
+    if cal.ppi_labels is None or cal.ppi_proxy is None or cal.ppi_labels.size < 2:
+        return None
+    proxy, target, _ = proxy_and_target(data)
+    rows = np.flatnonzero(~np.isnan(target) & np.isfinite(proxy))
+    if rows.size < 2:
+        return None
+    return label_shift_test(cal.ppi_labels, cal.ppi_proxy, target[rows], proxy[rows], level=level)
+
+
+# -- apply ---------------------------------------------------------------------------------------
+
+
+def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None = None,
+          drift_level: float = DRIFT_LEVEL, history: str | Path | None = None) -> Applied:
+    """Per-item sets / intervals / accept-abstain on ``data`` and the summary (see :mod:`judgecp.calibrators`).
+
+    ``history``: a history file (JSONL) to which the run's drift statistic
+    is appended; the summary's ``history`` is the test across all its nights
+    (:mod:`judgecp.monitor`).
+    """
+    problems = check_compatible(cal, data, force=force)
+    raised = [{"kind": "compatibility", "message": m + " (forced)"} for m in problems]
     summary: dict[str, Any] = {
         "kind": cal.kind, "method": cal.method, "alpha": cal.alpha, "n": int(data.n_read or data.n),
         "n_applied": int(data.n), "excluded": data.excluded.to_json(), "n_calibration": cal.n_calibration,
@@ -147,6 +261,7 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
     }
     labeled = data.labeled
     sets = lower = upper = accept = None
+    check: dict[str, Any] | None = None
     if cal.kind == "pairwise":
         pred = cal.estimator.predict(data)
         accept = pred.accept
@@ -155,9 +270,10 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
         if labeled.any():
             acc = accept & labeled
             err = pred.prediction[acc] != data.labels[acc]
+            check = pairwise_risk_check(cal, data)
             summary["labeled"] = {"n": int(labeled.sum()), "accepted": int(acc.sum()),
                                   "error_among_accepted": float(err.mean()) if acc.any() else None,
-                                  "risk_level": cal.alpha}
+                                  "risk_level": cal.alpha, "p_value_above_risk": check["p_value"], "check": check}
     else:
         if cal.kind == "likert":
             by = groups or cal.groups
@@ -171,67 +287,82 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
             summary["full_range"] = int(prediction.full_range.sum())
             covered = np.zeros(data.n, bool)
             covered[labeled] = prediction.take(np.flatnonzero(labeled)).covers(data.labels[labeled])
+            if labeled.any():
+                check = likert_coverage_check(cal, data, covered, by)
         else:
             choice = cal.estimator.predict(data)
             sets = choice.option_sets()
             size = choice.size
             covered = (choice.sets & data.correct[:, : choice.sets.shape[1]]).any(axis=1)
+            if labeled.any():
+                check = choice_coverage_check(cal, data, covered)
         summary.update(mean_set_size=float(size.mean()) if data.n else None,
                        singleton_share=float((size == 1).mean()) if data.n else None,
                        empty_sets=int((size == 0).sum()))
-        if labeled.any():
+        if labeled.any() and check is not None:
             k, n = int(covered[labeled].sum()), int(labeled.sum())
-            # One-sided: P(K <= k) for K ~ Bin(n, 1 - alpha); small when coverage fell below the promise.
+            # One-sided: P(K <= k) for K ~ BetaBinomial(n, k*, n_cal + 1 - k*): coverage given the calibration set.
             summary["labeled"] = {"n": n, "coverage": k / n, "target": 1.0 - cal.alpha,
-                                  "p_value_below_target": float(binom.cdf(k, n, 1.0 - cal.alpha))}
+                                  "p_value_below_target": check["p_value"], "check": check}
     drift = drift_test(cal, data, drift_level)
     summary["drift"] = drift
-    if drift.get("drift"):
-        warnings.append({"kind": "drift", "message": (
-            f"the run's {drift['statistic_of']} differs from the calibration data (KS p = {drift['p_value']:.2g} "
-            f"< {drift_level}); the calibrator's guarantees assume exchangeable items")})
-    if (drift.get("conformity") or {}).get("drift"):
-        warnings.append({"kind": "conformity_drift", "message": (
-            f"the conformity scores ({drift['conformity']['score']}) of the run's labeled items differ from the "
-            f"calibration items' (KS p = {drift['conformity']['p_value']:.2g} < {drift_level})")})
-    martingale = drift.get("martingale") or {}
-    if martingale.get("alarm"):
-        warnings.append({"kind": "drift_sequential", "message": (
-            f"the conformal test martingale of the run's {drift['statistic_of']} reached {martingale['max']:.3g} "
-            f">= 1/{drift_level:g} (first at record {martingale['first_alarm']}): the run is not exchangeable "
-            "with the calibration data")})
-    lab = summary.get("labeled", {})
-    if lab.get("p_value_below_target") is not None and lab["p_value_below_target"] < drift_level:
-        warnings.append({"kind": "coverage", "message": (
-            f"coverage on the run's labeled items is {lab['coverage']:.3f}, below {1 - cal.alpha:.2f} "
-            f"(binomial p = {lab['p_value_below_target']:.2g})")})
-    summary["estimate"] = calibrated_estimate(cal, data)
-    summary["warnings"] = warnings
+    summary["label_check"] = label_check(cal, data, drift_level)
+    if history is not None:
+        from judgecp.monitor import record_night
+
+        summary["history"] = record_night(history, cal, _drift_values(cal, data)[1], level=drift_level,
+                                          source=str(getattr(data, "source", "")))
+    raised += _check_warnings(summary, cal, drift_level)
+    failed = [w["kind"] for w in raised]
+    summary["estimate"], withheld = run_estimate(cal, data, failed=failed)
+    if withheld is not None:
+        summary["estimate_withheld"] = withheld
+    summary["strict_false_alarm_bound"] = _strict_bound(summary, drift_level)
+    summary["warnings"] = raised
     return Applied(data, sets, lower, upper, accept, summary)
 
 
-def calibrated_estimate(cal: Calibrator, data: Any, alpha: float | None = None) -> dict[str, Any] | None:
-    """PPI++ with the calibrator's labeled items (and the run's labeled rows) as the labeled sample.
+def _check_warnings(summary: dict[str, Any], cal: Calibrator, level: float) -> list[dict[str, str]]:
+    """One warning per check that failed at its level."""
+    out = []
+    drift = summary["drift"]
+    if drift.get("drift"):
+        out.append({"kind": "drift", "message": (
+            f"the run's {drift['statistic_of']} differs from the calibration data (KS p = {drift['p_value']:.2g} "
+            f"< {level}); the calibrator's guarantees assume exchangeable items")})
+    martingale = drift.get("martingale") or {}
+    if martingale.get("alarm"):
+        out.append({"kind": "drift_sequential", "message": (
+            f"the conformal test martingale of the run's {drift['statistic_of']} (in a seeded random order) reached "
+            f"{martingale['max']:.3g} >= 1/{level:g}: the run is not exchangeable with the calibration data")})
+    history = summary.get("history") or {}
+    if history.get("alarm"):
+        out.append({"kind": "drift_history", "message": (
+            f"across the {history['nights']} nights of {history['file']}, the evidence of drift reached "
+            f"1/{history['level']:g} at night {history['first_alarm']} (strongest from night {history['since_night']})")})
+    lab = summary.get("labeled") or {}
+    p = lab.get("p_value_below_target", lab.get("p_value_above_risk"))
+    if p is not None and p < level:
+        what = (f"coverage on the run's labeled items is {lab['coverage']:.3f}, below {1 - cal.alpha:.2f}"
+                if "coverage" in lab else
+                f"the error among the run's accepted labeled pairs is {lab['error_among_accepted']:.3f}, "
+                f"above what the calibration allows at risk {cal.alpha:g}")
+        out.append({"kind": "coverage", "message": f"{what} ({lab['check']['test']} p = {p:.2g} < {level})"})
+    check = summary.get("label_check") or {}
+    if check.get("shift_detected"):
+        out.append({"kind": "label_shift", "message": (
+            f"the judge's residuals on the run's {check['n_run']} labeled items are {check['shift']:+.3f} off the "
+            f"calibration's (permutation p = {check['p_value']:.2g} < {level}): humans rate these items differently")})
+    return out
 
-    The run's unlabeled rows are the unlabeled sample. Valid when the run's
-    items are exchangeable with the calibration items (the drift test checks
-    the judge's side of that); for a new model under evaluation, label a few
-    hundred of its own items and use :func:`judgecp.ppi.estimate` instead.
-    ``None`` when the calibrator has no PPI pairs or the run no unlabeled row.
-    """
-    from judgecp.ppi import ppi_mean, proxy_and_target
 
-    if cal.ppi_labels is None or cal.ppi_proxy is None:
-        return None
-    proxy, target, name = proxy_and_target(data)
-    unlabeled = np.isnan(target)
-    if not unlabeled.any():
-        return None
-    y = np.concatenate([cal.ppi_labels, target[~unlabeled]])
-    f = np.concatenate([cal.ppi_proxy, proxy[~unlabeled]])
-    out: dict[str, Any] = ppi_mean(y, f, proxy[unlabeled], alpha=cal.alpha if alpha is None else alpha)
-    out.update(target=name, labeled_from="calibrator" if unlabeled.all() else "calibrator+run",
-               n_labeled_calibrator=int(cal.ppi_labels.size))
-    from judgecp.calibrators.results import with_degenerate
-
-    return with_degenerate(out)
+def _strict_bound(summary: dict[str, Any], level: float) -> float:
+    """Sum of the levels of the checks that ran: ``--strict``'s false-alarm rate on a healthy run is at most this."""
+    drift = summary["drift"]
+    ran = [drift.get("p_value") is not None, (drift.get("martingale") or {}).get("alarm") is not None,
+           (summary.get("labeled") or {}).get("check", {}).get("p_value") is not None,
+           summary.get("label_check") is not None]
+    bound = level * sum(ran)
+    if summary.get("history"):
+        bound += float(summary["history"]["level"])  # over every night of the history together
+    return bound

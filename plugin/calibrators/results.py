@@ -73,7 +73,7 @@ def _untrusted(metrics: list[Metric], block: Mapping[str, Any] | None, extra: Ma
             reasons.append(str(why))
     withheld = extra.get("estimate_withheld")
     if isinstance(withheld, Mapping) and withheld.get("reason"):
-        reasons = [f"withheld: {withheld['reason']}"]
+        reasons = [f"no estimate ({withheld['reason']}: {withheld.get('message', '')})"]
     if not reasons:
         return {}
     why = "degenerate estimate: " + "; ".join(reasons) if not withheld else "; ".join(reasons)

@@ -112,8 +112,12 @@ def add_apply(sub: Any) -> None:
     _input_flags(p)
     p.add_argument("--force", action="store_true", help="apply to another judge, prompt, scale or options (warned)")
     p.add_argument("--drift-level", dest="drift_level", type=float, default=0.01,
-                   help="level of the drift test (default 0.01)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when the drift test or the coverage check fails")
+                   help="level of each check: drift, martingale, coverage, label side (default 0.01)")
+    p.add_argument("--history", metavar="FILE",
+                   help="append the run's drift statistic to this JSONL history and test every night in it "
+                   "(anytime-valid; its level is the one of the night that started it)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when any check fails (false-alarm rate at most the sum of their levels)")
     p.set_defaults(func=run_apply)
 
 
@@ -124,9 +128,12 @@ def run_apply(args: argparse.Namespace) -> int:
 
     check_output(args.output, "--output")
     check_output(args.json)
+    if not 0.0 < args.drift_level < 1.0:
+        raise InputError(f"--drift-level {args.drift_level:g}: give a level in (0, 1)")
     cal = Calibrator.load(args.calibrator)
     data = read_data(args, require_label=False)
-    applied = apply(cal, data, force=args.force, groups=args.group, drift_level=args.drift_level)
+    applied = apply(cal, data, force=args.force, groups=args.group, drift_level=args.drift_level,
+                    history=args.history)
     summary = applied.summary
     if args.output:
         raw = raw_records(args)
@@ -172,19 +179,41 @@ def format_summary(summary: dict[str, Any]) -> str:
                      f"empty sets {summary['empty_sets']}")
     lab = summary.get("labeled")
     if lab:
+        check = lab.get("check") or {}
+        p = f", {check['test']} p = {check['p_value']:.3g}" if check.get("p_value") is not None else ""
         if "coverage" in lab:
-            lines.append(f"  labeled items {lab['n']}: coverage {_num(lab['coverage'])} (target {lab['target']:.2f})")
+            lines.append(f"  labeled items {lab['n']}: coverage {_num(lab['coverage'])} (target {lab['target']:.2f}{p})")
         else:
-            lines.append(f"  labeled pairs {lab['n']}: error among accepted {_num(lab['error_among_accepted'])}")
+            lines.append(f"  labeled pairs {lab['n']}: error among accepted {_num(lab['error_among_accepted'])}"
+                         f" (risk level {lab['risk_level']:g}{p})")
     drift = summary["drift"]
     if drift.get("p_value") is not None:
+        martingale = drift.get("martingale") or {}
         lines.append(f"  drift ({drift['statistic_of']}, KS): p = {drift['p_value']:.3g}"
-                     f"{' DRIFT' if drift['drift'] else ''}")
+                     f"{' DRIFT' if drift['drift'] else ''}; martingale max {martingale.get('max', 0):.3g}"
+                     f"{' ALARM' if martingale.get('alarm') else ''}")
+    check = summary.get("label_check")
+    if check:
+        lines.append(f"  label side ({check['n_run']} run labels): residual shift {check['shift']:+.3f}, "
+                     f"p = {check['p_value']:.3g}{' SHIFT' if check['shift_detected'] else ''}; "
+                     f"detects {check['detectable_shift']:.2f} with {check['power']:.0%} power")
+    history = summary.get("history")
+    if history:
+        alarm = f" ALARM since night {history['first_alarm']}" if history["alarm"] else ""
+        lines.append(f"  history {history['file']}: night {history['night']}, evidence {history['capital']:.3g} "
+                     f"(alarm at {1 / history['level']:g}){alarm}")
     est = summary.get("estimate")
+    withheld = summary.get("estimate_withheld")
     if est:
         e, j = est["estimate"]["ppi"], est["estimate"]["judge_only"]
-        lines.append(f"  {est['target']} (PPI++, labels from the {est['labeled_from']}): {e['mean']:.4f} "
+        source = (f"labels from the run: {est['n_labeled']}" if est["labeled_from"] == "run" else
+                  f"labels from the {est['labeled_from']}: {est['n_labeled']}")
+        lines.append(f"  {est['target']} (PPI++, {source} labeled + {est['n_unlabeled']} unlabeled): {e['mean']:.4f} "
                      f"[{e['lower']:.4f}, {e['upper']:.4f}]; judge only {j['mean']:.4f}")
+        if est.get("assumption"):
+            lines.append(f"    {est['assumption']}")
+    elif withheld and withheld["reason"] != "no_unlabeled":
+        lines.append(f"  estimate withheld ({withheld['reason']}): {withheld['message']}")
     for e in summary["excluded"]:
         lines.append(f"  left out: {e['reason']} {e['count']}")
     return "\n".join(lines)

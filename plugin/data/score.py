@@ -2,7 +2,8 @@
 
 A row needs the judge's K score-token log-probabilities (K columns, or one
 column of ``{"1": lp, ..., "5": lp}`` objects) and, for evaluation, a human
-label on the scale. Exclusion reasons, in the order they are checked:
+label on the scale (read unlabeled, a table without a label column is a run
+whose every row is unlabeled). Exclusion reasons, in the order they are checked:
 ``<exclude>`` (a reason an adapter set), ``no_score`` (the extractor found no
 score position), ``label_missing`` (unless unlabeled rows are wanted),
 ``label_not_numeric``, ``label_off_scale`` (not an integer label of the
@@ -286,6 +287,11 @@ def _floor_logprobs(
     return np.where(finite, vals, np.maximum(vals, floor)), floored
 
 
+def _no_labels(n: int) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
+    """A table without a label column read as unlabeled: every label blank."""
+    return np.full(n, np.nan), np.full(n, BLANK, np.int8)
+
+
 def score_data(
     table: Table,
     fields: Fields | None = None,
@@ -307,8 +313,7 @@ def score_data(
     id_col = fields.pick(table, "id", "likert")
     ids = _ids(table, id_col)
     join_info = join_tables(table, fields.joins, id_col, ids)
-    label_col = fields.label_column(table, "likert", required=True)
-    assert label_col is not None
+    label_col = fields.label_column(table, "likert", required=require_label)
     lp = logprob_columns(table, fields, scale)
     parsed_col = fields.pick(table, "prediction", "likert")
     if fields.group is not None:
@@ -323,7 +328,7 @@ def score_data(
     col = table.columns
     _record_exclusions(rows, col.get("exclude"), col.get("flags"))
     label_set = scale.labels.astype(np.float64)
-    y, status = numbers(col[label_col])
+    y, status = numbers(col[label_col]) if label_col is not None else _no_labels(table.n_rows)
     if require_label:
         rows.mark(status == BLANK, "label_missing")
     rows.mark(status == NOT_A_NUMBER, "label_not_numeric")

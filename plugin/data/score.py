@@ -69,6 +69,9 @@ class ScoreData(Rows):
     source: str = ""
     columns: dict[str, Any] = field(default_factory=dict)
     kind: Literal["likert"] = "likert"
+    #: Rows left out only for want of a judge proxy (no score logprobs): their labels, NaN where unlabeled.
+    #: Not in the arrays above; PPI keeps them as their own stratum (:func:`judgecp.ppi.estimate`).
+    no_proxy_labels: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
     @property
     def labeled(self) -> NDArray[np.bool_]:
@@ -217,25 +220,30 @@ class RowReasons:
         self.excluded = excluded
         self.open = np.ones(len(ids), bool)
 
-    def mark(self, mask: Any, reason: str) -> None:
-        """Leave out the rows of ``mask`` that no earlier rule left out, counted under ``reason``."""
-        hit = np.asarray(mask, bool) & self.open
+    def mark(self, mask: Any, reason: str) -> NDArray[np.bool_]:
+        """Leave out the rows of ``mask`` that no earlier rule left out, counted under ``reason``; returns them."""
+        hit: NDArray[np.bool_] = np.asarray(mask, bool) & self.open
         if hit.any():
             self.excluded.add_rows(reason, hit, self.ids)
             self.open &= ~hit
+        return hit
 
     def kept(self) -> NDArray[np.int64]:
         return np.flatnonzero(self.open)
 
 
-def _record_exclusions(rows: RowReasons, exclude: Any, flags: Any) -> None:
-    """A reason an adapter set (``exclude``), then ``no_score`` (a record flag: the extractor found no score)."""
+def _record_exclusions(rows: RowReasons, exclude: Any, flags: Any) -> NDArray[np.bool_]:
+    """A reason an adapter set (``exclude``), then ``no_score`` (a record flag: the extractor found no score).
+
+    Returns the rows left out as ``no_score``.
+    """
     if exclude is not None:
         reasons = [None if is_blank(v) else str(v) for v in exclude]
         for reason in sorted({r for r in reasons if r is not None}):
             rows.mark(np.asarray([r == reason for r in reasons]), reason)
     if flags is not None:
-        rows.mark(np.asarray([isinstance(f, (list, tuple)) and "no_score" in f for f in flags]), "no_score")
+        return rows.mark(np.asarray([isinstance(f, (list, tuple)) and "no_score" in f for f in flags]), "no_score")
+    return np.zeros(rows.open.size, bool)
 
 
 def _record_flags(flags: Exclusions, column: Any, keep: NDArray[np.int64], ids: list[str]) -> None:
@@ -326,7 +334,7 @@ def score_data(
 
     rows = RowReasons(ids, excluded)
     col = table.columns
-    _record_exclusions(rows, col.get("exclude"), col.get("flags"))
+    no_proxy = _record_exclusions(rows, col.get("exclude"), col.get("flags"))
     label_set = scale.labels.astype(np.float64)
     y, status = numbers(col[label_col]) if label_col is not None else _no_labels(table.n_rows)
     if require_label:
@@ -335,11 +343,13 @@ def score_data(
     with np.errstate(invalid="ignore"):
         on_scale = np.isfinite(y) & (y == np.round(y)) & np.isin(y, label_set)
     rows.mark((status == NUMBER) & ~on_scale, "label_off_scale")
+    before_logprobs = rows.open.copy()
     vals = _logprob_matrix(rows, table, lp, scale)
     if rows.open.any():
         vals, floored = _floor_logprobs(rows, vals, nan, floor)
     else:
         floored = {}
+    no_proxy |= before_logprobs & ~rows.open  # left out by a logprob rule, label valid or blank
     if parsed_col is not None:
         p, p_status = numbers(col[parsed_col])
         with np.errstate(invalid="ignore"):
@@ -387,4 +397,5 @@ def score_data(
             "features": feature_cols,
             "joins": join_info,
         },
+        no_proxy_labels=np.where((status == NUMBER) & on_scale, y, np.nan)[no_proxy],
     )

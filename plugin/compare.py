@@ -172,16 +172,17 @@ def compare(a: Any, b: Any, *, alpha: float = 0.1, group: str | None = None, pai
     out["group"] = group
     if group is not None:
         out["by_group"] = _by_group(ra, rb, ia, ib, one, alpha)
+        assert ra.groups is not None and rb.groups is not None
+        in_a, in_b = set(ra.groups[ia].tolist()), set(rb.groups[ib].tolist())
+        out["groups_only_in"] = {"a": sorted(in_a - in_b), "b": sorted(in_b - in_a)}
     return out
 
 
 def _by_group(a: Run, b: Run, ia: NDArray[np.int64], ib: NDArray[np.int64], one: Any, alpha: float) -> dict[str, Any]:
-    """The comparison within each group (a group with too few labels says why it has no interval)."""
+    """The comparison within each group both runs have (one with too few labels says why it has no interval)."""
     assert a.groups is not None and b.groups is not None
     by: dict[str, Any] = {}
     in_a, in_b = set(a.groups[ia].tolist()), set(b.groups[ib].tolist())
-    for name in sorted(in_a ^ in_b):
-        by[name] = {"error": f"only in run {'A' if name in in_a else 'B'}: nothing to compare"}
     for name in sorted(in_a & in_b):
         if one is _paired:
             keep = a.groups[ia] == name

@@ -67,6 +67,9 @@ def format_compare(out: dict[str, Any]) -> str:
         else:
             e = res["difference"]["ppi"]
             lines.append(f"  {out['group']}={name}: PPI++ {e['mean']:+.4f} [{e['lower']:+.4f}, {e['upper']:+.4f}]")
+    for run, names in (out.get("groups_only_in") or {}).items():
+        if names:
+            lines.append(f"  {out['group']} only in run {run.upper()} (not compared): {', '.join(names)}")
     return "\n".join(lines)
 
 
@@ -187,43 +190,45 @@ def run_select(args: argparse.Namespace) -> int:
 
     ids = item_ids(data)
     chosen = {str(ids[i]): float(res["probability"][i]) for i in res["selected"].tolist()}
-    rows = selected_rows(args, data, chosen)
+    rows, label = selected_rows(args, data, chosen)
     count = write_records(args.output, rows)
     summary = res["summary"]
-    summary.update(output=args.output, n_written=count, source=str(data.source))
+    summary.update(output=args.output, n_written=count, label_field=label, source=str(data.source))
     _write_json(args.json, summary)
     w = summary["expected_width"]
     print(f"{summary['n_selected']} of {summary['n_items']} unlabeled items to label (budget {args.budget:g}), written "
-          f"to {args.output} with their sampling_probability; expected width {w['active']:.4f} against "
+          f"to {args.output} with their sampling_probability (fill in `{label}`); expected width {w['active']:.4f} against "
           f"{w['uniform']:.4f} with uniform sampling (ratio {w['ratio']:.3f}; error model: {summary['error_model']})",
           file=sys.stderr)
     return 0
 
 
-def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float]) -> list[dict[str, Any]]:
-    """The input's own rows (a table's cells, or its records) of the chosen items, each with ``sampling_probability``."""
+def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float]) -> tuple[list[dict[str, Any]], str]:
+    """The input's own rows (a table's cells, or its records) of the chosen items, each with ``sampling_probability``,
+    and the field the annotators fill in (the input's label column; ``label`` when it has none)."""
     from judgecp.cli.calibrators import raw_records
 
     raw = raw_records(args)
-    label = (data.columns or {}).get("label") if hasattr(data, "columns") else None
+    columns = getattr(data, "columns", None) or {}
     out: list[dict[str, Any]] = []
     if raw is not None:
         for rec in raw:
             key = str(rec.get("pair_id", rec.get("id")))
             if key in chosen:
                 out.append({**rec, "label": rec.get("label"), "sampling_probability": chosen[key]})
-        return out
+        return out, "label"
     from judgecp.tables import read_table
 
     table = read_table(args.input)
-    id_col = (data.columns or {}).get("id") if hasattr(data, "columns") else args.id_column
+    label = columns.get("label") or args.label or "label"
+    id_col = columns.get("id", args.id_column)
     keys = [str(v).strip() for v in table.columns[id_col]] if id_col else [str(i) for i in range(table.n_rows)]
     for i, key in enumerate(keys):
         if key in chosen:
             row = dict(table.row(i))
-            row.setdefault(label or args.label or "label", None)
+            row.setdefault(label, None)
             out.append({**row, "sampling_probability": chosen[key]})
-    return out
+    return out, label
 
 
 def add_parser(sub: Any) -> None:

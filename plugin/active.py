@@ -178,6 +178,7 @@ def active_mean(y: FloatArray, f: FloatArray, pi: FloatArray, *, alpha: float = 
     labeled = ~np.isnan(y)
     p = pi[labeled]
     sure = int(np.isnan(p).sum())
+    missing = int((~labeled & np.isfinite(pi)).sum())
     p = np.where(np.isnan(p), 1.0, p)
     if ((p <= 0) | (p > 1)).any():
         raise InputError("a sampling_probability is outside (0, 1]")
@@ -202,7 +203,10 @@ def active_mean(y: FloatArray, f: FloatArray, pi: FloatArray, *, alpha: float = 
         "effective_sample_size": float(labeled.sum()) * var_lab / var_ppi if var_ppi > 0 else math.inf,
         "judge_bias": est["judge_only"].mean - est["ppi"].mean,
         "sampling": "active (inverse-probability weighted, judgecp select)", "n_labeled_before_the_draw": sure,
-        "estimand": f"mean over all {n} items of the run the labels were drawn from",
+        "selected_without_label": missing,
+        "estimand": f"mean over all {n} items of the run the labels were drawn from"
+        + (f"; {missing} selected items have no label and count as not drawn (valid only if they are missing at "
+           "random)" if missing else ""),
     }
 
 

@@ -268,13 +268,25 @@ def add_no_proxy_stratum(out: dict[str, Any], labels: FloatArray, alpha: float) 
 
 
 def sampling_probabilities(data: Any) -> FloatArray | None:
-    """The ``sampling_probability`` field of actively selected items (``judgecp select``), NaN elsewhere."""
+    """The ``sampling_probability`` field of actively selected items (``judgecp select``), NaN where blank.
+
+    A cell that is not a probability in (0, 1] is an error naming its row.
+    """
     if "sampling_probability" not in data.fields:
         return None
-    from judgecp.data.fields import numbers
+    from judgecp.data.fields import BLANK, numbers
 
-    values, _ = numbers(list(np.asarray(data.fields["sampling_probability"]).astype(str)))
-    out: FloatArray = values
+    values, status = numbers(list(np.asarray(data.fields["sampling_probability"]).astype(str)))
+    with np.errstate(invalid="ignore"):
+        bad = (status != BLANK) & ~((values > 0) & (values <= 1))
+    if bad.any():
+        from judgecp.compare import item_ids
+
+        i = int(np.flatnonzero(bad)[0])
+        cell = np.asarray(data.fields["sampling_probability"])[i]
+        raise InputError(f"{data.source}: item {item_ids(data)[i]!r}: sampling_probability {cell!r} is not a "
+                         f"probability in (0, 1] ({int(bad.sum())} such rows)")
+    out: FloatArray = np.where(status == BLANK, np.nan, values)
     return out
 
 

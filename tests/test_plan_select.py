@@ -148,6 +148,11 @@ def test_active_mean_with_uniform_probabilities_is_ppi_like() -> None:
     assert active_mean(np.where(drawn, y, np.nan), f, pi2)["n_labeled_before_the_draw"] == 0
     with pytest.raises(InputError, match="outside"):
         active_mean(np.where(drawn, y, np.nan), f, np.where(drawn, 1.5, np.nan))
+    # Drawn items left unlabeled are counted and the estimand says what it then assumes.
+    unanswered = np.where(drawn, y, np.nan)
+    unanswered[np.flatnonzero(drawn)[:5]] = np.nan
+    out = active_mean(unanswered, f, np.where(drawn, 0.1, np.nan))
+    assert out["selected_without_label"] == 5 and "missing at random" in out["estimand"]
 
 
 def run_of(path: Path, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

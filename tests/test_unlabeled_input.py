@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from judgecp.cli import main
 from judgecp.data.export import to_records
@@ -85,3 +88,56 @@ def test_other_kinds_read_without_a_label_field(kind: str, tmp_path: Path) -> No
     out = tmp_path / "out.jsonl"
     assert main(["records", str(src), "--unlabeled", "--kind", kind, "-o", str(out)]) == 0
     assert len(out.read_text().splitlines()) == len(rows)
+
+
+# -- property-based: any Likert table, labels or not, reads into accounted rows and a clear error otherwise ----------
+
+PROXY_REASONS = ("logprob_missing", "logprob_not_numeric", "logprob_infinite", "nan_logprob", "no_score_logprobs")
+LOGPROB_CELLS = st.sampled_from(["", "-0.1", "-2.3", "-5", "-30", "nan", "inf", "-inf", "x", "0"])
+LABEL_CELLS = st.sampled_from(["", "1", "3", "5", "0", "2.5", "nan", "four"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(st.lists(LOGPROB_CELLS, min_size=5, max_size=5), LABEL_CELLS), min_size=1, max_size=25),
+       with_labels=st.booleans(), probabilities=st.booleans())
+def test_any_table_reads_unlabeled_with_every_row_accounted(tmp_path: Path, rows: list[tuple[list[str], str]],
+                                                             with_labels: bool, probabilities: bool) -> None:
+    from judgecp.data import from_table
+    from judgecp.errors import InputError
+    from judgecp.ppi import estimate
+    from judgecp.tables import read_table
+
+    header = ["id", "lp1", "lp2", "lp3", "lp4", "lp5"] + (["label"] if with_labels else [])
+    header += ["sampling_probability"] if probabilities else []
+    lines = [",".join(header)]
+    for i, (lps, label) in enumerate(rows):
+        cells = [f"r{i}", *lps] + ([label] if with_labels else []) + (["0.5" if i % 2 else ""] if probabilities else [])
+        lines.append(",".join(cells))
+    path = tmp_path / "night.csv"
+    path.write_text("\n".join(lines) + "\n")
+    try:
+        data = from_table(read_table(path), "likert", require_label=False)
+    except InputError as exc:
+        assert "\n" not in str(exc).strip()
+        return
+    assert data.n + data.excluded.total == data.n_read
+    counts = {e["reason"]: e["count"] for e in data.excluded.to_json()}
+    assert data.no_proxy_labels.size == sum(counts.get(r, 0) for r in PROXY_REASONS)
+    if not with_labels:
+        assert np.isnan(data.labels).all() and np.isnan(data.no_proxy_labels).all()
+    try:
+        out = estimate(data)
+    except InputError as exc:
+        assert "\n" not in str(exc).strip()
+        return
+    e = out["estimate"]["ppi"]
+    assert np.isfinite([e["mean"], e["lower"], e["upper"]]).all() and out["estimand"]
+
+
+def test_a_bad_sampling_probability_is_an_error_naming_the_item(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    data = simulate_likert_judge(50, seed=0)
+    path = write_likert_csv(tmp_path / "run.csv", data, sampling_probability=["0.5"] * 10 + ["1.5"] + [""] * 39)
+    assert main(["estimate", str(path), "--label", "gt_score", "--logprobs", "s2_lp*", "--id", "sample_id"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "item00010" in err and "sampling_probability '1.5'" in err

@@ -273,7 +273,7 @@ def _estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
         y = np.concatenate([y_l, np.full(int(rest.sum()), np.nan)])
         out: dict[str, Any] = active_mean(y, np.concatenate([f_l, f_u[rest]]),
                                           np.concatenate([pi, np.full(int(rest.sum()), np.nan)]), alpha=args.alpha)
-        out.update(common, selected_without_label=int((np.isnan(y_l) & ~np.isnan(pi)).sum()))
+        out.update(common)
         return out
     args.input = args.labeled
     lab = read_data(args, require_label=True)  # rows without a label are left out and counted, as before

@@ -41,7 +41,9 @@ def difference_intervals(compare: Mapping[str, Any]) -> Result:
     ax = fig.subplots()
     palette = colors(len(INTERVALS))
     for j, ((key, label), color) in enumerate(zip(INTERVALS, palette, strict=True)):
-        ys, means, errs = [], [], [[], []]
+        ys: list[float] = []
+        means: list[float] = []
+        errs: list[list[float]] = [[], []]
         for i, (_, diff) in enumerate(rows):
             e = diff.get(key)
             if not e:

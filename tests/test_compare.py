@@ -224,3 +224,18 @@ def test_shared_data_two_groups_of_tasks() -> None:
         widths.append((d["ppi"]["upper"] - d["ppi"]["lower"]) / (d["labeled_only"]["upper"] - d["labeled_only"]["lower"]))
     assert cover / draws >= binomial_floor(1 - ALPHA, draws), cover / draws
     assert np.mean(widths) < 1.0, np.mean(widths)
+
+
+def test_vlmeval_prediction_files_of_two_runs(tmp_path: Path) -> None:
+    """VLMEvalKit prediction files are inputs as they are; a run and its resumed copy judged the same items the
+    same way: paired, and the difference is exactly 0 (no interval invents one)."""
+    from tests.helpers import REPO
+
+    pytest.importorskip("openpyxl", reason="VLMEvalKit's .xlsx files need openpyxl: pip install 'judgecp[vlmeval]'")
+    runs = REPO / "tests" / "vlmeval" / "fixtures"
+    a = runs / "clean/tiny-docling-lp/T20261122-021536/tiny-docling-lp_MLLMJudge_CP.xlsx"
+    b = runs / "resume/tiny-docling-lp/T20261122-021604/tiny-docling-lp_MLLMJudge_CP.xlsx"
+    assert main(["compare", str(a), str(b), "--format", "auto", "--json", str(tmp_path / "c.json")]) == 0
+    out = json.loads((tmp_path / "c.json").read_text())
+    assert out["design"] == "paired" and out["matching"]["shared"] == 24
+    assert out["difference"]["ppi"] == {"mean": 0.0, "lower": 0.0, "upper": 0.0, "se": 0.0}

@@ -239,3 +239,26 @@ def test_vlmeval_prediction_files_of_two_runs(tmp_path: Path) -> None:
     out = json.loads((tmp_path / "c.json").read_text())
     assert out["design"] == "paired" and out["matching"]["shared"] == 24
     assert out["difference"]["ppi"] == {"mean": 0.0, "lower": 0.0, "upper": 0.0, "se": 0.0}
+
+
+def test_lm_eval_results_folders_of_two_models(tmp_path: Path) -> None:
+    """Two models' lm-eval output folders, two tasks each (doc ids repeat across tasks): items matched by task and id."""
+    def samples(records: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
+        return [{"doc_id": i, "doc": {}, "resps": [["..."]], "filtered_resps": ["..."],
+                 "cp_naive": json.dumps(dict(r, id=str(i), task=task))} for i, r in enumerate(records)]
+
+    a, b, _ = paired_draw(6, n=400, n_labeled=200)
+    for model, data in (("model_a", a), ("model_b", b)):
+        folder = tmp_path / model
+        folder.mkdir()
+        records = to_records(data)
+        write_jsonl(folder / "samples_judge_chart_2026-01-01.jsonl", samples(records[:200], "judge_chart"))
+        write_jsonl(folder / "samples_judge_caption_2026-01-01.jsonl", samples(records[200:], "judge_caption"))
+        (folder / "results_2026-01-01.json").write_text("{}")  # lm-eval's results file: not a samples file
+    assert main(["compare", str(tmp_path / "model_a"), str(tmp_path / "model_b"), "--json", str(tmp_path / "c.json")]) == 0
+    out = json.loads((tmp_path / "c.json").read_text())
+    assert out["design"] == "paired" and out["matching"]["shared"] == 400 and out["group"] == "task"
+    assert set(out["by_group"]) == {"judge_chart", "judge_caption"}
+    assert out["stratification"]["stratified"] is True and out["difference"]["n_labels"] == 200
+    (tmp_path / "empty").mkdir()
+    assert main(["compare", str(tmp_path / "empty"), str(tmp_path / "model_b")]) == 2

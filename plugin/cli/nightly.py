@@ -26,8 +26,8 @@ def add_compare(sub: Any) -> None:
                        "empty label are unlabeled): PPI++, labeled-only and judge-only intervals for the difference of "
                        "the mean human score (win rate, accuracy), B - A; paired by id when the runs share items; per "
                        "group (task, --group) and pooled.")
-    p.add_argument("a", metavar="A", help="run A (the baseline): a table, records, or a harness output file")
-    p.add_argument("b", metavar="B", help="run B (the candidate)")
+    p.add_argument("a", metavar="A", help="run A (the baseline): a table, records, a harness output file or folder")
+    p.add_argument("b", metavar="B", help="run B (the candidate), as A")
     p.add_argument("--json", metavar="OUT", help="write the comparison as JSON (difference.ppi.lower, ...)")
     p.add_argument("--alpha", type=float, default=0.1, help="miscoverage of the intervals (default 0.1)")
     p.add_argument("--paired", choices=("auto", "yes", "no"), default="auto",
@@ -43,14 +43,51 @@ def run_compare(args: argparse.Namespace) -> int:
     from judgecp.compare import compare
 
     check_output(args.json)
-    args.input = args.a
-    a = read_data(args, require_label=False)
-    args.input = args.b
-    b = read_data(args, require_label=False)
+    a, b = read_run(args, args.a), read_run(args, args.b)
     out = compare(a, b, alpha=args.alpha, group=args.group, paired=args.paired, stratify=args.stratify)
     _write_json(args.json, out)
     print(format_compare(out))
     return 0
+
+
+def read_run(args: argparse.Namespace, path: str) -> Any:
+    """One run: a file as every command reads it, or a harness results folder (the files directly in it that a
+    registered format recognises: lm-eval samples files, VLMEvalKit prediction files), their records together.
+
+    With several files, an item's id is prefixed by its task (or its file's name), as doc ids repeat across tasks.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        args.input = path
+        return read_data(args, require_label=False)
+    from judgecp.data import Fields, from_table
+    from judgecp.exclusions import Exclusions
+    from judgecp.plugins import record_formats
+    from judgecp.scale import LikertScale
+    from judgecp.tables import table_from_rows
+
+    formats = record_formats()
+    batches = []
+    for file in sorted(p for p in folder.iterdir() if p.is_file()):
+        fmt = next((f for f in formats.values() if f.sniff(file)), None)
+        if fmt is not None:
+            batches.append((file, fmt.read(file, kind=args.kind)))
+    if not batches:
+        raise InputError(f"{folder}: no harness output in this folder ({', '.join(formats)} files: "
+                         f"{', '.join(f.description for f in formats.values())})")
+    records, excluded = [], Exclusions()
+    for file, batch in batches:
+        excluded.merge(batch.excluded)
+        for rec in batch.records:
+            key = "pair_id" if "pair_id" in rec else "id"
+            prefix = f"{rec.get('task') or file.stem}/" if len(batches) > 1 else ""
+            records.append({**rec, key: f"{prefix}{rec.get(key)}"})
+    table = table_from_rows(records, source=str(folder), excluded=excluded,
+                            n_read=sum(b.n_read or len(b.records) for _, b in batches))
+    fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
+                    group=args.group, joins=tuple(args.join))
+    options: dict[str, Any] = {"scale": LikertScale.parse(args.scale)} if args.scale else {}
+    return from_table(table, args.kind or batches[0][1].kind, fields, require_label=False, **options)
 
 
 def format_compare(out: dict[str, Any]) -> str:

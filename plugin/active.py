@@ -171,7 +171,7 @@ def active_mean(y: FloatArray, f: FloatArray, pi: FloatArray, *, alpha: float = 
     tuned control variate), ``labeled_only`` (the weighted labels with the
     best constant only) and ``judge_only``.
     """
-    from judgecp.ppi import _interval
+    from judgecp.ppi import normal_interval
 
     alpha = check_alpha(alpha)
     y, f, pi = (np.asarray(v, dtype=np.float64) for v in (y, f, pi))
@@ -193,7 +193,7 @@ def active_mean(y: FloatArray, f: FloatArray, pi: FloatArray, *, alpha: float = 
     constant = _least_variance(a, b[:, None])
     lam = float(tuned[1])
     ppi, lab = a + np.column_stack([b, f * b]) @ tuned, a + b * constant[0]
-    est = {name: _interval(float(z.mean()), float(np.var(z, ddof=1)) / n, alpha)
+    est = {name: normal_interval(float(z.mean()), float(np.var(z, ddof=1)) / n, alpha)
            for name, z in (("ppi", ppi), ("labeled_only", lab), ("judge_only", f))}
     var_ppi, var_lab = est["ppi"].se ** 2, est["labeled_only"].se ** 2
     return {

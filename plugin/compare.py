@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 
 from judgecp.conformal import check_alpha
 from judgecp.errors import InputError
-from judgecp.ppi import MeanEstimate, _interval, ppi_mean, proxy_and_target
+from judgecp.ppi import MeanEstimate, normal_interval, ppi_mean, proxy_and_target
 
 FloatArray = NDArray[np.float64]
 INTERVALS = ("ppi", "labeled_only", "judge_only")
@@ -102,7 +102,7 @@ def _difference(a: dict[str, Any], b: dict[str, Any], alpha: float, n_labels: in
     out: dict[str, Any] = {}
     for name in INTERVALS:
         ea, eb = a["estimate"][name], b["estimate"][name]
-        out[name] = _interval(eb["mean"] - ea["mean"], ea["se"] ** 2 + eb["se"] ** 2, alpha).to_dict()
+        out[name] = normal_interval(eb["mean"] - ea["mean"], ea["se"] ** 2 + eb["se"] ** 2, alpha).to_dict()
     return _with_effective_labels(out, n_labels)
 
 
@@ -116,6 +116,10 @@ def _with_effective_labels(out: dict[str, Any], n_labels: int) -> dict[str, Any]
 def _paired(a: Run, b: Run, ia: NDArray[np.int64], ib: NDArray[np.int64], alpha: float, stratify: str) -> dict[str, Any]:
     y = b.y[ib] - a.y[ia]  # NaN unless both runs label the item
     f = b.f[ib] - a.f[ia]
+    both = int((~np.isnan(y)).sum())
+    if both < 2:
+        raise InputError(f"paired: {both} of the {ia.size} shared items are labeled in both runs (2 are needed); "
+                         "label the same items in both runs, or compare them as two samples (--paired no)")
     groups = None if a.groups is None else a.groups[ia]
     res, info = _stratified_ppi(y, f, groups, alpha, stratify)
     est = res["estimate"]

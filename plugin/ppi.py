@@ -70,7 +70,8 @@ class MeanEstimate:
         return {"mean": self.mean, "lower": self.lower, "upper": self.upper, "se": self.se}
 
 
-def _interval(mean: float, var: float, alpha: float) -> MeanEstimate:
+def normal_interval(mean: float, var: float, alpha: float) -> MeanEstimate:
+    """``mean +- z_{1-alpha/2} sqrt(var)``, the normal interval every estimate here reports."""
     se = math.sqrt(max(var, 0.0))
     z = float(norm.ppf(1.0 - alpha / 2.0))
     return MeanEstimate(mean, se, mean - z * se, mean + z * se)
@@ -177,7 +178,7 @@ def ppi_mean(
     def combine(key: str) -> MeanEstimate:
         mean = sum(weights[h] * s[f"{key}_mean"] for h, s in strata.items())
         var = sum(weights[h] ** 2 * s[f"{key}_var"] for h, s in strata.items())
-        return _interval(mean, var, alpha)
+        return normal_interval(mean, var, alpha)
 
     ppi, labeled, judge = combine("ppi"), combine("labeled"), combine("judge")
     n_eff = ya.size * labeled.se**2 / ppi.se**2 if ppi.se > 0 else math.inf
@@ -190,8 +191,8 @@ def ppi_mean(
     }
     if groups_labeled is not None:
         out["strata"] = {h: {"n_labeled": s["n"], "n_unlabeled": s["N"], "weight": weights[h], "lambda": s["lam"],
-                             "ppi": _interval(s["ppi_mean"], s["ppi_var"], alpha).to_dict(),
-                             "labeled_only": _interval(s["labeled_mean"], s["labeled_var"], alpha).to_dict()}
+                             "ppi": normal_interval(s["ppi_mean"], s["ppi_var"], alpha).to_dict(),
+                             "labeled_only": normal_interval(s["labeled_mean"], s["labeled_var"], alpha).to_dict()}
                          for h, s in strata.items()}
     return out
 
@@ -252,11 +253,11 @@ def add_no_proxy_stratum(out: dict[str, Any], labels: FloatArray, alpha: float) 
     total = n_items + labels.size
     w = labels.size / total
     mean, var = float(labeled.mean()), float(np.var(labeled)) / labeled.size
-    info.update(weight=w, labeled_only=_interval(mean, var, alpha).to_dict())
+    info.update(weight=w, labeled_only=normal_interval(mean, var, alpha).to_dict())
     for name in ("ppi", "labeled_only"):
         e = out["estimate"][name]
-        out["estimate"][name] = _interval((1 - w) * e["mean"] + w * mean, (1 - w) ** 2 * e["se"] ** 2 + w**2 * var,
-                                          alpha).to_dict()
+        out["estimate"][name] = normal_interval((1 - w) * e["mean"] + w * mean,
+                                                (1 - w) ** 2 * e["se"] ** 2 + w**2 * var, alpha).to_dict()
     lab = out["estimate"]["labeled_only"]["se"] ** 2 * (out["n_labeled"] + labeled.size)
     ppi_var = out["estimate"]["ppi"]["se"] ** 2
     out["effective_sample_size"] = lab / ppi_var if ppi_var > 0 else math.inf

@@ -234,3 +234,24 @@ def test_cli_select_then_estimate(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert est["n_labeled"] + est["n_unlabeled"] == 1500
     e = est["estimate"]["ppi"]
     assert e["lower"] < e["upper"] and abs(e["mean"] - float(data.labels.mean())) < 0.3
+
+
+def test_cli_select_then_estimate_pairwise(tmp_path: Path) -> None:
+    """Pairs: both orders of a chosen pair are written, and the pair's sampling_probability reaches estimate."""
+    from judgecp.data.export import to_records
+    from judgecp.simulate import simulate_pairwise_judge
+
+    records = to_records(simulate_pairwise_judge(400, seed=1))
+    human = {r["pair_id"]: r["label"] for r in records}
+    run = tmp_path / "pairs.jsonl"
+    run.write_text("".join(json.dumps(dict(r, label=None)) + "\n" for r in records))
+    assert main(["select", str(run), "--budget", "60", "-o", str(tmp_path / "to_label.jsonl")]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "to_label.jsonl").read_text().splitlines()]
+    chosen = {r["pair_id"] for r in rows}
+    assert len(rows) == 2 * len(chosen) and all(0 < r["sampling_probability"] <= 1 for r in rows)
+    (tmp_path / "labeled.jsonl").write_text("".join(json.dumps(dict(r, label=human[r["pair_id"]])) + "\n" for r in rows))
+    assert main(["estimate", "--labeled", str(tmp_path / "labeled.jsonl"), "--unlabeled", str(run),
+                 "--json", str(tmp_path / "est.json")]) == 0
+    est = json.loads((tmp_path / "est.json").read_text())
+    assert est["sampling"].startswith("active") and est["n_labeled"] == len(chosen)
+    assert est["n_labeled"] + est["n_unlabeled"] == 400

@@ -223,7 +223,9 @@ def run_estimate(args: argparse.Namespace) -> int:
     else:
         if not (args.labeled and args.unlabeled):
             raise InputError("--labeled and --unlabeled go together")
-        out = _estimate_two_files(args)
+        from judgecp.cli.nightly import estimate_two_files
+
+        out = estimate_two_files(args)
     _write_json(args.json, out)
     est = out["estimate"]
     print(f"{out['target']} ({out['kind']}), {out['n_labeled']} labeled + {out['n_unlabeled']} unlabeled items, "
@@ -240,51 +242,6 @@ def run_estimate(args: argparse.Namespace) -> int:
     if out.get("estimand"):
         print(f"  estimand: {out['estimand']}")
     return 0
-
-
-def _estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
-    """``--labeled L --unlabeled U``: PPI++ of L's labels with U's proxies; with sampling probabilities, active."""
-    import numpy as np
-
-    from judgecp.compare import item_ids
-    from judgecp.ppi import (
-        add_no_proxy_stratum,
-        no_proxy_labels,
-        ppi_mean,
-        proxy_and_target,
-        sampling_probabilities,
-    )
-
-    args.input = args.labeled
-    lab = read_data(args, require_label=False)
-    args.input = args.unlabeled
-    unl = read_data(args, require_label=False)
-    if lab.kind != unl.kind:
-        raise InputError(f"--labeled has {lab.kind} records, --unlabeled {unl.kind} records")
-    f_l, y_l, target = proxy_and_target(lab)
-    f_u, _, _ = proxy_and_target(unl)
-    excluded = lab.excluded.to_json() + unl.excluded.to_json()
-    common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded}
-    pi = sampling_probabilities(lab)
-    if pi is not None:
-        from judgecp.active import active_mean
-
-        rest = ~np.isin(item_ids(unl), item_ids(lab))  # the run's other items (the labeled file's are in it)
-        y = np.concatenate([y_l, np.full(int(rest.sum()), np.nan)])
-        out: dict[str, Any] = active_mean(y, np.concatenate([f_l, f_u[rest]]),
-                                          np.concatenate([pi, np.full(int(rest.sum()), np.nan)]), alpha=args.alpha)
-        out.update(common)
-        return out
-    args.input = args.labeled
-    lab = read_data(args, require_label=True)  # rows without a label are left out and counted, as before
-    f_l, y_l, _ = proxy_and_target(lab)
-    groups = (None, None)
-    if args.group:
-        groups = (lab.field(args.group, "--group field"), unl.field(args.group, "--group field"))
-    out = ppi_mean(y_l, f_l, f_u, alpha=args.alpha, groups_labeled=groups[0], groups_unlabeled=groups[1])
-    out.update(common, excluded=lab.excluded.to_json() + unl.excluded.to_json())
-    unl_np = no_proxy_labels(unl)
-    return add_no_proxy_stratum(out, np.concatenate([no_proxy_labels(lab), np.full(unl_np.size, np.nan)]), args.alpha)
 
 
 # -- gate --------------------------------------------------------------------------------------

@@ -45,6 +45,8 @@ from judgecp.ppi import MeanEstimate, normal_interval, ppi_mean, proxy_and_targe
 
 FloatArray = NDArray[np.float64]
 INTERVALS = ("ppi", "labeled_only", "judge_only")
+#: The schema name of :func:`compare`'s result (``judgecp compare --json``).
+SCHEMA = "judgecp.compare/1"
 
 
 def item_ids(data: Any) -> NDArray[np.str_]:
@@ -165,7 +167,7 @@ def compare(a: Any, b: Any, *, alpha: float = 0.1, group: str | None = None, pai
         ia, ib = np.arange(ra.ids.size), np.arange(rb.ids.size)
     one = _paired if is_paired else _two_sample
     out: dict[str, Any] = {
-        "kind": a.kind, "target": f"difference in {ra.target} (B - A)", "alpha": alpha,
+        "schema": SCHEMA, "kind": a.kind, "target": f"difference in {ra.target} (B - A)", "alpha": alpha,
         "design": "paired" if is_paired else "two-sample", "runs": {"a": ra.info, "b": rb.info},
         "matching": {"shared": int(shared.size), "only_a": int(ra.ids.size - shared.size),
                      "only_b": int(rb.ids.size - shared.size)},

@@ -35,6 +35,8 @@ from judgecp.conformal import check_alpha
 from judgecp.errors import InputError
 
 FloatArray = NDArray[np.float64]
+#: The schema name of :func:`plan`'s result (``judgecp plan --json``).
+SCHEMA = "judgecp.plan/1"
 #: The largest label count a plan searches; beyond it the plan says it is not reachable.
 MAX_LABELS = 10_000_000
 
@@ -106,7 +108,7 @@ def plan(y: FloatArray, f: FloatArray, half_width: float, *, alpha: float = 0.1,
 
     labels = counts(rel["sd_label_upper"], rel["correlation_lower"])
     out: dict[str, Any] = {
-        "half_width": half_width, "alpha": alpha, "labels": labels,
+        "schema": SCHEMA, "half_width": half_width, "alpha": alpha, "labels": labels,
         "labels_at_estimates": counts(rel["sd_label"], rel["correlation"]),
         "assumed": {**rel, "n_unlabeled": None if math.isinf(n_unlabeled) else int(n_unlabeled), "from": source},
     }

@@ -84,17 +84,13 @@ def default_group(a: Any, b: Any, group: str | None) -> str | None:
 
 def _stratified_ppi(y: FloatArray, f: FloatArray, groups: NDArray[Any] | None, alpha: float,
                     stratify: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """PPI++ of one sample (labels NaN where unlabeled), stratified by ``groups`` when :func:`choose_strata` allows."""
-    from judgecp.proxies import choose_strata
+    """PPI++ of one sample (labels NaN where unlabeled), stratified as :func:`judgecp.ppi.stratification` says."""
+    from judgecp.ppi import stratification
 
     labeled = ~np.isnan(y)
     if labeled.sum() < 2:
         raise InputError(f"PPI needs at least 2 labeled items, got {int(labeled.sum())}")
-    strata, info = None, {"stratified": False, "reason": "no group field" if groups is None else f"--stratify {stratify}"}
-    if groups is not None and stratify == "yes":
-        strata, info = groups, {"stratified": True}
-    elif groups is not None and stratify == "auto":
-        strata, info = choose_strata(groups, labeled)
+    strata, info = stratification(groups, labeled, stratify)
     gl, gu = (None, None) if strata is None else (strata[labeled], strata[~labeled])
     return ppi_mean(y[labeled], f[labeled], f[~labeled], alpha=alpha, groups_labeled=gl, groups_unlabeled=gu), info
 

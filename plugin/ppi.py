@@ -291,6 +291,20 @@ def sampling_probabilities(data: Any) -> FloatArray | None:
     return out
 
 
+def stratification(col: NDArray[Any] | None, labeled: NDArray[np.bool_],
+                   stratify: str) -> tuple[NDArray[Any] | None, dict[str, Any]]:
+    """The strata of every item under ``stratify`` (``auto``: :func:`judgecp.proxies.choose_strata`), and why."""
+    from judgecp.proxies import choose_strata
+
+    if col is None:
+        return None, {"stratified": False, "reason": "no group field"}
+    if stratify == "yes":
+        return col, {"stratified": True, "strata": sorted(set(col.tolist()))}
+    if stratify == "no":
+        return None, {"stratified": False, "reason": "--stratify no"}
+    return choose_strata(col, labeled)
+
+
 def estimate(data: Any, *, alpha: float = 0.1, groups: str | None = None, lam: float | None = None,
              clip: bool = True, stratify: str = "auto", proxy: str = "auto", random_state: int = 0) -> dict[str, Any]:
     """PPI++ on one set of records: the labeled rows are the labeled sample, the unlabeled rows the rest.
@@ -331,10 +345,7 @@ def estimate(data: Any, *, alpha: float = 0.1, groups: str | None = None, lam: f
 
             raise unknown("--group field", groups, data.fields)
         col = np.asarray(data.fields[groups]).astype(str)
-    strata, strata_info = (None, {"stratified": False, "reason": "no group field"}) if col is None else \
-        (col, {"stratified": True}) if stratify == "yes" else \
-        (None, {"stratified": False, "reason": "--stratify no"}) if stratify == "no" else \
-        proxies.choose_strata(col, labeled)
+    strata, strata_info = stratification(col, labeled, stratify)
     extra = getattr(data, "extra_features", None) is not None
     use_crossfit = proxy == "crossfit" or (proxy == "auto" and extra and labeled.sum() >= proxies.CROSSFIT_MIN_LABELS)
     if use_crossfit:

@@ -70,7 +70,8 @@ class MeanEstimate:
         return {"mean": self.mean, "lower": self.lower, "upper": self.upper, "se": self.se}
 
 
-def _interval(mean: float, var: float, alpha: float) -> MeanEstimate:
+def normal_interval(mean: float, var: float, alpha: float) -> MeanEstimate:
+    """``mean +- z_{1-alpha/2} sqrt(var)``, the normal interval every estimate here reports."""
     se = math.sqrt(max(var, 0.0))
     z = float(norm.ppf(1.0 - alpha / 2.0))
     return MeanEstimate(mean, se, mean - z * se, mean + z * se)
@@ -177,7 +178,7 @@ def ppi_mean(
     def combine(key: str) -> MeanEstimate:
         mean = sum(weights[h] * s[f"{key}_mean"] for h, s in strata.items())
         var = sum(weights[h] ** 2 * s[f"{key}_var"] for h, s in strata.items())
-        return _interval(mean, var, alpha)
+        return normal_interval(mean, var, alpha)
 
     ppi, labeled, judge = combine("ppi"), combine("labeled"), combine("judge")
     n_eff = ya.size * labeled.se**2 / ppi.se**2 if ppi.se > 0 else math.inf
@@ -190,8 +191,8 @@ def ppi_mean(
     }
     if groups_labeled is not None:
         out["strata"] = {h: {"n_labeled": s["n"], "n_unlabeled": s["N"], "weight": weights[h], "lambda": s["lam"],
-                             "ppi": _interval(s["ppi_mean"], s["ppi_var"], alpha).to_dict(),
-                             "labeled_only": _interval(s["labeled_mean"], s["labeled_var"], alpha).to_dict()}
+                             "ppi": normal_interval(s["ppi_mean"], s["ppi_var"], alpha).to_dict(),
+                             "labeled_only": normal_interval(s["labeled_mean"], s["labeled_var"], alpha).to_dict()}
                          for h, s in strata.items()}
     return out
 
@@ -221,26 +222,137 @@ def proxy_and_target(data: Any) -> tuple[FloatArray, FloatArray, str]:
     raise InputError(f"PPI: no proxy for {type(data).__name__}")
 
 
+def no_proxy_labels(data: Any) -> FloatArray:
+    """Likert: the labels (NaN where unlabeled) of rows left out for want of score logprobs; other kinds: none."""
+    out: FloatArray = np.asarray(getattr(data, "no_proxy_labels", np.zeros(0)), dtype=np.float64)
+    return out
+
+
+def add_no_proxy_stratum(out: dict[str, Any], labels: FloatArray, alpha: float) -> dict[str, Any]:
+    """Items without a judge proxy as their own stratum, estimated from their labels (issue 26, item 5).
+
+    The estimand becomes the mean over all items: ``w theta_proxy + (1 - w)
+    mean(no-proxy labels)`` with ``w`` the proxied items' share, variances
+    combined with the squared shares. Labeled no-proxy items are a random
+    sample of the no-proxy items when labels are drawn at random, so the
+    interval keeps its level. Fewer than 2 labeled no-proxy items: the
+    estimand stays the mean over the items with a proxy, and says so.
+    """
+    target = out.get("target", "mean")
+    n_items = out["n_labeled"] + out["n_unlabeled"]
+    labeled = labels[~np.isnan(labels)]
+    if labels.size == 0:
+        out["estimand"] = f"{target} over all {n_items} items"
+        return out
+    info: dict[str, Any] = {"n": int(labels.size), "n_labeled": int(labeled.size)}
+    out["no_proxy"] = info
+    if labeled.size < 2:
+        out["estimand"] = (f"{target} over the {n_items} items with a judge proxy; {labels.size} items without one "
+                           f"are not in it ({labeled.size} labeled: 2 are needed to estimate them)")
+        return out
+    total = n_items + labels.size
+    w = labels.size / total
+    mean, var = float(labeled.mean()), float(np.var(labeled)) / labeled.size
+    info.update(weight=w, labeled_only=normal_interval(mean, var, alpha).to_dict())
+    for name in ("ppi", "labeled_only"):
+        e = out["estimate"][name]
+        out["estimate"][name] = normal_interval((1 - w) * e["mean"] + w * mean,
+                                                (1 - w) ** 2 * e["se"] ** 2 + w**2 * var, alpha).to_dict()
+    lab = out["estimate"]["labeled_only"]["se"] ** 2 * (out["n_labeled"] + labeled.size)
+    ppi_var = out["estimate"]["ppi"]["se"] ** 2
+    out["effective_sample_size"] = lab / ppi_var if ppi_var > 0 else math.inf
+    out["judge_bias"] = float(out["estimate"]["judge_only"]["mean"] - out["estimate"]["ppi"]["mean"])
+    out["estimand"] = (f"{target} over all {total} items: {n_items} with a judge proxy (PPI++), {labels.size} "
+                       f"without one as their own stratum, estimated from their {labeled.size} labels "
+                       f"(the judge-only interval covers the proxied items only)")
+    return out
+
+
+def sampling_probabilities(data: Any) -> FloatArray | None:
+    """The ``sampling_probability`` field of actively selected items (``judgecp select``), NaN where blank.
+
+    A cell that is not a probability in (0, 1] is an error naming its row.
+    """
+    if "sampling_probability" not in data.fields:
+        return None
+    from judgecp.data.fields import BLANK, numbers
+
+    values, status = numbers(list(np.asarray(data.fields["sampling_probability"]).astype(str)))
+    with np.errstate(invalid="ignore"):
+        bad = (status != BLANK) & ~((values > 0) & (values <= 1))
+    if bad.any():
+        from judgecp.compare import item_ids
+
+        i = int(np.flatnonzero(bad)[0])
+        cell = np.asarray(data.fields["sampling_probability"])[i]
+        raise InputError(f"{data.source}: item {item_ids(data)[i]!r}: sampling_probability {cell!r} is not a "
+                         f"probability in (0, 1] ({int(bad.sum())} such rows)")
+    out: FloatArray = np.where(status == BLANK, np.nan, values)
+    return out
+
+
+def stratification(col: NDArray[Any] | None, labeled: NDArray[np.bool_],
+                   stratify: str) -> tuple[NDArray[Any] | None, dict[str, Any]]:
+    """The strata of every item under ``stratify`` (``auto``: :func:`judgecp.proxies.choose_strata`), and why."""
+    from judgecp.proxies import choose_strata
+
+    if col is None:
+        return None, {"stratified": False, "reason": "no group field"}
+    if stratify == "yes":
+        return col, {"stratified": True, "strata": sorted(set(col.tolist()))}
+    if stratify == "no":
+        return None, {"stratified": False, "reason": "--stratify no"}
+    return choose_strata(col, labeled)
+
+
 def estimate(data: Any, *, alpha: float = 0.1, groups: str | None = None, lam: float | None = None,
-             clip: bool = True) -> dict[str, Any]:
+             clip: bool = True, stratify: str = "auto", proxy: str = "auto", random_state: int = 0) -> dict[str, Any]:
     """PPI++ on one set of records: the labeled rows are the labeled sample, the unlabeled rows the rest.
 
-    ``data`` comes from :func:`judgecp.load` with ``require_label=False``;
-    ``groups`` names a field to stratify by.
+    ``data`` comes from :func:`judgecp.load` with ``require_label=False``.
+    ``groups`` names a field to stratify by (default: ``task`` when the
+    records have one); ``stratify`` is ``"auto"`` (stratify when the label
+    counts allow, :func:`judgecp.proxies.choose_strata`), ``"yes"`` (every
+    group its own stratum) or ``"no"``. ``proxy`` is ``"judge"`` (the
+    judge's own proxy), ``"crossfit"`` (:func:`judgecp.proxies.crossfit_proxy`)
+    or ``"auto"`` (cross-fitted when the records carry extra feature columns
+    and at least 100 labels, else the judge's). Rows with a label but no
+    proxy form their own stratum (:func:`add_no_proxy_stratum`). Labels with
+    a ``sampling_probability`` (``judgecp select``) are estimated by
+    inverse-probability weighting (:func:`judgecp.active.active_mean`).
     """
+    from judgecp import proxies
+
+    if stratify not in ("auto", "yes", "no") or proxy not in ("auto", "judge", "crossfit"):
+        raise InputError(f"stratify is auto, yes or no (got {stratify!r}); proxy auto, judge or crossfit (got {proxy!r})")
     f, y, target = proxy_and_target(data)
     labeled = ~np.isnan(y)
     if labeled.sum() < 2:
         raise InputError(f"PPI needs labeled records: {int(labeled.sum())} of {data.n} have a label")
-    gl = gu = None
+    common = {"kind": data.kind, "target": target, "excluded": data.excluded.to_json(),
+              "n": int(data.n_read or data.n), "source": str(data.source)}
+    probabilities = sampling_probabilities(data)
+    if probabilities is not None:
+        from judgecp.active import active_mean
+
+        return {**active_mean(y, f, probabilities, alpha=alpha), **common, "groups": None}
+    if groups is None and "task" in data.fields and np.unique(np.asarray(data.fields["task"])).size > 1:
+        groups = "task"
+    col = None
     if groups is not None:
         if groups not in data.fields:
             from judgecp.errors import unknown
 
             raise unknown("--group field", groups, data.fields)
         col = np.asarray(data.fields[groups]).astype(str)
-        gl, gu = col[labeled], col[~labeled]
-    out = ppi_mean(y[labeled], f[labeled], f[~labeled], alpha=alpha, groups_labeled=gl, groups_unlabeled=gu, lam=lam, clip=clip)
-    out.update(kind=data.kind, target=target, groups=groups, excluded=data.excluded.to_json(),
-               n=int(data.n_read or data.n), source=str(data.source))
-    return out
+    strata, strata_info = stratification(col, labeled, stratify)
+    extra = getattr(data, "extra_features", None) is not None
+    use_crossfit = proxy == "crossfit" or (proxy == "auto" and extra and labeled.sum() >= proxies.CROSSFIT_MIN_LABELS)
+    if use_crossfit:
+        f = proxies.crossfit_proxy(y, proxies.proxy_features(data, f, col), labeled, random_state=random_state)
+    gl, gu = (None, None) if strata is None else (strata[labeled], strata[~labeled])
+    out = ppi_mean(y[labeled], f[labeled], f[~labeled], alpha=alpha, groups_labeled=gl, groups_unlabeled=gu, lam=lam,
+                   clip=clip)
+    out.update(common, groups=groups, stratification=strata_info,
+               proxy="cross-fitted (ridge, 10 folds)" if use_crossfit else "judge")
+    return add_no_proxy_stratum(out, no_proxy_labels(data), alpha)

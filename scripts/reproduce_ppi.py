@@ -10,7 +10,10 @@ table of the README ("Calibrate once, apply to every run").
 
 ``--stratify`` adds stratified PPI++ by the 14 task categories
 (``task_labels.csv``, joined on ``sample_id``), with the labeled rows drawn
-in proportion to each category's size.
+in proportion to each category's size (``ppi-stratified``), and with the
+same random labels as the other rows, post-stratified by the strata
+``judgecp estimate --group`` chooses from the label counts
+(``ppi-stratified-random``: issue 26's target, width <= 0.90 of labeled-only).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 
 from judgecp import Fields, load
 from judgecp.ppi import ppi_mean, proxy_and_target
+from judgecp.proxies import choose_strata
 
 
 def main() -> None:
@@ -39,7 +43,7 @@ def main() -> None:
     data = load(folder / "llava_critic_7b_features.csv", "likert", fields)
     f, y, _ = proxy_and_target(data)
     truth = float(y.mean())
-    names = ("ppi", "labeled_only", "judge_only") + (("ppi_stratified",) if args.stratify else ())
+    names = ("ppi", "labeled_only", "judge_only") + (("ppi_stratified", "ppi_stratified_random") if args.stratify else ())
     strata = np.asarray(data.fields["orig_dataset"]).astype(str) if args.stratify else None
     cover = dict.fromkeys(names, 0)
     width = dict.fromkeys(names, 0.0)
@@ -59,6 +63,13 @@ def main() -> None:
             strat = ppi_mean(y[lab_s], f[lab_s], f[unl_s], alpha=args.alpha,
                              groups_labeled=strata[lab_s], groups_unlabeled=strata[unl_s])
             out["estimate"]["ppi_stratified"] = strat["estimate"]["ppi"]
+            labeled = np.zeros(y.size, bool)
+            labeled[lab] = True
+            chosen, _ = choose_strata(strata, labeled)
+            post = ppi_mean(y[lab], f[lab], f[unl], alpha=args.alpha,
+                            groups_labeled=None if chosen is None else chosen[lab],
+                            groups_unlabeled=None if chosen is None else chosen[unl])
+            out["estimate"]["ppi_stratified_random"] = post["estimate"]["ppi"]
         for k in names:
             e = out["estimate"][k]
             cover[k] += e["lower"] <= truth <= e["upper"]

@@ -140,3 +140,77 @@ def accept_summary_metrics() -> list[Metric]:
     """Pairwise: the share abstained on, and the error among accepted labeled pairs."""
     return [Metric("abstention_rate", _pick("abstention_rate"), False),
             Metric("risk_labeled", _pick(Entry("labeled"), "error_among_accepted"), False)]
+
+
+# -- the nightly questions: compare, plan, select ------------------------------------------------
+
+
+def _difference_metrics(at: tuple[str, ...], prefix: str) -> list[Metric]:
+    metrics = [Metric(f"{prefix}difference.{name}.{key}", _pick(*at, "difference", name, key), None)
+               for name in INTERVALS for key in ("mean", "lower", "upper", "se")]
+    metrics += [Metric(f"{prefix}difference.effective_labels", _pick(*at, "difference", "effective_labels"), True),
+                Metric(f"{prefix}difference.n_labels", _pick(*at, "difference", "n_labels"), None)]
+    return metrics
+
+
+@register_schema
+class CompareResult(Result):
+    """``judgecp compare``: the judge-corrected difference B - A of two runs (``judgecp.compare/1``).
+
+    Scalars: ``difference.{ppi,labeled_only,judge_only}.{mean,lower,upper,se}``,
+    ``difference.effective_labels``, ``difference.n_labels``, and the same per group as
+    ``by_group.<group>.difference...``. A pooled difference whose PPI interval is degenerate (zero width,
+    labels without variance, effective labels unbounded or below 10) is untrusted.
+    """
+
+    schema = "judgecp.compare/1"
+    description = "a judgecp compare result"
+
+    def metric_list(self) -> list[Metric]:
+        metrics = _difference_metrics((), "")
+        for group in (self.get("by_group") or {}):
+            metrics += [m for m in _difference_metrics(("by_group", Entry(group)), f"by_group.{group}.")
+                        if not m.name.endswith(("effective_labels", "n_labels"))]
+        return metrics
+
+    def scalars(self) -> dict[str, float | None]:
+        return {m.name: metric_value(self, m) for m in self.metric_list()}
+
+    def untrusted(self) -> dict[str, str]:
+        difference = self.get("difference") or {}
+        block = {"estimate": difference, "effective_sample_size": difference.get("effective_labels")}
+        reasons = degenerate_reasons(block)
+        if not reasons:
+            return {}
+        why = "degenerate difference: " + "; ".join(reasons)
+        return {m.name: why for m in self.metric_list() if m.name.startswith("difference.")}
+
+
+@register_schema
+class PlanResult(Result):
+    """``judgecp plan``: how many labels give a half-width (``judgecp.plan/1``): ``labels.ppi``,
+    ``labels.labeled_only`` (undefined when out of reach), the same at the point estimates, ``half_width``."""
+
+    schema = "judgecp.plan/1"
+    description = "a judgecp plan result"
+
+    def scalars(self) -> dict[str, float | None]:
+        metrics = [Metric("half_width", _pick("half_width"), None)]
+        metrics += [Metric(f"{section}.{key}", _pick(section, key), False)
+                    for section in ("labels", "labels_at_estimates") for key in ("ppi", "labeled_only")]
+        return {m.name: metric_value(self, m) for m in metrics}
+
+
+@register_schema
+class SelectResult(Result):
+    """``judgecp select``: the items drawn to label and the width expected (``judgecp.select/1``)."""
+
+    schema = "judgecp.select/1"
+    description = "a judgecp select summary"
+
+    def scalars(self) -> dict[str, float | None]:
+        metrics = [Metric("n_items", _pick("n_items"), None), Metric("n_selected", _pick("n_selected"), None),
+                   Metric("budget", _pick("budget"), None)]
+        metrics += [Metric(f"expected_width.{key}", _pick("expected_width", key), None)
+                    for key in ("active", "uniform", "ratio")]
+        return {m.name: metric_value(self, m) for m in metrics}

@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluate.add_parser(sub)
     __import__("judgecp.cli.calibrators", fromlist=["add_parser"]).add_parser(sub)
+    __import__("judgecp.cli.nightly", fromlist=["add_parser"]).add_parser(sub)  # compare, plan, select
     commands.add_records(sub)
     commands.add_methods(sub)
     report.add_parser(sub)

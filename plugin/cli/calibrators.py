@@ -42,7 +42,7 @@ def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
     from judgecp.scale import LikertScale
 
     fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
-                    group=args.group, joins=tuple(args.join))
+                    group=args.group, joins=tuple(args.join), features=getattr(args, "features", None))
     options: dict[str, Any] = {"require_label": require_label}
     if args.scale:
         options["scale"] = LikertScale.parse(args.scale)
@@ -241,42 +241,41 @@ def add_estimate(sub: Any) -> None:
                        description="Records with a label are the labeled sample, records without one the unlabeled "
                        "sample (or give them as two files with --labeled/--unlabeled). Prints the PPI++ estimate of "
                        "the human mean (Likert), win rate (pairwise) or accuracy (multiple choice) with its interval, "
-                       "next to the judge-only and labeled-only intervals.")
+                       "next to the judge-only and labeled-only intervals. Rows with a label but no judge proxy are "
+                       "their own stratum; labels drawn by `judgecp select` are weighted by their sampling_probability.")
     p.add_argument("input", nargs="?", help="records, labeled and unlabeled together")
     p.add_argument("--labeled", metavar="FILE", help="labeled records (with --unlabeled, instead of INPUT)")
-    p.add_argument("--unlabeled", metavar="FILE", help="unlabeled records (their labels, if any, are ignored)")
+    p.add_argument("--unlabeled", metavar="FILE", help="unlabeled records (their labels, if any, are ignored); with "
+                   "labels from `judgecp select`, the whole run they were drawn from")
     p.add_argument("--json", metavar="OUT", help="write the estimate as JSON")
     p.add_argument("--alpha", type=float, default=0.1, help="miscoverage of the intervals (default 0.1)")
+    p.add_argument("--stratify", choices=("auto", "yes", "no"), default="auto",
+                   help="stratify by --group (default: task when present): auto when every stratum has 10 labels "
+                   "(smaller ones merged), yes, or no")
+    p.add_argument("--proxy", choices=("auto", "judge", "crossfit"), default="auto",
+                   help="the judge's own proxy, or one cross-fitted on the labeled items with the row features and "
+                   "groups (auto: cross-fitted with --features and 100 labels)")
+    p.add_argument("--features", metavar="GLOB", help="extra numeric columns for the cross-fitted proxy")
     _input_flags(p)
     p.set_defaults(func=run_estimate)
 
 
 def run_estimate(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
-    from judgecp.ppi import estimate, ppi_mean, proxy_and_target
+    from judgecp.ppi import estimate
 
     check_output(args.json)
     if bool(args.input) == bool(args.labeled or args.unlabeled):
         raise InputError("give INPUT (labeled and unlabeled records together) or --labeled and --unlabeled")
     if args.input:
-        out = estimate(read_data(args, require_label=False), alpha=args.alpha, groups=args.group)
+        out = estimate(read_data(args, require_label=False), alpha=args.alpha, groups=args.group,
+                       stratify=args.stratify, proxy=args.proxy)
     else:
         if not (args.labeled and args.unlabeled):
             raise InputError("--labeled and --unlabeled go together")
-        args.input = args.labeled
-        lab = read_data(args, require_label=True)
-        args.input = args.unlabeled
-        unl = read_data(args, require_label=False)
-        if lab.kind != unl.kind:
-            raise InputError(f"--labeled has {lab.kind} records, --unlabeled {unl.kind} records")
-        f_l, y_l, target = proxy_and_target(lab)
-        f_u, _, _ = proxy_and_target(unl)
-        groups = (None, None)
-        if args.group:
-            groups = (lab.field(args.group, "--group field"), unl.field(args.group, "--group field"))
-        out = ppi_mean(y_l, f_l, f_u, alpha=args.alpha, groups_labeled=groups[0], groups_unlabeled=groups[1])
-        excluded = lab.excluded.to_json() + unl.excluded.to_json()
-        out.update(kind=lab.kind, target=target, groups=args.group, excluded=excluded)
+        from judgecp.cli.nightly import estimate_two_files
+
+        out = estimate_two_files(args)
     from judgecp.calibrators.results import EstimateResult, with_degenerate
 
     out = with_degenerate(out)
@@ -290,6 +289,11 @@ def run_estimate(args: argparse.Namespace) -> int:
     ess = out["effective_sample_size"]
     print(f"  effective sample size {ess:.0f} labeled items; judge bias (judge - PPI) {out['judge_bias']:+.4f}"
           if math.isfinite(ess) else "  effective sample size: unbounded")
+    strata = out.get("stratification") or {}
+    if strata.get("stratified") and "strata" in strata:
+        print(f"  stratified by {out['groups']} ({len(strata['strata'])} strata)")
+    if out.get("estimand"):
+        print(f"  estimand: {out['estimand']}")
     for reason in out["degenerate"]:
         print(f"judgecp: warning: degenerate estimate: {reason} (judgecp gate fails it)", file=sys.stderr)
     return 0

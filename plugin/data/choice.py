@@ -56,6 +56,7 @@ FIELD_COLUMNS = {
     "prompt": ("prompt",),
     "variation": ("variation",),
     "source_id": ("source_id",),
+    "sampling_probability": ("sampling_probability",),  # an item drawn by `judgecp select`
 }
 
 

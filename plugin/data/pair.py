@@ -193,6 +193,7 @@ def pair_data(table: Table, fields: Fields | None = None, *, require_label: bool
     verb: list[float] = []
     agree: list[float] = []
     groups: list[str] = []
+    sampled: list[str] = []
     for pid, entry in pairs.items():
         if pid in bad_pairs:
             continue
@@ -246,6 +247,8 @@ def pair_data(table: Table, fields: Fields | None = None, *, require_label: bool
             value = to_float(col[name][first]) if name in col else None
             out.append(math.nan if value is None else value)
         groups.append(str(g) if g is not None else "")
+        if "sampling_probability" in col:  # a pair drawn by `judgecp select` carries its probability
+            sampled.append("" if is_blank(col["sampling_probability"][first]) else str(col["sampling_probability"][first]))
     if not ids:
         raise NoUsableRecords(table.source, excluded, table.n_read)
     verb_arr, agree_arr = np.asarray(verb), np.asarray(agree)
@@ -256,7 +259,8 @@ def pair_data(table: Table, fields: Fields | None = None, *, require_label: bool
         labels=np.asarray(ys, dtype=np.int64),
         verbalized=None if np.isnan(verb_arr).all() else verb_arr,
         agreement=None if np.isnan(agree_arr).all() else agree_arr,
-        fields={fields.group: text_array(groups)} if fields.group else {},
+        fields={**({fields.group: text_array(groups)} if fields.group else {}),
+                **({"sampling_probability": text_array(sampled)} if sampled else {})},
         excluded=excluded,
         flags=flags,
         n_read=table.n_read,

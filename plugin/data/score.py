@@ -2,7 +2,8 @@
 
 A row needs the judge's K score-token log-probabilities (K columns, or one
 column of ``{"1": lp, ..., "5": lp}`` objects) and, for evaluation, a human
-label on the scale. Exclusion reasons, in the order they are checked:
+label on the scale (read unlabeled, a table without a label column is a run
+whose every row is unlabeled). Exclusion reasons, in the order they are checked:
 ``<exclude>`` (a reason an adapter set), ``no_score`` (the extractor found no
 score position), ``label_missing`` (unless unlabeled rows are wanted),
 ``label_not_numeric``, ``label_off_scale`` (not an integer label of the
@@ -68,6 +69,9 @@ class ScoreData(Rows):
     source: str = ""
     columns: dict[str, Any] = field(default_factory=dict)
     kind: Literal["likert"] = "likert"
+    #: Rows left out only for want of a judge proxy (no score logprobs): their labels, NaN where unlabeled.
+    #: Not in the arrays above; PPI keeps them as their own stratum (:func:`judgecp.ppi.estimate`).
+    no_proxy_labels: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
     @property
     def labeled(self) -> NDArray[np.bool_]:
@@ -216,25 +220,30 @@ class RowReasons:
         self.excluded = excluded
         self.open = np.ones(len(ids), bool)
 
-    def mark(self, mask: Any, reason: str) -> None:
-        """Leave out the rows of ``mask`` that no earlier rule left out, counted under ``reason``."""
-        hit = np.asarray(mask, bool) & self.open
+    def mark(self, mask: Any, reason: str) -> NDArray[np.bool_]:
+        """Leave out the rows of ``mask`` that no earlier rule left out, counted under ``reason``; returns them."""
+        hit: NDArray[np.bool_] = np.asarray(mask, bool) & self.open
         if hit.any():
             self.excluded.add_rows(reason, hit, self.ids)
             self.open &= ~hit
+        return hit
 
     def kept(self) -> NDArray[np.int64]:
         return np.flatnonzero(self.open)
 
 
-def _record_exclusions(rows: RowReasons, exclude: Any, flags: Any) -> None:
-    """A reason an adapter set (``exclude``), then ``no_score`` (a record flag: the extractor found no score)."""
+def _record_exclusions(rows: RowReasons, exclude: Any, flags: Any) -> NDArray[np.bool_]:
+    """A reason an adapter set (``exclude``), then ``no_score`` (a record flag: the extractor found no score).
+
+    Returns the rows left out as ``no_score``.
+    """
     if exclude is not None:
         reasons = [None if is_blank(v) else str(v) for v in exclude]
         for reason in sorted({r for r in reasons if r is not None}):
             rows.mark(np.asarray([r == reason for r in reasons]), reason)
     if flags is not None:
-        rows.mark(np.asarray([isinstance(f, (list, tuple)) and "no_score" in f for f in flags]), "no_score")
+        return rows.mark(np.asarray([isinstance(f, (list, tuple)) and "no_score" in f for f in flags]), "no_score")
+    return np.zeros(rows.open.size, bool)
 
 
 def _record_flags(flags: Exclusions, column: Any, keep: NDArray[np.int64], ids: list[str]) -> None:
@@ -286,6 +295,11 @@ def _floor_logprobs(
     return np.where(finite, vals, np.maximum(vals, floor)), floored
 
 
+def _no_labels(n: int) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
+    """A table without a label column read as unlabeled: every label blank."""
+    return np.full(n, np.nan), np.full(n, BLANK, np.int8)
+
+
 def score_data(
     table: Table,
     fields: Fields | None = None,
@@ -307,8 +321,7 @@ def score_data(
     id_col = fields.pick(table, "id", "likert")
     ids = _ids(table, id_col)
     join_info = join_tables(table, fields.joins, id_col, ids)
-    label_col = fields.label_column(table, "likert", required=True)
-    assert label_col is not None
+    label_col = fields.label_column(table, "likert", required=require_label)
     lp = logprob_columns(table, fields, scale)
     parsed_col = fields.pick(table, "prediction", "likert")
     if fields.group is not None:
@@ -321,20 +334,22 @@ def score_data(
 
     rows = RowReasons(ids, excluded)
     col = table.columns
-    _record_exclusions(rows, col.get("exclude"), col.get("flags"))
+    no_proxy = _record_exclusions(rows, col.get("exclude"), col.get("flags"))
     label_set = scale.labels.astype(np.float64)
-    y, status = numbers(col[label_col])
+    y, status = numbers(col[label_col]) if label_col is not None else _no_labels(table.n_rows)
     if require_label:
         rows.mark(status == BLANK, "label_missing")
     rows.mark(status == NOT_A_NUMBER, "label_not_numeric")
     with np.errstate(invalid="ignore"):
         on_scale = np.isfinite(y) & (y == np.round(y)) & np.isin(y, label_set)
     rows.mark((status == NUMBER) & ~on_scale, "label_off_scale")
+    before_logprobs = rows.open.copy()
     vals = _logprob_matrix(rows, table, lp, scale)
     if rows.open.any():
         vals, floored = _floor_logprobs(rows, vals, nan, floor)
     else:
         floored = {}
+    no_proxy |= before_logprobs & ~rows.open  # left out by a logprob rule, label valid or blank
     if parsed_col is not None:
         p, p_status = numbers(col[parsed_col])
         with np.errstate(invalid="ignore"):
@@ -382,4 +397,5 @@ def score_data(
             "features": feature_cols,
             "joins": join_info,
         },
+        no_proxy_labels=np.where((status == NUMBER) & on_scale, y, np.nan)[no_proxy],
     )

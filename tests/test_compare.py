@@ -1,0 +1,264 @@
+"""``judgecp compare`` (issue 27 item 2): the PPI++ difference covers the true difference, paired or not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from judgecp import Fields, load
+from judgecp.cli import main
+from judgecp.compare import compare
+from judgecp.data import ScoreData
+from judgecp.data.export import to_records
+from judgecp.errors import InputError
+from tests.helpers import shared_file
+
+ALPHA = 0.1
+LEVELS = np.arange(1, 6, dtype=np.float64)
+
+
+def binomial_floor(p: float, draws: int) -> float:
+    # 3 binomial standard errors below the nominal level (the intervals are asymptotic).
+    return p - 3 * np.sqrt(p * (1 - p) / draws)
+
+
+def judge_run(rng: np.random.Generator, quality: np.ndarray, ids: list[str], *, judge_bias: float = 0.4,
+              labeled: np.ndarray | None = None, groups: np.ndarray | None = None, noise: float = 0.6) -> ScoreData:
+    """Human scores of answers of a given quality, and a judge that sees it through noise, compressed and biased.
+
+    The judge's expected score correlates with the human score at about 0.6 (``noise`` 0.6); ``labeled`` marks the items
+    whose human score is known (NaN elsewhere).
+    """
+    n = quality.size
+    human = np.clip(np.round(3.0 + 1.1 * quality + rng.normal(0, 0.6, n)), 1, 5)
+    perceived = 3.0 + judge_bias + 0.7 * quality + rng.normal(0, noise, n)
+    logprobs = -((LEVELS[None, :] - perceived[:, None]) ** 2) / (2 * 0.7**2)
+    labels = human if labeled is None else np.where(labeled, human, np.nan)
+    data = ScoreData.from_arrays(logprobs, labels, ids=ids, fields=None if groups is None else {"task": groups})
+    data.columns = {"truth": human}  # the full human scores, for the tests' true difference
+    return data
+
+
+def paired_draw(seed: int, n: int = 3000, n_labeled: int = 300, gain: float = 0.25,
+                extra_bias_b: float = 0.0, noise: float = 0.6) -> tuple[ScoreData, ScoreData, float]:
+    """Two models answering the same items (B better by ``gain`` in quality); the same items labeled in both.
+
+    Paired, the items' difficulty cancels from both the labels' and the proxies' differences: what is left for
+    the judge to see is the answers' own quality, so a judge helps the difference only when ``noise`` is small.
+    """
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 1, n)
+    ids = [f"item{i}" for i in range(n)]
+    labeled = np.zeros(n, bool)
+    labeled[rng.choice(n, n_labeled, replace=False)] = True
+    a = judge_run(rng, difficulty + rng.normal(0, 0.5, n), ids, labeled=labeled, noise=noise)
+    b = judge_run(rng, difficulty + gain + rng.normal(0, 0.5, n), ids, labeled=labeled, judge_bias=0.4 + extra_bias_b,
+                  noise=noise)
+    truth = float(np.mean(b.columns["truth"] - a.columns["truth"]))
+    return a, b, truth
+
+
+def two_sample_draw(seed: int, n: int = 2500, n_labeled: int = 200, gain: float = 0.25) -> tuple[ScoreData, ScoreData, float]:
+    """Two runs on different items; the true difference is that of the two runs' own human means."""
+    rng = np.random.default_rng(seed)
+
+    def run(prefix: str, shift: float, bias: float) -> ScoreData:
+        labeled = np.zeros(n, bool)
+        labeled[rng.choice(n, n_labeled, replace=False)] = True
+        return judge_run(rng, rng.normal(shift, 1, n), [f"{prefix}{i}" for i in range(n)], labeled=labeled, judge_bias=bias)
+
+    a, b = run("a", 0.0, 0.4), run("b", gain, 0.6)  # the judge is kinder to B's answers (e.g. longer ones)
+    return a, b, float(b.columns["truth"].mean() - a.columns["truth"].mean())
+
+
+def covers(e: dict[str, float], truth: float) -> bool:
+    return e["lower"] <= truth <= e["upper"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", ["paired", "two-sample"])
+def test_ppi_difference_covers_the_true_difference(design: str) -> None:
+    draws = 300
+    cover = {"ppi": 0, "labeled_only": 0, "judge_only": 0}
+    ratio = []
+    for seed in range(draws):
+        if design == "paired":
+            a, b, truth = paired_draw(seed, extra_bias_b=0.2, noise=0.3)
+        else:
+            a, b, truth = two_sample_draw(seed)
+        out = compare(a, b, alpha=ALPHA)
+        assert out["design"] == design
+        d = out["difference"]
+        for name in cover:
+            cover[name] += covers(d[name], truth)
+        ratio.append((d["ppi"]["upper"] - d["ppi"]["lower"]) / (d["labeled_only"]["upper"] - d["labeled_only"]["lower"]))
+    assert cover["ppi"] / draws >= binomial_floor(1 - ALPHA, draws), cover
+    assert cover["labeled_only"] / draws >= binomial_floor(1 - ALPHA, draws), cover
+    # The judge is kinder to B by 0.2 on the scale: the judge-only difference is off, and its interval misses.
+    assert cover["judge_only"] / draws < 0.2, cover
+    # The judge correlates with the humans (about 0.6): PPI++ is narrower than the labels alone.
+    assert np.mean(ratio) < 0.95, np.mean(ratio)
+
+
+def test_pairing_removes_the_items_difficulty() -> None:
+    """Paired is narrower than treating the same runs as two samples (same labels, same items)."""
+    a, b, _ = paired_draw(0)
+    paired = compare(a, b, paired="yes")["difference"]["ppi"]
+    unpaired = compare(a, b, paired="no")["difference"]["ppi"]
+    assert paired["upper"] - paired["lower"] < 0.9 * (unpaired["upper"] - unpaired["lower"])
+
+
+def test_matching_by_id_and_design() -> None:
+    a, b, _ = paired_draw(1, n=400, n_labeled=100)
+    order = np.random.default_rng(0).permutation(b.n)
+    shuffled = b.take(order)  # the same items in another order: matched by id, the same answer
+    assert compare(a, shuffled)["difference"]["ppi"] == pytest.approx(compare(a, b)["difference"]["ppi"])
+    out = compare(a, b.take(np.arange(150)))  # 150 of 400 shared: two samples
+    assert out["design"] == "two-sample" and out["matching"] == {"shared": 150, "only_a": 250, "only_b": 0}
+    with pytest.raises(InputError, match="share 0 item ids"):
+        compare(a, two_sample_draw(0, n=100, n_labeled=20)[1], paired="yes")
+
+
+def test_labels_of_one_run_only_are_counted_unused() -> None:
+    a, b, _ = paired_draw(2, n=400, n_labeled=100)
+    labels = b.labels.copy()
+    first = np.flatnonzero(~np.isnan(labels))[:10]
+    labels[first] = np.nan
+    b.labels = labels
+    out = compare(a, b)
+    assert out["n_labeled_pairs"] == 90 and out["labels_unused"] == 10
+
+
+def test_per_group_and_pooled() -> None:
+    rng = np.random.default_rng(3)
+    a, b, _ = paired_draw(3, n=1200, n_labeled=400)
+    groups = rng.choice(["chart", "caption", "math"], a.n)
+    a.fields = {"task": groups}
+    b.fields = {"task": groups}
+    out = compare(a, b)
+    assert out["group"] == "task" and set(out["by_group"]) == {"chart", "caption", "math"}
+    assert out["stratification"]["stratified"] is True
+    for res in out["by_group"].values():
+        assert res["difference"]["ppi"]["lower"] < res["difference"]["ppi"]["upper"]
+    assert sum(r["n_items"] for r in out["by_group"].values()) == 1200
+
+
+def test_pairwise_runs_give_a_difference_in_win_rate() -> None:
+    from judgecp.simulate import simulate_pairwise_judge
+
+    a, b = simulate_pairwise_judge(1500, seed=1), simulate_pairwise_judge(1500, seed=2)
+    for d in (a, b):
+        d.labels[300:] = -1
+    out = compare(a, b)
+    assert out["target"] == "difference in human win rate of response A (B - A)" and out["design"] == "paired"
+    assert -1 <= out["difference"]["ppi"]["lower"] <= out["difference"]["ppi"]["upper"] <= 1
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_cli_compare_json_has_the_gate_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, _ = paired_draw(4, n=600, n_labeled=150)
+    fa = write_jsonl(tmp_path / "a.jsonl", to_records(a))
+    fb = write_jsonl(tmp_path / "b.jsonl", to_records(b))
+    assert main(["compare", str(fa), str(fb), "--json", str(tmp_path / "c.json")]) == 0
+    out = json.loads((tmp_path / "c.json").read_text())
+    for name in ("ppi", "labeled_only", "judge_only"):
+        assert set(out["difference"][name]) >= {"mean", "lower", "upper"}
+    assert out["design"] == "paired" and out["difference"]["effective_labels"] > 0
+    assert "ppi" in capsys.readouterr().out
+    # lm-eval samples files of the two models are inputs as they are.
+    samples = []
+    for path, records in (("samples_judge_a_2026.jsonl", to_records(a)), ("samples_judge_b_2026.jsonl", to_records(b))):
+        lines = [{"doc_id": i, "doc": {}, "resps": [["..."]], "filtered_resps": ["..."], "cp_naive": json.dumps(r)}
+                 for i, r in enumerate(records)]
+        samples.append(write_jsonl(tmp_path / path, lines))
+    assert main(["compare", str(samples[0]), str(samples[1]), "--format", "auto", "--json", str(tmp_path / "h.json")]) == 0
+    assert json.loads((tmp_path / "h.json").read_text())["difference"] == out["difference"]
+
+
+def test_cli_compare_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, _ = paired_draw(5, n=200, n_labeled=1)
+    fa = write_jsonl(tmp_path / "a.jsonl", to_records(a))
+    fb = write_jsonl(tmp_path / "b.jsonl", to_records(b))
+    assert main(["compare", str(fa), str(fb)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "labeled in both runs" in err
+
+
+def llava_critic_by_task() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    folder = shared_file("mllm_judge")
+    data = load(folder / "llava_critic_7b_features.csv", "likert",
+                Fields(label="gt_score", logprobs="s2_lp*", prediction="parsed_score",
+                       joins=(str(folder / "task_labels.csv"),)))
+    return data, np.asarray(data.fields["orig_dataset"]).astype(str), data.labels
+
+
+@pytest.mark.slow
+def test_shared_data_two_groups_of_tasks() -> None:
+    """LLaVA-Critic split into two groups of tasks (run A: 7 tasks, run B: the other 7), 150 labels each:
+    the PPI++ difference covers the true difference of the two groups' human means (+0.095), and is narrower than
+    labels alone (measured over 600 draws: coverage 0.893, width 0.917 of labeled-only; judge-only 0.000)."""
+    data, tasks, y = llava_critic_by_task()
+    cats = np.unique(tasks)
+    in_a = np.isin(tasks, cats[::2])
+    truth = float(y[~in_a].mean() - y[in_a].mean())
+    draws, cover, widths = 500, 0, []
+    for seed in range(draws):
+        rng = np.random.default_rng(seed)
+        runs = []
+        for rows in (np.flatnonzero(in_a), np.flatnonzero(~in_a)):
+            run = data.take(rows)
+            hide = np.ones(rows.size, bool)
+            hide[rng.choice(rows.size, 150, replace=False)] = False
+            run.labels = np.where(hide, np.nan, run.labels)
+            runs.append(run)
+        d = compare(runs[0], runs[1], alpha=ALPHA)["difference"]
+        cover += covers(d["ppi"], truth)
+        widths.append((d["ppi"]["upper"] - d["ppi"]["lower"]) / (d["labeled_only"]["upper"] - d["labeled_only"]["lower"]))
+    assert cover / draws >= binomial_floor(1 - ALPHA, draws), cover / draws
+    assert np.mean(widths) < 1.0, np.mean(widths)
+
+
+def test_vlmeval_prediction_files_of_two_runs(tmp_path: Path) -> None:
+    """VLMEvalKit prediction files are inputs as they are; a run and its resumed copy judged the same items the
+    same way: paired, and the difference is exactly 0 (no interval invents one)."""
+    from tests.helpers import REPO
+
+    pytest.importorskip("openpyxl", reason="VLMEvalKit's .xlsx files need openpyxl: pip install 'judgecp[vlmeval]'")
+    runs = REPO / "tests" / "vlmeval" / "fixtures"
+    a = runs / "clean/tiny-docling-lp/T20261122-021536/tiny-docling-lp_MLLMJudge_CP.xlsx"
+    b = runs / "resume/tiny-docling-lp/T20261122-021604/tiny-docling-lp_MLLMJudge_CP.xlsx"
+    assert main(["compare", str(a), str(b), "--format", "auto", "--json", str(tmp_path / "c.json")]) == 0
+    out = json.loads((tmp_path / "c.json").read_text())
+    assert out["design"] == "paired" and out["matching"]["shared"] == 24
+    assert out["difference"]["ppi"] == {"mean": 0.0, "lower": 0.0, "upper": 0.0, "se": 0.0}
+
+
+def test_lm_eval_results_folders_of_two_models(tmp_path: Path) -> None:
+    """Two models' lm-eval output folders, two tasks each (doc ids repeat across tasks): items matched by task and id."""
+    def samples(records: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
+        return [{"doc_id": i, "doc": {}, "resps": [["..."]], "filtered_resps": ["..."],
+                 "cp_naive": json.dumps(dict(r, id=str(i), task=task))} for i, r in enumerate(records)]
+
+    a, b, _ = paired_draw(6, n=400, n_labeled=200)
+    for model, data in (("model_a", a), ("model_b", b)):
+        folder = tmp_path / model
+        folder.mkdir()
+        records = to_records(data)
+        write_jsonl(folder / "samples_judge_chart_2026-01-01.jsonl", samples(records[:200], "judge_chart"))
+        write_jsonl(folder / "samples_judge_caption_2026-01-01.jsonl", samples(records[200:], "judge_caption"))
+        (folder / "results_2026-01-01.json").write_text("{}")  # lm-eval's results file: not a samples file
+    assert main(["compare", str(tmp_path / "model_a"), str(tmp_path / "model_b"), "--json", str(tmp_path / "c.json")]) == 0
+    out = json.loads((tmp_path / "c.json").read_text())
+    assert out["design"] == "paired" and out["matching"]["shared"] == 400 and out["group"] == "task"
+    assert set(out["by_group"]) == {"judge_chart", "judge_caption"}
+    assert out["stratification"]["stratified"] is True and out["difference"]["n_labels"] == 200
+    (tmp_path / "empty").mkdir()
+    assert main(["compare", str(tmp_path / "empty"), str(tmp_path / "model_b")]) == 2

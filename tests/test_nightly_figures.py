@@ -1,0 +1,38 @@
+"""The nightly loop's figures draw from `judgecp compare --json` and `judgecp plan --json`, and say what they miss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib", reason="the figures need matplotlib: pip install 'judgecp[report]'")
+
+from judgecp.compare import compare
+from judgecp.plan import plan
+from judgecp.reports.figures.common import Missing, Plot
+from judgecp.reports.figures.nightly import difference_intervals, width_against_labels
+from tests.test_compare import paired_draw
+
+
+def test_difference_figure_has_three_intervals_per_row() -> None:
+    a, b, _ = paired_draw(0, n=900, n_labeled=300)
+    groups = np.random.default_rng(0).choice(["x", "y"], a.n)
+    a.fields, b.fields = {"task": groups}, {"task": groups}
+    plot = difference_intervals(compare(a, b))
+    assert isinstance(plot, Plot)
+    ax = plot.figure.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["pooled", "task=x", "task=y"]
+    assert len(ax.containers) == 3  # one error-bar series per interval, each with a point per row
+    assert all(len(c.lines[0].get_xdata()) == 3 for c in ax.containers)
+    assert isinstance(difference_intervals({"kind": "likert"}), Missing)
+
+
+def test_width_figure_marks_the_planned_counts() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.normal(3, 1, 300)
+    p = plan(y, y + rng.normal(0, 0.7, 300), 0.05, n_unlabeled=10_000)
+    plot = width_against_labels(p)
+    assert isinstance(plot, Plot)
+    labels = [line.get_label() for line in plot.figure.axes[0].get_lines()]
+    assert f"PPI++: {p['labels']['ppi']} labels" in labels and "asked: ±0.05" in labels
+    assert isinstance(width_against_labels({}), Missing)

@@ -5,14 +5,17 @@ Core commands: ``evaluate`` (the repeated-split study of any kind),
 ``methods`` (the registered methods and controllers) and ``bench``. Harness
 adapters add theirs through the ``register_commands`` hook. An error meant
 for the user (:class:`~judgecp.errors.InputError`, a missing optional
-dependency) is printed on one line and the exit status is 2.
+dependency) is printed on one line and the exit status is 2. Commands run
+with one BLAS/OpenMP thread per process (:mod:`judgecp.threads`; the user's
+``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``OPENBLAS_NUM_THREADS`` kept).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from judgecp.errors import InputError, MissingDependencyError
 
@@ -39,11 +42,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def pinned_threads(args: argparse.Namespace) -> Iterator[None]:
+    """One BLAS/OpenMP thread for a command's numeric work, unless it runs a model or the user chose (judgecp.threads)."""
+    from judgecp.threads import pinned, runs_a_model
+
+    if runs_a_model((args.command, getattr(args, "bench", None))):
+        yield
+        return
+    with pinned():
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
-        return int(args.func(args))
+        with pinned_threads(args):
+            return int(args.func(args))
     except (InputError, MissingDependencyError) as exc:
         print(f"judgecp: error: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,9 @@ adapters add theirs through the ``register_commands`` hook. An error meant
 for the user (:class:`~judgecp.errors.InputError`, a missing optional
 dependency) is printed on one line and the exit status is 2. Commands run
 with one BLAS/OpenMP thread per process (:mod:`judgecp.threads`; the user's
-``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``OPENBLAS_NUM_THREADS`` kept).
+``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``OPENBLAS_NUM_THREADS`` kept),
+and work that runs past a few seconds writes a progress line on stderr
+(:mod:`judgecp.progress`; ``--quiet`` turns it off).
 """
 
 from __future__ import annotations
@@ -54,11 +56,23 @@ def pinned_threads(args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def progress_lines(args: argparse.Namespace) -> Iterator[None]:
+    """Progress on stderr for work past a few seconds (judgecp.progress): off with --quiet, from the start with --progress."""
+    from judgecp.progress import DELAY, enabled
+    from judgecp.threads import runs_a_model
+
+    forced = bool(getattr(args, "progress", False))
+    on = forced or not (getattr(args, "quiet", False) or runs_a_model((args.command, getattr(args, "bench", None))))
+    with enabled(on, delay=0.0 if forced else DELAY):
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
-        with pinned_threads(args):
+        with pinned_threads(args), progress_lines(args):
             return int(args.func(args))
     except (InputError, MissingDependencyError) as exc:
         print(f"judgecp: error: {exc}", file=sys.stderr)

@@ -81,9 +81,10 @@ def add_parser(sub: Any) -> None:
                     help="prompts whose calibration half sets the certainty threshold (default variation)")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="OUT", help="write the full report as strict JSON")
-    out.add_argument("--quiet", action="store_true", help="do not print the table")
+    out.add_argument("--quiet", action="store_true", help="print neither the table nor progress lines (warnings still)")
     out.add_argument("--progress", action="store_true",
-                     help="a progress line on stderr (default: on when stderr is a terminal and --quiet is not given)")
+                     help="progress lines on stderr from the start (default: once the work runs past a few "
+                     "seconds, a few lines a minute when stderr is not a terminal; none with --quiet)")
     out.add_argument("--detail", metavar="METHOD",
                      help="Likert: print coverage by label and by judge error, informativeness and midpoints for METHOD (default: the first)")
     ensemble.add_arguments(p)
@@ -143,7 +144,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import Fields
     from judgecp.evaluation import evaluate
     from judgecp.evaluation.sweep import write_sweep
-    from judgecp.progress import enabled as progress_enabled
     from judgecp.protocol import parse_settings
     from judgecp.report import dumps, write_report
     from judgecp.scale import LikertScale
@@ -175,8 +175,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             data = example_data(kind)
     else:
         try:
-            with progress_enabled(args.progress or (sys.stderr.isatty() and not args.quiet)):
-                data, info = read_input(args, args.kind, fields, likert_options)
+            data, info = read_input(args, args.kind, fields, likert_options)
         except InputError as exc:
             raise ensemble.with_hint(exc, args) from None
     kind = data.kind
@@ -193,8 +192,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if kind == "likert" and values["methods"] is None:
         values["methods"] = "all"
     protocol = parse_settings(values, kind=kind, spell=flag_name)
-    with progress_enabled(args.progress or (sys.stderr.isatty() and not args.quiet)):
-        report = evaluate(data, protocol)
+    report = evaluate(data, protocol)
     report.update(info)
     if args.detail is not None and kind != "likert":
         raise InputError("--detail goes with --kind likert")

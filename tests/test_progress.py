@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import io
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from judgecp.cli import main
 from judgecp.progress import DELAY, LOG_INTERVAL, TERMINAL_INTERVAL, enabled, progress
+from tests.helpers import REPO
 
 
 class Terminal(io.StringIO):
@@ -127,3 +132,17 @@ def test_reading_a_large_file_reports_progress(tmp_path: Path) -> None:
         with enabled(True, out, delay=0.0):
             tables.read_table(path, engine="python")
         assert ("reading " + path.name in out.getvalue()) is expected, out.getvalue()
+
+
+def test_every_install_step_says_what_it_does(tmp_path: Path) -> None:
+    """`make install` (a dry run into an empty folder): an echo before each venv and pip step, never minutes of `pip -q`."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    for target in ("install", "report", "lint"):
+        proc = subprocess.run(["make", "-n", "--always-make", target, f"VENV={tmp_path / 'venv'}"], cwd=REPO,
+                              capture_output=True, text=True, check=True)
+        lines = proc.stdout.splitlines()
+        steps = [i for i, ln in enumerate(lines) if " -m venv " in ln or "pip install" in ln]
+        assert steps, target
+        for i in steps:
+            assert lines[i - 1].startswith("echo ") and "judgecp" in lines[i - 1], (target, lines[i - 1], lines[i])

@@ -65,7 +65,8 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--alphas", help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25; "
                      "Likert and multiple choice: the same study at each level, in the report's alpha_sweep)")
     run.add_argument("--methods", help="comma-separated conformal method specs, e.g. 'naive,lac(probabilities=recalibrated)', "
-                     "or 'all' (Likert default: all; multiple choice: lac,aps,aps(randomized=False),raps,margin)")
+                     "or 'all' for every registered method (default: Likert naive,lac, seconds on thousands of rows; "
+                     "multiple choice lac,aps,aps(randomized=False),raps,margin)")
     run.add_argument("--splits", help="random calibration/test splits (default 10; pairwise 1000)")
     run.add_argument("--seeds", help="the splits' seeds as a list (0,3,7), or a count (same as --splits)")
     run.add_argument("--random-state", dest="random_state", help="seed of the first split (default 0)")
@@ -144,7 +145,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import Fields
     from judgecp.evaluation import evaluate
     from judgecp.evaluation.sweep import write_sweep
-    from judgecp.protocol import parse_settings
+    from judgecp.protocol import DEFAULT_METHODS, parse_settings
     from judgecp.report import dumps, write_report
     from judgecp.scale import LikertScale
 
@@ -189,8 +190,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
         names = [n.strip() for n in args.row_features.split(",") if n.strip()]
         data = with_row_features(data, [n for n in names if n != "parsed"], parsed="parsed" in names)
     values = {name: getattr(args, name) for name in PROTOCOL_FLAGS}
-    if kind == "likert" and values["methods"] is None:
-        values["methods"] = "all"
     protocol = parse_settings(values, kind=kind, spell=flag_name)
     report = evaluate(data, protocol)
     report.update(info)
@@ -210,6 +209,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if not args.quiet:
         write_report(report, sys.stdout, detail=report_detail)
         write_sweep(report, sys.stdout)
+        if args.methods is None and protocol.methods is None and kind in DEFAULT_METHODS:
+            print(f"\nmethods: {', '.join(DEFAULT_METHODS[kind])} (the default; --methods all runs every method, "
+                  "`judgecp methods` lists them)")
         if args.json:
             print(f"\nfull report: {args.json}")
     return 0

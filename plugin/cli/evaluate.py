@@ -145,6 +145,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import Fields
     from judgecp.evaluation import evaluate
     from judgecp.evaluation.sweep import write_sweep
+    from judgecp.evaluation.warnings import summary_lines
     from judgecp.protocol import DEFAULT_METHODS, parse_settings
     from judgecp.report import dumps, write_report
     from judgecp.scale import LikertScale
@@ -204,8 +205,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
         report_detail = None
     if args.json:
         Path(args.json).write_text(dumps(report), encoding="utf-8")
-    for warning in report.get("warnings", []):
-        print(f"judgecp: warning: {warning['message']}", file=sys.stderr)
+    where = f"{args.json} (`warnings`)" if args.json else "the JSON report's `warnings` (--json OUT)"
+    for line in summary_lines(report.get("warnings", []), where):
+        print(f"judgecp: warning: {line}", file=sys.stderr)
     if not args.quiet:
         write_report(report, sys.stdout, detail=report_detail)
         write_sweep(report, sys.stdout)

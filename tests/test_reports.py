@@ -419,3 +419,59 @@ def test_mcq_groups_figure(reports) -> None:
     assert [p.get_height() for p in ax_d.containers[0]] == pytest.approx(
         [mcq.report["by_dataset"][g]["methods"]["lac"]["coverage"] for g in groups])
     assert isinstance(F.mcq_groups(runs(reports, "plain"), "naive"), Missing)
+
+
+def write_lm_eval_run(folder: Path, date: str, model_args: str, tasks: dict[str, list[dict]],
+                      groups: dict[str, list[str]]) -> None:
+    """An lm-eval output folder as `lm_eval ... --log_samples` writes it: a results file and a samples file per task."""
+    folder.mkdir(parents=True, exist_ok=True)
+    results = {"results": {t: {} for t in tasks}, "group_subtasks": {**groups, **{t: [] for t in tasks}},
+               "config": {"model": "hf", "model_args": model_args}, "model_name": "eh27apdj"}
+    (folder / f"results_{date}.json").write_text(json.dumps(results))
+    for task, records in tasks.items():
+        lines = [json.dumps({"doc_id": i, "resps": [], "metrics": ["n"], "n": r}) for i, r in enumerate(records)]
+        (folder / f"samples_{task}_{date}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_an_lm_eval_folder_names_judges_by_model_and_task_and_groups_subtasks(tmp_path) -> None:
+    """Judges named from the results file (not lm-eval's folder name), a group's subtasks one judge with groups."""
+    from judgecp.data.export import to_records
+
+    records = to_records(simulate_likert_judge(600))
+    by_group = {g: [r for r in records if r["group"] == g] for g in ("easy", "medium", "hard")}
+    out = tmp_path / "out"
+    write_lm_eval_run(out / "eh27apdj", "2026-01-01T00-00-00.000001", "pretrained=/models/llava-critic-7b,dtype=float32",
+                      {**{f"demo_{g}": rs for g, rs in by_group.items()}, "demo_all": records},
+                      {"demo": ["demo_easy", "demo_medium", "demo_hard", "demo_all"]})
+    write_lm_eval_run(out / "eh27apdj", "2026-01-02T00-00-00.000001", "pretrained=org/other-judge",
+                      {"solo": to_records(simulate_likert_judge(300, seed=5))}, {})
+    runs_ = load_runs([out], alphas=(0.05, 0.2))
+    assert [r.name for r in runs_] == ["llava-critic-7b: demo", "org/other-judge: solo"]
+    grouped = runs_[0].report
+    assert grouped["n"] == 600  # demo_all holds the subtasks' items: none counted twice
+    assert set(grouped["groups"]) == {"easy", "medium", "hard"} and grouped["protocol"]["group"] == "subtask"
+    assert {g: e["n"] for g, e in grouped["groups"].items()} == {g: len(rs) for g, rs in by_group.items()}
+    assert grouped["lm_eval"]["subtasks"] == ["demo_easy", "demo_medium", "demo_hard", "demo_all"]
+    written = write_report([out], tmp_path / "report", alphas=(0.05, 0.2))
+    md = written.markdown.read_text()
+    assert "| llava-critic-7b: demo | likert |" in md and "eh27apdj" not in md.split("## ")[1]
+    assert (tmp_path / "report" / "figures" / "group_coverage.png").is_file()
+    # A single samples file is named the same way; the same model and task twice get their files in the name.
+    assert load_runs([out / "eh27apdj" / "samples_solo_2026-01-02T00-00-00.000001.jsonl"])[0].name == "org/other-judge: solo"
+    write_lm_eval_run(out / "second", "2026-01-03T00-00-00.000001", "pretrained=org/other-judge",
+                      {"solo": to_records(simulate_likert_judge(300, seed=6))}, {})
+    names = [r.name for r in load_runs([out])]
+    assert names[1:] == ["org/other-judge: solo (eh27apdj/samples_solo_2026-01-02T00-00-00.000001)",
+                         "org/other-judge: solo (second/samples_solo_2026-01-03T00-00-00.000001)"]
+
+
+def test_subtasks_without_a_covering_task_are_put_together() -> None:
+    from judgecp.data.export import to_records
+    from judgecp.plugins import RecordBatch
+    from judgecp.reports.collect import combine_subtasks
+
+    a, b = to_records(simulate_likert_judge(50, seed=1)), to_records(simulate_likert_judge(40, seed=2))
+    both = combine_subtasks("g", {"g_a": RecordBatch(a, "a", n_read=50), "g_b": RecordBatch(b, "b", n_read=40)})
+    assert len(both.records) == 90 and both.n_read == 90
+    assert {r["subtask"] for r in both.records} == {"a", "b"}
+    assert len({r["id"] for r in both.records}) == 90 and both.records[0]["id"] == "a/item00000"  # ids shared: prefixed

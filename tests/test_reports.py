@@ -19,8 +19,8 @@ from judgecp.data import from_records
 from judgecp.evaluation import evaluate
 from judgecp.protocol import Protocol
 from judgecp.report import dumps
+from judgecp.reports import build_document, write_report
 from judgecp.reports import figures as F
-from judgecp.reports import write_report
 from judgecp.reports.figures import Missing, Plot
 from judgecp.reports.load import load_runs
 from judgecp.simulate import (
@@ -475,3 +475,72 @@ def test_subtasks_without_a_covering_task_are_put_together() -> None:
     assert len(both.records) == 90 and both.n_read == 90
     assert {r["subtask"] for r in both.records} == {"a", "b"}
     assert len({r["id"] for r in both.records}) == 90 and both.records[0]["id"] == "a/item00000"  # ids shared: prefixed
+
+
+def test_reliability_map_width_per_group_judges_side_by_side(reports) -> None:
+    """The seed paper's figure 1: label-set (and interval) width per group, one bar series per judge, sorted."""
+    (pooled,) = runs(reports, "pooled")
+    plot = F.reliability_map([pooled], "naive")
+    assert isinstance(plot, Plot) and plot.title == "Reliability map: set width per group"
+    ax = plot.figure.axes[0]
+    groups = [t.get_text() for t in ax.get_xticklabels()]
+    widths = [pooled.report["groups"][g]["methods"]["naive"]["labels"]["width"] for g in groups]
+    assert sorted(groups) == ["easy", "hard", "medium"] and widths == sorted(widths)
+    assert [p.get_height() for p in ax.containers[0]] == pytest.approx(widths)
+    (diamonds,) = [ln for ln in ax.get_lines() if ln.get_label() == "interval width (continuous)"]
+    assert list(diamonds.get_ydata()) == pytest.approx(
+        [pooled.report["groups"][g]["methods"]["naive"]["interval"]["width"] for g in groups])
+    (scale,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("the whole scale")]
+    assert scale.get_ydata()[0] == 4 and ax.get_ylim()[0] == 0
+    assert ax.get_ylabel() == "mean width (scale points)" and ax.get_xlabel() == "group (group)"
+    lac = F.reliability_map([pooled], "lac").figure.axes[0]  # a set method: no interval diamonds
+    assert not [ln for ln in lac.get_lines() if ln.get_label().startswith("interval")]
+    both = F.reliability_map(runs(reports, "pooled", "mondrian", "plain"), "naive")
+    ax = both.figure.axes[0]
+    assert len(ax.containers) == 2 and "Spearman rank correlation" in both.caption and "mondrian ρ = " in both.caption
+    assert "Not shown (per-group table missing): plain" in both.caption
+    missing = F.reliability_map(runs(reports, "plain"), "naive")
+    assert isinstance(missing, Missing) and "--group FIELD" in missing.reason
+    doc_figures = [v.id for k, v in build_document(runs(reports, "pooled"))[0].blocks if k == "figure"]
+    assert doc_figures[0] == "reliability_map"  # the headline figure, first in every Likert report with groups
+
+
+def lab(hex_colors: list[str]) -> np.ndarray:
+    """sRGB -> CIELAB (D65), to compare colours as people see them."""
+    from matplotlib.colors import to_rgb
+
+    rgb = np.asarray([to_rgb(c) for c in hex_colors])
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    xyz = linear @ np.asarray([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]).T
+    f = np.cbrt(np.maximum(xyz / [0.95047, 1.0, 1.08883], 0.008856))
+    return np.stack([116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]), 200 * (f[:, 1] - f[:, 2])], axis=1)
+
+
+def test_fourteen_methods_get_fourteen_distinct_colours(reports) -> None:
+    from judgecp.reports.figures.common import colors, series_style
+
+    palette = lab(colors(16))
+    distance = np.linalg.norm(palette[:, None] - palette[None], axis=2) + np.eye(16) * 1e9
+    assert distance.min() >= 25  # CIELAB Delta E; tab20's first 14 colours came within 16.6 of each other
+    styles = {(s["color"], s["linestyle"]) for s in map(series_style, range(64))}
+    assert len(styles) == 64 and len({series_style(i)["marker"] for i in range(16)}) == 16
+    report = json.loads(reports["pooled"].read_text())
+    names = [f"m{i}" for i in range(14)]
+    report["methods"] = {n: report["methods"]["naive"] for n in names}
+    report["alpha_sweep"]["methods"] = {n: report["alpha_sweep"]["methods"]["naive"] for n in names}
+    fake = reports["pooled"].parent / "fourteen.json"
+    fake.write_text(json.dumps(report))
+    for figure in (F.likert_sweep, F.coverage_by_label):
+        ax = figure(load_runs([fake]), "m0").figure.axes[0]
+        assert len({ln.get_color() for ln in data_lines(ax)}) == 14, figure.__name__
+
+
+def test_coverage_axes_start_at_zero_and_hold_the_target(reports) -> None:
+    """Bars of coverage from 0 to 1 (an axis from 0.86 made small differences look large)."""
+    for ax, lim in ((F.likert_methods(runs(reports, "plain"), "naive").figure.axes[0], "x"),
+                    (F.group_coverage(runs(reports, "pooled", "mondrian"), "naive").figure.axes[0], "y"),
+                    (F.mcq_groups(runs(reports, "mcq"), "lac").figure.axes[0], "y")):
+        low, high = ax.get_xlim() if lim == "x" else ax.get_ylim()
+        assert (low, high) == (0.0, 1.0)
+        (target,) = target_lines(ax)
+        assert low < (target.get_xdata() if lim == "x" else target.get_ydata())[0] < high

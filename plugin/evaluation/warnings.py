@@ -84,7 +84,8 @@ def _groups_summary(found: list[dict[str, Any]], where: str) -> str:
     promise = ("their Mondrian calibration promises the target in each group" if found[0].get("mondrian")
                else "a marginal method promises nothing per group; --mondrian FIELD does")
     lowest = ", ".join(f"{w['group']!r} {w['method']} {w['coverage']:.3f}" for w in worst[:3])
-    return (f"{len(found)} group/method pairs ({len(groups)} groups, {len(methods)} methods) cover below the target "
+    counts = f"{len(groups)} group{'s' * (len(groups) != 1)}, {len(methods)} method{'s' * (len(methods) != 1)}"
+    return (f"{len(found)} group/method pairs ({counts}) cover below the target "
             f"{found[0]['target']:.2f} by more than their Monte-Carlo error ({promise}); lowest: {lowest}; "
             f"each one in {where}")
 

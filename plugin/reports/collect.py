@@ -89,7 +89,8 @@ def evaluate_file(path: Path, fmt: str, alphas: Sequence[float] | None) -> dict[
 
 def judge_model(results: dict[str, Any]) -> str | None:
     """The judge's name in an lm-eval results file: ``model_args``' pretrained model, else the model class."""
-    config = results.get("config") if isinstance(results.get("config"), dict) else {}
+    found = results.get("config")
+    config: dict[str, Any] = found if isinstance(found, dict) else {}
     args = config.get("model_args")
     if isinstance(args, str):  # "pretrained=org/name,dtype=float32"
         args = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
@@ -167,7 +168,8 @@ def lm_eval_runs(folder: Path, files: list[Path], root: Path | None,
         if not tasks:
             continue
         model = judge_model(res) or display_name(folder, root)
-        groups = res.get("group_subtasks") if isinstance(res.get("group_subtasks"), dict) else {}
+        found = res.get("group_subtasks")
+        groups: dict[str, Any] = found if isinstance(found, dict) else {}
         for group, subtasks in groups.items():
             present = [t for t in subtasks if isinstance(t, str) and t in tasks]
             if len(present) < 2:

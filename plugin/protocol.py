@@ -34,9 +34,6 @@ from judgecp.errors import InputError, did_you_mean, unknown
 
 #: Defaults that differ by kind.
 DEFAULT_SPLITS = {"likert": 10, "mcq": 10, "parc": 10, "pairwise": 1000}
-#: The methods run when none are named, everywhere (Python, ``judgecp evaluate``, lm-eval, VLMEvalKit): fast
-#: ones, seconds on thousands of rows (Likert: split conformal on the expected score and LAC sets).
-#: ``all`` names every registered method the kind can use (``judgecp methods``); the fitted ones cost far more.
 DEFAULT_METHODS = {"likert": ("naive", "lac"), "mcq": ("lac", "aps", "aps(randomized=False)", "raps", "margin")}
 DEFAULT_ALPHAS = (0.05, 0.10, 0.15, 0.20, 0.25)
 DEFAULT_CONTROLLERS = ("scope", "clopper_pearson", "naive", "heuristic", "vanilla")

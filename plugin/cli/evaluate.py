@@ -146,7 +146,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.evaluation import evaluate
     from judgecp.evaluation.sweep import write_sweep
     from judgecp.evaluation.warnings import summary_lines
-    from judgecp.protocol import DEFAULT_METHODS, parse_settings
+    from judgecp.protocol import parse_settings
     from judgecp.report import dumps, write_report
     from judgecp.scale import LikertScale
 
@@ -211,9 +211,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if not args.quiet:
         write_report(report, sys.stdout, detail=report_detail)
         write_sweep(report, sys.stdout)
-        if args.methods is None and protocol.methods is None and kind in DEFAULT_METHODS:
-            print(f"\nmethods: {', '.join(DEFAULT_METHODS[kind])} (the default; --methods all runs every method, "
-                  "`judgecp methods` lists them)")
+        if args.methods is None and protocol.methods is None and protocol.method_specs(kind):
+            print(f"\nmethods: {', '.join(protocol.method_specs(kind))} (the default; --methods all runs every "
+                  "method, `judgecp methods` lists them)")
         if args.json:
             print(f"\nfull report: {args.json}")
     return 0

@@ -7,15 +7,20 @@ BIN    := $(VENV)/bin
 
 .PHONY: demo demo-core test install bench bench-capture bench-scale reproduce lint dist report
 
+# Each step says what it does before pip's quiet minutes (-q: pip's own output is hundreds of lines).
 $(BIN)/python:
+	@echo "judgecp install 1/3: a virtual environment in $(VENV) ($(PYTHON) -m venv)"
 	$(PYTHON) -m venv $(VENV)
 
 # CPU torch first: `pip install torch==2.13.0` takes the machine's local CPU
 # wheel; letting a dependency pull `torch` would download the CUDA build.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
+	@echo "judgecp install 2/3: CPU torch 2.13.0, for R2CCP and the tiny test models (the largest download: a minute or more)"
 	$(BIN)/pip install -q torch==2.13.0
+	@echo "judgecp install 3/3: judgecp (editable) with lm-eval, transformers, datasets and pytest (a few minutes)"
 	$(BIN)/pip install -q -e ".[torch,test,lm-eval]"
 	touch $@
+	@echo "judgecp install: done; $(BIN)/judgecp --help, make demo, make test"
 
 install: $(VENV)/.installed
 
@@ -32,6 +37,7 @@ demo-core: install
 # out/report/report.html (every kind) and out/report-mondrian/ (pooled against Mondrian calibration).
 REPORT_METHODS := naive,lvd,ordinal_aps,lac,aps,ordinal_set
 report: install
+	@echo "judgecp report: installing matplotlib (extra report)"
 	$(BIN)/pip install -q -e ".[report]"
 	mkdir -p out/report out/report-mondrian
 	$(BIN)/judgecp evaluate --example --methods $(REPORT_METHODS) --alphas 0.05,0.1,0.2 --json out/report/likert.json --quiet
@@ -66,6 +72,7 @@ reproduce: install
 
 # mypy cannot follow the package-dir mapping: it checks a judgecp -> plugin link.
 lint: install
+	@echo "judgecp lint: installing ruff and mypy (extra dev)"
 	$(BIN)/pip install -q -e ".[dev]"
 	$(BIN)/ruff check plugin adapters tests scripts
 	mkdir -p build/typecheck && ln -sfn ../../plugin build/typecheck/judgecp

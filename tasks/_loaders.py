@@ -50,7 +50,7 @@ def load_pairs(
 ) -> Any:
     """``custom_dataset`` body of a pairwise task: ``pairs_of(rows)`` from the local copy or the hub split."""
     root = datasources.local_dir(data_dir, source.env_var)
-    rows, where = datasources.rows_of(root, hub_id=source.hub_id, split=source.split)
+    rows, where = datasources.rows_of(root, hub_id=source.hub_id, split=source.split, env_var=source.env_var)
     return pairwise_dataset(pairs_of(rows), what=f"{name} in {where}", max_pairs=max_pairs, data_seed=data_seed)
 
 
@@ -99,7 +99,7 @@ def load_image_questions(
     """``custom_dataset`` body of a hub table of single-image questions (see ``indexed_image_questions``)."""
     hub_id, split, config = source.hub_id, source.split, source.config
     root = datasources.local_dir(data_dir, source.env_var)
-    table = datasources.load_table(root, hub_id=hub_id, config=config, split=split)
+    table = datasources.load_table(root, hub_id=hub_id, config=config, split=split, env_var=source.env_var)
     docs = indexed_image_questions(name, table, f"{name}:{root or hub_id}", options=options, category=category,
                                    context=context)
     where = str(root) if root else f"{hub_id} ({split})" if config is None else f"{hub_id} ({config}, {split})"

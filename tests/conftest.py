@@ -18,3 +18,12 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 def _no_third_party_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests see the built-ins only, whatever else is installed."""
     monkeypatch.setenv("JUDGECP_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
+@pytest.fixture(autouse=True)
+def _no_progress_lines_by_timing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command's progress lines start after judgecp.progress.DELAY seconds: on a busy machine a slow
+    test would get them on stderr by chance. tests/test_progress.py sets the delay it tests."""
+    import judgecp.progress
+
+    monkeypatch.setattr(judgecp.progress, "DELAY", float("inf"))

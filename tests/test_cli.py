@@ -174,6 +174,19 @@ def test_pairwise_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert set(r["uncertainty"]) == {"bpe", "predictive"}
 
 
+def test_likert_default_is_the_fast_methods(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No --methods: the protocol's fast default (the same as lm-eval's and the API's), and the table says how to get all."""
+    from judgecp.protocol import Protocol
+
+    out_json = tmp_path / "r.json"
+    code, out, _ = run(["evaluate", str(judge_csv), "--seeds", "2", "--json", str(out_json)], capsys)
+    assert code == 0
+    assert list(strict_load(out_json.read_text())["methods"]) == list(Protocol().method_specs("likert")) == ["naive", "lac"]
+    assert "methods: naive, lac (the default; --methods all runs every method" in out
+    code, out, _ = run(["evaluate", str(judge_csv), "--seeds", "2", "--methods", "naive,ordinal_aps"], capsys)
+    assert code == 0 and "(the default;" not in out
+
+
 def test_mcq_and_parc_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for kind, key in (("mcq", "methods"), ("parc", "reliability")):
         out = tmp_path / f"{kind}.json"

@@ -84,3 +84,63 @@ def test_images_from_a_registered_table_decode_only_when_judged(tmp_path: Path) 
     assert images.load_images(first)[0].getpixel((0, 0)) == (1, 2, 3) and not images.failed(first)
     empty = {"id": "r1", "image_refs": [images.table_ref("t", 1, "image")]}
     assert images.load_images(empty)[0].size == images.PLACEHOLDER_SIZE and images.failed(empty)
+
+
+def offline(*_: object, **__: object) -> None:
+    """What datasets.load_dataset raises with HF_HUB_OFFLINE=1 (or no network)."""
+    raise ConnectionError("Couldn't reach 'org/name' on the Hub (OfflineModeIsEnabled)")
+
+
+def test_an_unreachable_hub_is_one_line_naming_the_local_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tasks' hub path (datasources.load_table, rows_of, hub_snapshot) with the hub unreachable."""
+    datasets = pytest.importorskip("datasets", reason="the lm-eval extra (datasets) is not installed")
+    hub = pytest.importorskip("huggingface_hub", reason="the lm-eval extra (huggingface_hub) is not installed")
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    for call in (lambda: datasources.load_table(None, hub_id="org/name", split="test", env_var="JUDGECP_X_DIR"),
+                 lambda: datasources.rows_of(None, hub_id="org/name", split="test", env_var="JUDGECP_X_DIR")):
+        with pytest.raises(InputError) as err:
+            call()
+        message = str(err.value)
+        assert "\n" not in message and message.startswith("org/name: the Hugging Face hub cannot give this dataset")
+        assert "(OfflineModeIsEnabled), HF_HUB_OFFLINE is set)" in message
+        assert """--metadata '{"data_dir": "DIR"}' or JUDGECP_X_DIR=DIR""" in message
+
+    def not_cached(**_: object) -> str:
+        raise LocalEntryNotFoundError("Cannot find an appropriate cached snapshot folder for the specified revision")
+
+    monkeypatch.setattr(hub, "snapshot_download", not_cached)
+    with pytest.raises(InputError, match=r"^org/snap: .*\(Cannot find an appropriate cached snapshot.*JUDGECP_Y_DIR=DIR"):
+        datasources.hub_snapshot("org/snap", ["*"], env_var="JUDGECP_Y_DIR")
+
+
+def test_other_errors_of_a_hub_load_pass_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    datasets = pytest.importorskip("datasets", reason="the lm-eval extra (datasets) is not installed")
+
+    def bad_config(*_: object, **__: object) -> None:
+        raise ValueError("BuilderConfig 'x' not found")
+
+    monkeypatch.setattr(datasets, "load_dataset", bad_config)
+    with pytest.raises(ValueError, match="BuilderConfig"):
+        datasources.load_table(None, hub_id="org/name", split="test", config="x")
+    assert datasources.is_hub_failure(TimeoutError()) and not datasources.is_hub_failure(KeyError("x"))
+
+
+def test_parc_build_from_the_hub_offline_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`judgecp parc build mmbench` without the hub: datasets' own offline mode, no download, nothing written."""
+    pytest.importorskip("datasets", reason="the lm-eval extra (datasets) is not installed")
+    from judgecp.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache: nothing to fall back on
+    monkeypatch.setattr("datasets.config.HF_HUB_OFFLINE", True, raising=False)
+    assert main(["parc", "build", "mmbench", "-o", str(tmp_path / "out")]) == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("judgecp: error: lmms-lab/MMBench_EN: the Hugging Face hub cannot give this dataset")
+    assert "a folder with a copy of the hub's parquet files" in lines[0] and "docs/parc_build.md" in lines[0]
+    assert not (tmp_path / "out").exists()

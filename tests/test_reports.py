@@ -19,8 +19,8 @@ from judgecp.data import from_records
 from judgecp.evaluation import evaluate
 from judgecp.protocol import Protocol
 from judgecp.report import dumps
+from judgecp.reports import build_document, write_report
 from judgecp.reports import figures as F
-from judgecp.reports import write_report
 from judgecp.reports.figures import Missing, Plot
 from judgecp.reports.load import load_runs
 from judgecp.simulate import (
@@ -419,3 +419,128 @@ def test_mcq_groups_figure(reports) -> None:
     assert [p.get_height() for p in ax_d.containers[0]] == pytest.approx(
         [mcq.report["by_dataset"][g]["methods"]["lac"]["coverage"] for g in groups])
     assert isinstance(F.mcq_groups(runs(reports, "plain"), "naive"), Missing)
+
+
+def write_lm_eval_run(folder: Path, date: str, model_args: str, tasks: dict[str, list[dict]],
+                      groups: dict[str, list[str]]) -> None:
+    """An lm-eval output folder as `lm_eval ... --log_samples` writes it: a results file and a samples file per task."""
+    folder.mkdir(parents=True, exist_ok=True)
+    results = {"results": {t: {} for t in tasks}, "group_subtasks": {**groups, **{t: [] for t in tasks}},
+               "config": {"model": "hf", "model_args": model_args}, "model_name": "eh27apdj"}
+    (folder / f"results_{date}.json").write_text(json.dumps(results))
+    for task, records in tasks.items():
+        lines = [json.dumps({"doc_id": i, "resps": [], "metrics": ["n"], "n": r}) for i, r in enumerate(records)]
+        (folder / f"samples_{task}_{date}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_an_lm_eval_folder_names_judges_by_model_and_task_and_groups_subtasks(tmp_path) -> None:
+    """Judges named from the results file (not lm-eval's folder name), a group's subtasks one judge with groups."""
+    from judgecp.data.export import to_records
+
+    records = to_records(simulate_likert_judge(600))
+    by_group = {g: [r for r in records if r["group"] == g] for g in ("easy", "medium", "hard")}
+    out = tmp_path / "out"
+    write_lm_eval_run(out / "eh27apdj", "2026-01-01T00-00-00.000001", "pretrained=/models/llava-critic-7b,dtype=float32",
+                      {**{f"demo_{g}": rs for g, rs in by_group.items()}, "demo_all": records},
+                      {"demo": ["demo_easy", "demo_medium", "demo_hard", "demo_all"]})
+    write_lm_eval_run(out / "eh27apdj", "2026-01-02T00-00-00.000001", "pretrained=org/other-judge",
+                      {"solo": to_records(simulate_likert_judge(300, seed=5))}, {})
+    runs_ = load_runs([out], alphas=(0.05, 0.2))
+    assert [r.name for r in runs_] == ["llava-critic-7b: demo", "org/other-judge: solo"]
+    grouped = runs_[0].report
+    assert grouped["n"] == 600  # demo_all holds the subtasks' items: none counted twice
+    assert set(grouped["groups"]) == {"easy", "medium", "hard"} and grouped["protocol"]["group"] == "subtask"
+    assert {g: e["n"] for g, e in grouped["groups"].items()} == {g: len(rs) for g, rs in by_group.items()}
+    assert grouped["lm_eval"]["subtasks"] == ["demo_easy", "demo_medium", "demo_hard", "demo_all"]
+    written = write_report([out], tmp_path / "report", alphas=(0.05, 0.2))
+    md = written.markdown.read_text()
+    assert "| llava-critic-7b: demo | likert |" in md and "eh27apdj" not in md.split("## ")[1]
+    assert (tmp_path / "report" / "figures" / "group_coverage.png").is_file()
+    # A single samples file is named the same way; the same model and task twice get their files in the name.
+    assert load_runs([out / "eh27apdj" / "samples_solo_2026-01-02T00-00-00.000001.jsonl"])[0].name == "org/other-judge: solo"
+    write_lm_eval_run(out / "second", "2026-01-03T00-00-00.000001", "pretrained=org/other-judge",
+                      {"solo": to_records(simulate_likert_judge(300, seed=6))}, {})
+    names = [r.name for r in load_runs([out])]
+    assert names[1:] == ["org/other-judge: solo (eh27apdj/samples_solo_2026-01-02T00-00-00.000001)",
+                         "org/other-judge: solo (second/samples_solo_2026-01-03T00-00-00.000001)"]
+
+
+def test_subtasks_without_a_covering_task_are_put_together() -> None:
+    from judgecp.data.export import to_records
+    from judgecp.plugins import RecordBatch
+    from judgecp.reports.collect import combine_subtasks
+
+    a, b = to_records(simulate_likert_judge(50, seed=1)), to_records(simulate_likert_judge(40, seed=2))
+    both = combine_subtasks("g", {"g_a": RecordBatch(a, "a", n_read=50), "g_b": RecordBatch(b, "b", n_read=40)})
+    assert len(both.records) == 90 and both.n_read == 90
+    assert {r["subtask"] for r in both.records} == {"a", "b"}
+    assert len({r["id"] for r in both.records}) == 90 and both.records[0]["id"] == "a/item00000"  # ids shared: prefixed
+
+
+def test_reliability_map_width_per_group_judges_side_by_side(reports) -> None:
+    """The seed paper's figure 1: label-set (and interval) width per group, one bar series per judge, sorted."""
+    (pooled,) = runs(reports, "pooled")
+    plot = F.reliability_map([pooled], "naive")
+    assert isinstance(plot, Plot) and plot.title == "Reliability map: set width per group"
+    ax = plot.figure.axes[0]
+    groups = [t.get_text() for t in ax.get_xticklabels()]
+    widths = [pooled.report["groups"][g]["methods"]["naive"]["labels"]["width"] for g in groups]
+    assert sorted(groups) == ["easy", "hard", "medium"] and widths == sorted(widths)
+    assert [p.get_height() for p in ax.containers[0]] == pytest.approx(widths)
+    (diamonds,) = [ln for ln in ax.get_lines() if ln.get_label() == "interval width (continuous)"]
+    assert list(diamonds.get_ydata()) == pytest.approx(
+        [pooled.report["groups"][g]["methods"]["naive"]["interval"]["width"] for g in groups])
+    (scale,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("the whole scale")]
+    assert scale.get_ydata()[0] == 4 and ax.get_ylim()[0] == 0
+    assert ax.get_ylabel() == "mean width (scale points)" and ax.get_xlabel() == "group (group)"
+    lac = F.reliability_map([pooled], "lac").figure.axes[0]  # a set method: no interval diamonds
+    assert not [ln for ln in lac.get_lines() if ln.get_label().startswith("interval")]
+    both = F.reliability_map(runs(reports, "pooled", "mondrian", "plain"), "naive")
+    ax = both.figure.axes[0]
+    assert len(ax.containers) == 2 and "Spearman rank correlation" in both.caption and "mondrian ρ = " in both.caption
+    assert "Not shown (per-group table missing): plain" in both.caption
+    missing = F.reliability_map(runs(reports, "plain"), "naive")
+    assert isinstance(missing, Missing) and "--group FIELD" in missing.reason
+    doc_figures = [v.id for k, v in build_document(runs(reports, "pooled"))[0].blocks if k == "figure"]
+    assert doc_figures[0] == "reliability_map"  # the headline figure, first in every Likert report with groups
+
+
+def lab(hex_colors: list[str]) -> np.ndarray:
+    """sRGB -> CIELAB (D65), to compare colours as people see them."""
+    from matplotlib.colors import to_rgb
+
+    rgb = np.asarray([to_rgb(c) for c in hex_colors])
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    xyz = linear @ np.asarray([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]).T
+    f = np.cbrt(np.maximum(xyz / [0.95047, 1.0, 1.08883], 0.008856))
+    return np.stack([116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]), 200 * (f[:, 1] - f[:, 2])], axis=1)
+
+
+def test_fourteen_methods_get_fourteen_distinct_colours(reports) -> None:
+    from judgecp.reports.figures.common import colors, series_style
+
+    palette = lab(colors(16))
+    distance = np.linalg.norm(palette[:, None] - palette[None], axis=2) + np.eye(16) * 1e9
+    assert distance.min() >= 25  # CIELAB Delta E; tab20's first 14 colours came within 16.6 of each other
+    styles = {(s["color"], s["linestyle"]) for s in map(series_style, range(64))}
+    assert len(styles) == 64 and len({series_style(i)["marker"] for i in range(16)}) == 16
+    report = json.loads(reports["pooled"].read_text())
+    names = [f"m{i}" for i in range(14)]
+    report["methods"] = {n: report["methods"]["naive"] for n in names}
+    report["alpha_sweep"]["methods"] = {n: report["alpha_sweep"]["methods"]["naive"] for n in names}
+    fake = reports["pooled"].parent / "fourteen.json"
+    fake.write_text(json.dumps(report))
+    for figure in (F.likert_sweep, F.coverage_by_label):
+        ax = figure(load_runs([fake]), "m0").figure.axes[0]
+        assert len({ln.get_color() for ln in data_lines(ax)}) == 14, figure.__name__
+
+
+def test_coverage_axes_start_at_zero_and_hold_the_target(reports) -> None:
+    """Bars of coverage from 0 to 1 (an axis from 0.86 made small differences look large)."""
+    for ax, lim in ((F.likert_methods(runs(reports, "plain"), "naive").figure.axes[0], "x"),
+                    (F.group_coverage(runs(reports, "pooled", "mondrian"), "naive").figure.axes[0], "y"),
+                    (F.mcq_groups(runs(reports, "mcq"), "lac").figure.axes[0], "y")):
+        low, high = ax.get_xlim() if lim == "x" else ax.get_ylim()
+        assert (low, high) == (0.0, 1.0)
+        (target,) = target_lines(ax)
+        assert low < (target.get_xdata() if lim == "x" else target.get_ydata())[0] < high

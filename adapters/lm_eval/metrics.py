@@ -30,6 +30,7 @@ from typing import Any
 from judgecp.data import Fields, from_records
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.evaluation import evaluate
+from judgecp.evaluation.warnings import summary_lines
 from judgecp.protocol import Protocol, misspelled_settings, parse_settings
 from judgecp.results import Result
 from judgecp.scalars import Metric, excluded_count, read_metric
@@ -115,8 +116,8 @@ def counted(report: Mapping[str, Any], task: str, *, log_excluded: bool = True) 
     if log_excluded and n_excluded:
         reasons = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"])
         logger.warning("judgecp: %s: %d excluded: %s", name, n_excluded, reasons)
-    for warning in report.get("warnings", []):
-        logger.warning("judgecp: %s: %s", name, warning["message"])
+    for line in summary_lines(report.get("warnings", []), "`judgecp evaluate --format lm-eval SAMPLES --json OUT`"):
+        logger.warning("judgecp: %s: %s", name, line)
     return report
 
 

@@ -5,16 +5,26 @@ Core commands: ``evaluate`` (the repeated-split study of any kind),
 ``methods`` (the registered methods and controllers) and ``bench``. Harness
 adapters add theirs through the ``register_commands`` hook. An error meant
 for the user (:class:`~judgecp.errors.InputError`, a missing optional
-dependency) is printed on one line and the exit status is 2.
+dependency) is printed on one line and the exit status is 2. Commands run
+with one BLAS/OpenMP thread per process (:mod:`judgecp.threads`; the user's
+``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``OPENBLAS_NUM_THREADS`` kept),
+and work that runs past a few seconds writes a progress line on stderr
+(:mod:`judgecp.progress`; ``--quiet`` turns it off). A library's Python
+warning is one line at the end (:func:`summarised_warnings`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 from judgecp.errors import InputError, MissingDependencyError
+from judgecp.threads import pinned, runs_a_model
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,11 +50,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def progress_lines(args: argparse.Namespace) -> Iterator[None]:
+    """Progress on stderr for work past a few seconds (judgecp.progress): off with --quiet, from the start with --progress."""
+    from judgecp.progress import DELAY, enabled
+
+    forced = bool(getattr(args, "progress", False))
+    with enabled(forced or not getattr(args, "quiet", False), delay=0.0 if forced else DELAY):
+        yield
+
+
+def warning_origin(filename: str) -> str:
+    """The package a warning came from: the folder after site-packages, else the file's name."""
+    parts = Path(filename).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return Path(parts[parts.index(marker) + 1]).stem
+    return Path(filename).stem or "python"
+
+
+@contextmanager
+def summarised_warnings() -> Iterator[None]:
+    """Python warnings of a command (scipy's, scikit-learn's, ...): one line each on stderr at its end, with a
+    count, not Python's two-line form with a source line. The filters stay as they are: a warning that an
+    ``error`` filter turns into an exception still raises (pytest's ``filterwarnings = error``)."""
+    seen: dict[tuple[str, str, str], int] = {}
+
+    def note(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:
+        text = (str(message).strip().splitlines() or [""])[0]
+        key = (warning_origin(filename), category.__name__, text)
+        seen[key] = seen.get(key, 0) + 1
+
+    with warnings.catch_warnings():
+        warnings.showwarning = note
+        try:
+            yield
+        finally:
+            for (origin, category, text), count in seen.items():
+                times = f" ({count} times)" if count > 1 else ""
+                print(f"judgecp: note: {origin} warned{times}: {category}: {text}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
-        return int(args.func(args))
+        if runs_a_model((args.command, getattr(args, "bench", None))):  # a harness: its own threads and output
+            return int(args.func(args))
+        with summarised_warnings(), pinned(), progress_lines(args):
+            return int(args.func(args))
     except (InputError, MissingDependencyError) as exc:
         print(f"judgecp: error: {exc}", file=sys.stderr)
         return 2

@@ -68,7 +68,8 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--alphas", help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25; "
                      "Likert and multiple choice: the same study at each level, in the report's alpha_sweep)")
     run.add_argument("--methods", help="comma-separated conformal method specs, e.g. 'naive,lac(probabilities=recalibrated)', "
-                     "or 'all' (Likert default: all; multiple choice: lac,aps,aps(randomized=False),raps,margin)")
+                     "or 'all' for every registered method (default: Likert naive,lac, seconds on thousands of rows; "
+                     "multiple choice lac,aps,aps(randomized=False),raps,margin)")
     run.add_argument("--splits", help="random calibration/test splits (default 10; pairwise 1000)")
     run.add_argument("--seeds", help="the splits' seeds as a list (0,3,7), or a count (same as --splits)")
     run.add_argument("--random-state", dest="random_state", help="seed of the first split (default 0)")
@@ -84,9 +85,10 @@ def add_parser(sub: Any) -> None:
                     help="prompts whose calibration half sets the certainty threshold (default variation)")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="OUT", help="write the full report as strict JSON")
-    out.add_argument("--quiet", action="store_true", help="do not print the table")
+    out.add_argument("--quiet", action="store_true", help="print neither the table nor progress lines (warnings still)")
     out.add_argument("--progress", action="store_true",
-                     help="a progress line on stderr (default: on when stderr is a terminal and --quiet is not given)")
+                     help="progress lines on stderr from the start (default: once the work runs past a few "
+                     "seconds, a few lines a minute when stderr is not a terminal; none with --quiet)")
     out.add_argument("--detail", metavar="METHOD",
                      help="Likert: print coverage by label and by judge error, informativeness and midpoints for METHOD (default: the first)")
     ensemble.add_arguments(p)
@@ -133,8 +135,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import Fields
     from judgecp.evaluation import evaluate
     from judgecp.evaluation.sweep import write_sweep
+    from judgecp.evaluation.warnings import summary_lines
     from judgecp.kinds import get_kind
-    from judgecp.progress import enabled as progress_enabled
     from judgecp.protocol import parse_settings
     from judgecp.report import write_report
     from judgecp.scale import LikertScale
@@ -165,8 +167,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             args.group = kind.example_group  # the example's groups get their tables
     else:
         try:
-            with progress_enabled(args.progress or (sys.stderr.isatty() and not args.quiet)):
-                data, info = read_input(args, args.kind, fields, reader_options)
+            data, info = read_input(args, args.kind, fields, reader_options)
         except InputError as exc:
             raise ensemble.with_hint(exc, args) from None
         kind = get_kind(data.kind)
@@ -179,19 +180,20 @@ def run_evaluate(args: argparse.Namespace) -> int:
         names = [n.strip() for n in args.row_features.split(",") if n.strip()]
         data = with_row_features(data, [n for n in names if n != "parsed"], parsed="parsed" in names)
     values = {name: getattr(args, name) for name in PROTOCOL_FLAGS}
-    if values["methods"] is None:
-        values["methods"] = getattr(kind, "command_line_methods", None)
     protocol = parse_settings(values, kind=kind.name, spell=flag_name)
-    with progress_enabled(args.progress or (sys.stderr.isatty() and not args.quiet)):
-        report = evaluate(data, protocol, **info)
+    report = evaluate(data, protocol, **info)
     detail = kind.console_detail(report, args.detail)
     if args.json:
         Path(args.json).write_text(report.dumps(), encoding="utf-8")
-    for warning in report.get("warnings", []):
-        print(f"judgecp: warning: {warning['message']}", file=sys.stderr)
+    where = f"{args.json} (`warnings`)" if args.json else "the JSON report's `warnings` (--json OUT)"
+    for line in summary_lines(report.get("warnings", []), where):
+        print(f"judgecp: warning: {line}", file=sys.stderr)
     if not args.quiet:
         write_report(report, sys.stdout, detail=detail)
         write_sweep(report, sys.stdout)
+        if args.methods is None and protocol.methods is None and protocol.method_specs(kind.name):
+            print(f"\nmethods: {', '.join(protocol.method_specs(kind.name))} (the default; --methods all runs every "
+                  "method, `judgecp methods` lists them)")
         if args.json:
             print(f"\nfull report: {args.json}")
     return 0

@@ -7,8 +7,11 @@
   target coverage and ``m`` the group's test rows per split (a marginal
   method promises nothing per group; Mondrian calibration does).
 
-Each warning is ``{"warning": kind, "message": one line, ...numbers}``; the
-command line prints the messages on stderr, the harness glue logs them.
+Each warning is ``{"warning": kind, "message": one line, ...numbers}``. The
+report keeps every one; the command line and the harness glue print
+:func:`summary_lines`: one line per kind, with a count and the worst cases
+when a kind fired more than once (14 groups x 14 methods would otherwise be
+a wall of text).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ def _under(group: str, method: str, coverage: float | None, target: float, n_tes
         return None
     promise = "its Mondrian calibration promises it" if mondrian else "a marginal method promises nothing per group"
     return {"warning": "group_under_target", "group": group, "method": method, "coverage": coverage,
-            "target": target, "mc_error": error,
+            "target": target, "mc_error": error, "mondrian": mondrian,
             "message": f"group {group!r}: {method} covers {coverage:.3f}, below the target {target:.2f} by more "
                        f"than its Monte-Carlo error {error:.3f} ({promise})"}
 
@@ -72,3 +75,37 @@ def group_warnings(report: dict[str, Any]) -> list[dict[str, Any]]:
 def add_warnings(report: dict[str, Any]) -> dict[str, Any]:
     report["warnings"] = excluded_share(report) + group_warnings(report)
     return report
+
+
+def _groups_summary(found: list[dict[str, Any]], where: str) -> str:
+    worst = sorted(found, key=lambda w: (w["coverage"] - w["target"], w["group"], w["method"]))
+    groups = {w["group"] for w in found}
+    methods = {w["method"] for w in found}
+    promise = ("their Mondrian calibration promises the target in each group" if found[0].get("mondrian")
+               else "a marginal method promises nothing per group; --mondrian FIELD does")
+    lowest = ", ".join(f"{w['group']!r} {w['method']} {w['coverage']:.3f}" for w in worst[:3])
+    counts = f"{len(groups)} group{'s' * (len(groups) != 1)}, {len(methods)} method{'s' * (len(methods) != 1)}"
+    return (f"{len(found)} group/method pairs ({counts}) cover below the target "
+            f"{found[0]['target']:.2f} by more than their Monte-Carlo error ({promise}); lowest: {lowest}; "
+            f"each one in {where}")
+
+
+#: How several warnings of one kind are said in one line (kind -> ``summary(warnings, where)``).
+SUMMARIES = {"group_under_target": _groups_summary}
+
+
+def summary_lines(warnings: list[dict[str, Any]], where: str = "the report's `warnings`") -> list[str]:
+    """One line per warning kind, in the order the kinds first appear: the message itself for a single
+    warning, else a count and the worst cases; ``where`` says where every warning is listed."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for w in warnings:
+        by_kind.setdefault(str(w.get("warning") or w.get("kind") or "warning"), []).append(w)
+    lines = []
+    for kind, found in by_kind.items():
+        if len(found) == 1:
+            lines.append(str(found[0]["message"]))
+        elif kind in SUMMARIES:
+            lines.append(SUMMARIES[kind](found, where))
+        else:
+            lines.append(f"{len(found)} {kind} warnings, the first: {found[0]['message']}; each one in {where}")
+    return lines

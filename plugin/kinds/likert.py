@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from judgecp.errors import InputError
 from judgecp.kinds import Kind
@@ -27,8 +27,6 @@ class LikertKind(Kind):
     noun = "rows"
     calibrated_as = "likert"
     default_methods = ("naive", "lac")
-    #: What ``judgecp evaluate`` runs when ``--methods`` is not given.
-    command_line_methods: ClassVar[str] = "all"
     reader_options = frozenset({"scale", "floor", "nan"})
     row_features = True
     example_group = "group"

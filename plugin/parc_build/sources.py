@@ -43,9 +43,13 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from judgecp.data.choice import LETTERS, has_text
+from judgecp.datasources import from_the_hub
 from judgecp.errors import InputError, require
 from judgecp.exclusions import Exclusions
 
+#: What to give instead of a hub id when the hub cannot be reached (the error says it).
+OFFLINE_ALTERNATIVE = ("without the hub, give a local source instead: a folder with a copy of the hub's parquet files "
+                       "(<split>-*.parquet, --split), or a table such as MMBench's TSV (docs/parc_build.md)")
 #: Shortcuts for hub datasets: name -> (hub id, config, split, dataset name in the variation files).
 HUB_PRESETS = {
     "mmbench": ("lmms-lab/MMBench_EN", None, "dev", "mmbench"),
@@ -311,7 +315,8 @@ def _hub_rows(hub_id: str, config: str | None, split: str | None) -> list[dict[s
     datasets: Any = require("datasets", "lm-eval", f"loading {hub_id} from the Hugging Face hub")
     if split is None:
         raise InputError(f"{hub_id}: name the split to vary (--split), e.g. dev or validation")
-    data = datasets.load_dataset(hub_id, config, split=split) if config else datasets.load_dataset(hub_id, split=split)
+    with from_the_hub(hub_id, OFFLINE_ALTERNATIVE):
+        data = datasets.load_dataset(hub_id, config, split=split) if config else datasets.load_dataset(hub_id, split=split)
     return [dict(row) for row in data]
 
 

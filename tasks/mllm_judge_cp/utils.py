@@ -85,7 +85,7 @@ def _all_docs(root: str) -> tuple[dict[str, Any], ...]:
 
 def load_docs(data_dir: str | None = None, category: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: all documents, or one category's (``dataset_kwargs.category``)."""
-    root = datasources.local_dir(data_dir, ENV_VAR) or datasources.hub_snapshot(HUB_DATASET, HUB_FILES)
+    root = datasources.local_dir(data_dir, ENV_VAR) or datasources.hub_snapshot(HUB_DATASET, HUB_FILES, env_var=ENV_VAR)
     docs = list(_all_docs(str(root)))
     if category is not None:
         wanted = _norm(CATEGORIES[category])

@@ -72,7 +72,7 @@ def parse_options(raw: Any) -> list[str]:
 def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     """``custom_dataset`` hook: one document per single-image multiple-choice question."""
     root = datasources.local_dir(data_dir, ENV_VAR)
-    table = datasources.load_table(root, hub_id=HUB_DATASET, split=SPLIT)
+    table = datasources.load_table(root, hub_id=HUB_DATASET, split=SPLIT, env_var=ENV_VAR)
     key = f"mmmu_val:{root or HUB_DATASET}"
     image_columns = [c for c in IMAGE_COLUMNS if c in table.column_names]
     images.register_table(key, table, image_columns)

@@ -82,7 +82,7 @@ def load_docs(data_dir: str | None = None, **_: Any) -> Any:
     if root is not None:
         split = datasets.load_dataset("parquet", data_files={"test": sorted(str(p) for p in root.glob("data/test-*.parquet"))}, split="test")
     else:
-        split = datasets.load_dataset(HUB_DATASET, split="test")
+        split = datasources.load_table(None, hub_id=HUB_DATASET, split="test", env_var=ENV_VAR)  # one line offline
     # input_columns: the images are not decoded (nor re-encoded) to normalise the text fields.
     split = split.map(_normalise, with_indices=True, input_columns=["cand", "human_score"]).rename_column("img", "image")
     return datasets.DatasetDict({"test": split})

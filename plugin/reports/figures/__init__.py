@@ -45,6 +45,7 @@ from judgecp.reports.figures.likert import (
     likert_entry,
     likert_methods,
     likert_sweep,
+    reliability_map,
     rsg,
     width_distribution,
 )
@@ -58,7 +59,7 @@ from judgecp.reports.load import Run
 
 #: The figures of each kind, in the report's order.
 BUILDERS: dict[str, tuple[Callable[[Sequence[Run], str], Result], ...]] = {
-    "likert": (likert_methods, likert_sweep, group_coverage, coverage_by_label, coverage_by_error,
+    "likert": (reliability_map, likert_methods, likert_sweep, group_coverage, coverage_by_label, coverage_by_error,
                width_distribution, confusion, judge_reliability, rsg),
     "pairwise": (risk_coverage, risk_vs_alpha, accepted_share, signal_reliability),
     "mcq": (mcq_methods, mcq_sweep, mcq_groups, set_size_hist),
@@ -84,6 +85,7 @@ __all__ = [
     "mcq_methods",
     "mcq_sweep",
     "parc_heatmaps",
+    "reliability_map",
     "risk_coverage",
     "risk_vs_alpha",
     "rsg",

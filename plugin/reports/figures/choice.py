@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from judgecp.reports.figures.common import (
+    COVERAGE_LIMITS,
     TARGET_STYLE,
     WIDTH,
     Missing,
@@ -64,8 +65,7 @@ def mcq_groups(runs: Sequence[Run], focus: str) -> Result:
             ax.bar(x - 0.4 + w * (j + 0.5), vals, width=w, color=c, label=label)
         ax.axhline(1 - alpha, label=f"target 1 − α = {1 - alpha:g}", **TARGET_STYLE)
         ax.set_xticks(x, groups, rotation=30 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
-        lo = np.nanmin([v for _, d in series for v in d.values() if v is not None] + [1 - alpha])
-        ax.set_ylim(max(0.0, lo - 0.05), 1.0)
+        ax.set_ylim(*COVERAGE_LIMITS)
         ax.set(xlabel=sec.removeprefix("by_").replace("_", " "), ylabel="coverage of the option sets")
         ax.grid(axis="y", alpha=0.3)
     _fig_legend(fig, list(axes))

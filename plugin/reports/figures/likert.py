@@ -1,4 +1,5 @@
-"""The Likert figures: coverage and width by method and against alpha, per group and stratum, widths, confusion, RSG."""
+"""The Likert figures: coverage and width by method and against alpha, the reliability map (width per group),
+coverage per group and stratum, widths, confusion, RSG."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from judgecp.reports.figures.common import (
-    MARKERS,
+    COVERAGE_LIMITS,
     TARGET_STYLE,
     WIDTH,
     Missing,
@@ -24,6 +25,7 @@ from judgecp.reports.figures.common import (
     new_figure,
     runs_with,
     series_by_method_or_report,
+    series_style,
 )
 from judgecp.reports.load import Run
 
@@ -45,6 +47,69 @@ def likert_methods(runs: Sequence[Run], focus: str) -> Result:
                         labels=("coverage of the label sets", "mean label-set width (scale points)",
                                 "width (± std over splits)"),
                         height=(3.0, 0.28))
+
+
+def _group_widths(run: Run, focus: str, variant: str) -> dict[str, float]:
+    """Mean width of ``focus``'s ``labels`` (or ``interval``) per group of a report (groups without it left out)."""
+    out = {}
+    for g, entry in (run.report.get("groups") or {}).items():
+        m = entry.get("methods", {}).get(focus) or {}
+        width = (m.get(variant) or {}).get("width")
+        if width is not None and np.isfinite(width):
+            out[g] = float(width)
+    return out
+
+
+def reliability_map(runs: Sequence[Run], focus: str) -> Result:
+    """The seed paper's headline figure: interval or label-set width per task category, judges side by side."""
+    fid, title = "reliability_map", "Reliability map: set width per group"
+    have = [r for r in runs if _group_widths(r, focus, "labels")]
+    if not have:
+        return Missing(fid, title, "no per-group table (`groups`): run `judgecp evaluate` with `--group FIELD` "
+                       "(e.g. the task category) or `--mondrian FIELD`")
+    widths = [_group_widths(r, focus, "labels") for r in have]
+    intervals = [_group_widths(r, focus, "interval") for r in have]
+    groups = sorted({g for w in widths for g in w}, key=lambda g: (widths[0].get(g, np.inf), g))
+    fig = new_figure(max(WIDTH, 0.45 * len(groups) * max(1, len(have)) ** 0.5 + 2.4), 4.6)
+    ax = fig.subplots()
+    x = np.arange(len(groups))
+    w = 0.8 / len(have)
+    for j, (run, c) in enumerate(zip(have, colors(len(have)), strict=True)):
+        pos = x - 0.4 + w * (j + 0.5)
+        ax.bar(pos, [widths[j].get(g, np.nan) for g in groups], width=w, color=c, label=_series_label(run, focus, len(have)))
+        if intervals[j]:
+            ax.plot(pos, [intervals[j].get(g, np.nan) for g in groups], linestyle="none", marker="D", ms=3.5,
+                    color="black", label="interval width (continuous)" if j == 0 else "_nolegend_")
+    lo, hi = have[0].report.get("scale") or (None, None)
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+        ax.axhline(hi - lo, color="grey", linestyle=":", lw=1.2, label=f"the whole scale ({lo:g} to {hi:g})")
+    ax.set_xticks(x, groups, rotation=40, ha="right", fontsize=8)
+    ax.set_ylim(bottom=0)
+    field = have[0].report["protocol"].get("mondrian") or have[0].report["protocol"].get("group")
+    ax.set(xlabel=f"group ({field})", ylabel="mean width (scale points)", title=title)
+    ax.grid(axis="y", alpha=0.3)
+    fig.legend(loc="outside lower center", ncols=min(len(have) + 2, 4), fontsize=8, frameon=False)
+    alpha = have[0].alpha
+    cap = (f"Method {focus}, α = {alpha:g}: mean label-set width per group, test rows of every split pooled"
+           + ("; diamonds: the continuous interval's width" if any(intervals) else "")
+           + f"; groups sorted by {have[0].name if len(have) > 1 else 'width'}. A wide group is one whose scores the "
+           "judge cannot pin down: the seed paper's reliability map (figure 1 of \"VLM Judges Can Rank but Cannot "
+           "Score\"). Widths are comparable across groups only at the same coverage: see the per-group coverage."
+           + _rank_agreement(have, widths) + absent(runs, have, "per-group table"))
+    return Plot(fid, title, cap, fig)
+
+
+def _rank_agreement(have: Sequence[Run], widths: Sequence[dict[str, float]]) -> str:
+    """A caption sentence: Spearman's rho of each judge's per-group widths with the first judge's (as the paper)."""
+    from scipy.stats import spearmanr
+
+    parts = []
+    for run, other in zip(have[1:], widths[1:], strict=True):
+        common = [g for g in widths[0] if g in other]
+        if len(common) >= 3 and len({widths[0][g] for g in common}) > 1 and len({other[g] for g in common}) > 1:
+            rho = float(spearmanr([widths[0][g] for g in common], [other[g] for g in common]).statistic)
+            parts.append(f"{run.name} ρ = {rho:.2f}")
+    return f" Spearman rank correlation of the groups' widths with {have[0].name}'s: {', '.join(parts)}." if parts else ""
 
 
 def group_coverage(runs: Sequence[Run], focus: str) -> Result:
@@ -70,9 +135,7 @@ def group_coverage(runs: Sequence[Run], focus: str) -> Result:
     alpha = have[0].alpha
     ax.axhline(1 - alpha, label=f"target 1 − α = {1 - alpha:g}", **TARGET_STYLE)
     ax.set_xticks(x, groups, rotation=40, ha="right", fontsize=8)
-    lo = np.nanmin([run.report["groups"][g]["methods"][focus]["labels"]["coverage"]
-                    for run in have for g in run.report["groups"] if focus in run.report["groups"][g]["methods"]])
-    ax.set_ylim(max(0.0, min(lo, 1 - alpha) - 0.05), 1.0)
+    ax.set_ylim(*COVERAGE_LIMITS)
     ax.set(xlabel=f"group ({have[0].report['protocol'].get('mondrian') or have[0].report['protocol'].get('group')})",
            ylabel="coverage of the label sets", title=title)
     ax.grid(axis="y", alpha=0.3)
@@ -103,10 +166,10 @@ def _by_stratum(runs: Sequence[Run], focus: str, section: str, fid: str, title: 
     strata = sorted({s for _, per in series for s in per}, key=lambda s: float(s))
     fig = new_figure(WIDTH + (1.4 if len(series) > 6 else 0), 4.0)
     ax = fig.subplots()
-    for i, ((label, per), c) in enumerate(zip(series, colors(len(series)), strict=True)):
+    for i, (label, per) in enumerate(series):
         xs = [float(s) for s in strata if s in per]
         ys = [per[s]["labels"]["coverage"] for s in strata if s in per]
-        ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], color=c, label=label, ms=4, lw=1.2)
+        ax.plot(xs, ys, **series_style(i), label=label, ms=4, lw=1.2)
     alpha = have[0].alpha
     ax.axhline(1 - alpha, label=f"target 1 − α = {1 - alpha:g}", **TARGET_STYLE)
     first = series[0][1]

@@ -19,6 +19,7 @@ from judgecp.reports.figures.common import (
     key,
     new_figure,
     runs_with,
+    series_style,
 )
 from judgecp.reports.load import Run
 
@@ -74,13 +75,12 @@ def _controllers_vs_alpha(runs: Sequence[Run], focus: str, field: str, fid: str,
     fig = new_figure(WIDTH + 1.0, 4.0)
     ax = fig.subplots()
     grid: set[float] = set()
-    for i, ((label, per), c) in enumerate(zip(series, colors(len(series)), strict=True)):
+    for i, (label, per) in enumerate(series):
         alphas = sorted(float(a) for a in per)
         grid.update(alphas)
         vals = [per[key(a)][field] for a in alphas]
         stds = [per[key(a)].get(field + "_std", 0.0) for a in alphas]
-        ax.errorbar(alphas, vals, yerr=stds, marker=MARKERS[i % len(MARKERS)], color=c, label=label, ms=4, lw=1.2,
-                    capsize=2)
+        ax.errorbar(alphas, vals, yerr=stds, **series_style(i), label=label, ms=4, lw=1.2, capsize=2)
     g = np.asarray(sorted(grid))
     if field == "risk":
         ax.plot(g, g, label="target risk = α", **TARGET_STYLE)

@@ -23,7 +23,7 @@ from judgecp.data.pair import PairData, pair_data
 from judgecp.data.score import ScoreData, score_data
 from judgecp.errors import InputError
 from judgecp.memory import release_freed_memory
-from judgecp.scale import LikertScale
+from judgecp.scale import LabelScale, LikertScale
 from judgecp.tables import Table, read_table, table_from_rows
 
 AnyData = ScoreData | PairData | ChoiceData
@@ -67,6 +67,8 @@ def from_table(
     if resolved == "likert":
         if "scale" in table.columns and scale is None:
             scale = _record_scale(table)
+        if "label_scale" in table.columns and options.get("label_scale") is None:
+            options["label_scale"] = _record_label_scale(table)
         return score_data(table, fields, scale=scale, require_label=require_label, **options)
     if options:
         raise InputError(f"{', '.join(sorted(options))}: options of Likert judges, not of --kind {resolved}")
@@ -81,6 +83,16 @@ def _record_scale(table: Table) -> LikertScale | None:
     if len(scales) > 1:
         raise InputError(f"{table.source}: the records have different scales {sorted(scales)}")
     return LikertScale(*scales.pop()) if scales else None
+
+
+def _record_label_scale(table: Table) -> LabelScale | None:
+    """The label scale score records carry (one for all of them; records without one are on the judge's)."""
+    cells = [c for c in table.columns["label_scale"] if c is not None and c != ""]
+    scales = {tuple(c) if isinstance(c, list) else c for c in cells}
+    if len(scales) > 1 or (scales and len(cells) < table.n_rows):
+        raise InputError(f"{table.source}: the records' label_scale differs between records "
+                         f"({sorted(map(str, scales))[:3]}{', and none on some' if len(cells) < table.n_rows else ''})")
+    return LabelScale.parse(scales.pop(), flag=f"{table.source}: label_scale") if scales else None
 
 
 def load(

@@ -79,9 +79,10 @@ def report_headline(
             if key in point:
                 out[key] = point[key]
         for name, entry in (report.get("methods") or {}).items():
+            head = entry["labels"] or entry["interval"]  # continuous labels: no label set, the interval
             summary: dict[str, Any] = {
-                "coverage": entry["labels"]["coverage"],
-                "set_width": entry["labels"]["width"],
+                "coverage": head["coverage"],
+                "set_width": head["width"],
             }
             if entry.get("interval"):
                 summary["interval_coverage"] = entry["interval"]["coverage"]

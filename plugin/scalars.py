@@ -94,14 +94,20 @@ def _pick(*keys: str) -> Callable[[dict[str, Any]], Any]:
 def likert_metrics(protocol: Protocol) -> list[Metric]:
     """Per method: ``coverage_<m>`` (label set), ``width_<m>`` (max - min), interval methods
     ``interval_width_<m>`` (u - l), each with ``_stderr``; ``full_range_<m>``; then the judge's
-    point metrics, ``n`` and ``excluded``."""
+    point metrics, ``n`` and ``excluded``. Continuous labels have no label set: ``coverage_<m>`` and
+    ``width_<m>`` are the interval's, and a set method (skipped) is NaN."""
+    from judgecp.evaluation.metrics import headline_entry
     from judgecp.plugins import method_classes, parse_method_spec
 
     classes = method_classes()
     metrics = _counts()
     for spec in protocol.method_specs("likert"):
         s = metric_suffix(spec)
-        labels, interval = _pick("methods", spec, "labels"), _pick("methods", spec, "interval")
+        interval = _pick("methods", spec, "interval")
+
+        def labels(report: dict[str, Any], spec: str = spec) -> Any:
+            return headline_entry(report["methods"][spec])
+
         metrics += _with_stderr(f"coverage_{s}", labels, "coverage", None)
         metrics += _with_stderr(f"width_{s}", labels, "width", False)
         if classes[parse_method_spec(spec)[0]].output == "interval":

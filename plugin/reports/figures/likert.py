@@ -29,8 +29,14 @@ from judgecp.reports.load import Run
 
 
 def likert_entry(method: dict[str, Any]) -> dict[str, Any]:
-    """The label-set summary of a Likert method entry (present for every method)."""
-    return dict(method["labels"])
+    """The label-set summary of a Likert method entry (continuous labels: the interval's, they have no label set)."""
+    return dict(method.get("labels") or method["interval"])
+
+
+def _group_coverage(run: Run, group: str, focus: str, default: float) -> float:
+    """``focus``'s coverage in ``group`` of a report's per-group table (``default`` when absent)."""
+    method = run.report["groups"].get(group, {}).get("methods", {}).get(focus)
+    return default if method is None else float(likert_entry(method)["coverage"])
 
 
 def likert_sweep(runs: Sequence[Run], focus: str) -> Result:
@@ -56,22 +62,19 @@ def group_coverage(runs: Sequence[Run], focus: str) -> Result:
     modes = {r.calibration for r in have}
     if len(modes) == 1:
         title = f"Coverage per group ({next(iter(modes))} calibration)"
-    groups = sorted({g for r in have for g in r.report["groups"]}, key=lambda g: (
-        have[0].report["groups"].get(g, {}).get("methods", {}).get(focus, {}).get("labels", {}).get("coverage", 2.0), g))
+    groups = sorted({g for r in have for g in r.report["groups"]}, key=lambda g: (_group_coverage(have[0], g, focus, 2.0), g))
     fig = new_figure(max(WIDTH, 0.42 * len(groups) * max(1, len(have)) ** 0.5 + 2), 4.4)
     ax = fig.subplots()
     x = np.arange(len(groups))
     w = 0.8 / len(have)
     for j, (run, c) in enumerate(zip(have, colors(len(have)), strict=True)):
-        vals = [run.report["groups"].get(g, {}).get("methods", {}).get(focus, {}).get("labels", {}).get("coverage", np.nan)
-                for g in groups]
+        vals = [_group_coverage(run, g, focus, np.nan) for g in groups]
         label = _series_label(run, focus, len(have))
         ax.bar(x - 0.4 + w * (j + 0.5), vals, width=w, color=c, label=label)
     alpha = have[0].alpha
     ax.axhline(1 - alpha, label=f"target 1 − α = {1 - alpha:g}", **TARGET_STYLE)
     ax.set_xticks(x, groups, rotation=40, ha="right", fontsize=8)
-    lo = np.nanmin([run.report["groups"][g]["methods"][focus]["labels"]["coverage"]
-                    for run in have for g in run.report["groups"] if focus in run.report["groups"][g]["methods"]])
+    lo = np.nanmin([_group_coverage(run, g, focus, np.nan) for run in have for g in run.report["groups"]])
     ax.set_ylim(max(0.0, min(lo, 1 - alpha) - 0.05), 1.0)
     ax.set(xlabel=f"group ({have[0].report['protocol'].get('mondrian') or have[0].report['protocol'].get('group')})",
            ylabel="coverage of the label sets", title=title)
@@ -105,7 +108,7 @@ def _by_stratum(runs: Sequence[Run], focus: str, section: str, fid: str, title: 
     ax = fig.subplots()
     for i, ((label, per), c) in enumerate(zip(series, colors(len(series)), strict=True)):
         xs = [float(s) for s in strata if s in per]
-        ys = [per[s]["labels"]["coverage"] for s in strata if s in per]
+        ys = [likert_entry(per[s])["coverage"] for s in strata if s in per]
         ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], color=c, label=label, ms=4, lw=1.2)
     alpha = have[0].alpha
     ax.axhline(1 - alpha, label=f"target 1 − α = {1 - alpha:g}", **TARGET_STYLE)

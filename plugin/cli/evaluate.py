@@ -18,7 +18,13 @@ from judgecp.errors import InputError
 
 #: Protocol flags (argparse dest -> setting name).
 PROTOCOL_FLAGS = ("alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "mondrian",
-                  "group", "jobs", "signal", "controllers", "delta", "reference")
+                  "group", "jobs", "signal", "controllers", "delta", "reference", "label_scale")
+
+
+#: ``--label-scale``, the same in every command that reads Likert labels.
+LABEL_SCALE_HELP = ("the labels' own range when it is not the judge's scale (e.g. 0:1 for averaged scores): mapped "
+                    "onto the scale by LO -> MIN, HI -> MAX; non-integer labels are kept (interval methods only; "
+                    "docs/beyond.md)")
 
 
 def flag_name(setting: str) -> str:
@@ -58,6 +64,7 @@ def add_parser(sub: Any) -> None:
                      help="row fields as inputs of the fitted models: one indicator column per value of each FIELD "
                      "(e.g. task), and 'parsed' for the judge's parsed score (docs/beyond.md)")
     lik.add_argument("--scale", help="rating scale MIN:MAX (default 1:5)")
+    lik.add_argument("--label-scale", dest="label_scale", metavar="LO:HI", help=LABEL_SCALE_HELP)
     lik.add_argument("--floor", type=float, help="value for NaN/-inf logprobs that are floored (default log 1e-5)")
     lik.add_argument("--nan", choices=("exclude", "floor"), help="rows with NaN logprobs: exclude (default) or floor and flag")
     run = p.add_argument_group("protocol (every kind)")
@@ -146,7 +153,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.progress import enabled as progress_enabled
     from judgecp.protocol import parse_settings
     from judgecp.report import dumps, write_report
-    from judgecp.scale import LikertScale
+    from judgecp.scale import LabelScale, LikertScale
 
     if args.kind == "ensemble":
         return ensemble.run(args)
@@ -162,6 +169,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
     for name in ("scale", "floor", "nan"):
         if getattr(args, name) is not None:
             likert_options[name] = LikertScale.parse(args.scale) if name == "scale" else getattr(args, name)
+    if args.label_scale is not None:
+        if args.example:
+            raise InputError("--label-scale maps the labels of an INPUT file; the --example judge has its own")
+        likert_options["label_scale"] = LabelScale.parse(args.label_scale)
     info: dict[str, Any] = {}
     if args.example:
         kind = args.kind or "likert"
@@ -181,7 +192,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
             raise ensemble.with_hint(exc, args) from None
     kind = data.kind
     if kind != "likert" and likert_options:
-        raise InputError(f"{', '.join('--' + k for k in likert_options)}: options of --kind likert, not of --kind {kind}")
+        raise InputError(f"{', '.join(flag_name(k) for k in likert_options)}: options of --kind likert, "
+                         f"not of --kind {kind}")
     if args.row_features:
         if kind != "likert":
             raise InputError(f"--row-features: an option of --kind likert, not of --kind {kind}")

@@ -172,6 +172,10 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
         summary.update(mean_set_size=float(size.mean()) if data.n else None,
                        singleton_share=float((size == 1).mean()) if data.n else None,
                        empty_sets=int((size == 0).sum()))
+        if cal.kind == "likert" and not prediction.has_interval and data.continuous_labels:
+            labeled = np.zeros_like(labeled)  # label sets cannot hold continuous labels: no coverage to check
+            summary["labeled"] = {"n": int(data.labeled.sum()), "coverage": None, "target": 1.0 - cal.alpha,
+                                  "reason": "continuous labels, and the calibrator's method predicts label sets"}
         if labeled.any():
             k, n = int(covered[labeled].sum()), int(labeled.sum())
             # One-sided: P(K <= k) for K ~ Bin(n, 1 - alpha); small when coverage fell below the promise.

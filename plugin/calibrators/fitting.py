@@ -21,6 +21,13 @@ def _calibration_kind(data: Any, kind: str | None) -> str:
     return own
 
 
+def label_scale_entry(data: Any) -> dict[str, Any]:
+    """``{"label_scale": [LO, HI]}`` for Likert labels read on their own scale (``apply`` reads runs' labels
+    on it by default), else nothing: the file is unchanged for labels on the judge's scale."""
+    own = getattr(data, "label_scale", None)
+    return {} if own is None else {"label_scale": own.to_json()}
+
+
 def calibrate(
     data: Any,
     *,
@@ -95,6 +102,7 @@ def calibrate(
                      drift_statistic=name, scale=scale, options=options, groups=groups, source=str(data.source),
                      ppi_labels=target, ppi_proxy=proxy,
                      conformity=conformity_scores(est.method_, data.X, data.labels)
-                     if ckind == "likert" and est.mondrian_ is None else None)
+                     if ckind == "likert" and est.mondrian_ is None else None,
+                     extra=label_scale_entry(data))
     cal.to_dict()  # refuse now, not at save time, a fitted state that is not plain data
     return cal

@@ -58,7 +58,7 @@ def conformity_scores(method: Any, X: Any, y: Any) -> tuple[str, NDArray[np.floa
     Xa, ya = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if isinstance(method, NaiveSplit) and method.predictor == "expected":
         return "abs_residual", np.abs(ya - method.point(Xa))
-    if isinstance(method, (LAC, Margin)) and method.probabilities == "judge":
+    if isinstance(method, (LAC, Margin)) and method.probabilities == "judge" and np.all(ya == np.round(ya)):
         P = method._proba(Xa)
         scores = lac_scores(P) if isinstance(method, LAC) else margin_scores(P)
         return method.name, true_label_scores(scores, method.scale.index(ya))

@@ -75,11 +75,16 @@ def likert_tables(runs: Sequence[Run]) -> list[Table]:
         for m, e in r["methods"].items():
             iv = e.get("interval") or {}
             lab = e["labels"] or {}  # continuous labels: no label set
-            rows.append([m, fmt(iv.get("coverage")), fmt(iv.get("width"), 2), fmt(lab["coverage"]),
-                         fmt(lab["width"], 2), fmt(lab.get("size"), 2), fmt(lab.get("empty")), fmt(e.get("full_range"))])
+            rows.append([m, fmt(iv.get("coverage")), fmt(iv.get("width"), 2), fmt(lab.get("coverage")),
+                         fmt(lab.get("width"), 2), fmt(lab.get("size"), 2), fmt(lab.get("empty")), fmt(e.get("full_range"))])
+        own = r.get("label_scale") or {}
+        note = (f" Continuous labels ({own['map']}): no label set holds them, so coverage and width are the "
+                "intervals' (also in the figures), and the by-label and by-error strata bin each label to its "
+                "nearest scale point." if own.get("continuous") else "")
         tables.append(Table(["method", "interval cov.", "interval width", "label-set cov.", "label-set width",
                              "set size", "empty sets", "full range"], rows,
-                            f"Methods at α = {r['alpha']:g} (mean over {len(r['protocol']['seeds'])} splits; widths in scale points)."))
+                            f"Methods at α = {r['alpha']:g} (mean over {len(r['protocol']['seeds'])} splits; widths in scale points)."
+                            + note))
     else:
         methods = [m for m in runs[0].report["methods"] if all(m in x.report["methods"] for x in runs[1:])]
         rows = [[r.name] + [f"{fmt(headline_entry(r.report['methods'][m])['coverage'])} / "

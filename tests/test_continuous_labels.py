@@ -312,3 +312,17 @@ def test_apply_covers_continuous_labels_over_many_draws() -> None:
     c = np.asarray(covs)
     se = c.std(ddof=1) / math.sqrt(draws)
     assert 0.9 - Z * se <= c.mean() <= 0.9 + 1 / (n + 1) + Z * se, (c.mean(), se)
+
+
+def test_report_of_a_continuous_study(tmp_path: Path) -> None:
+    """``judgecp report`` draws a continuous-label report: intervals where label sets would be, said in the caption."""
+    pytest.importorskip("matplotlib")
+    from judgecp.report import dumps
+
+    path = tmp_path / "continuous.json"
+    path.write_text(dumps(evaluate(unit_data(300, 13), Protocol(methods=("naive", "lvd", "lac"), splits=2,
+                                                                   alphas=(0.1, 0.2), label_scale=UNIT))))
+    assert main(["report", str(path), "-o", str(tmp_path / "out")]) == 0
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "Continuous labels (labels on 0:1" in md and "| naive | " in md and "| lac |" not in md
+    assert (tmp_path / "out" / "figures" / "coverage_by_label.png").is_file()

@@ -149,8 +149,17 @@ class Prediction:
         return (labels >= np.floor(self.lower)[:, None]) & (labels <= np.ceil(self.upper)[:, None])
 
     def covers(self, labels: ArrayLike) -> BoolArray:
-        """Whether each row's label set holds its label (for integer labels, the interval's coverage)."""
+        """Whether each row's prediction holds its label.
+
+        An interval prediction: ``l <= y <= u`` (for integer labels exactly
+        the label set's coverage; for continuous labels the only one); a set
+        prediction: the label set holds the label (integer labels).
+        """
         y = np.asarray(labels, dtype=np.float64)
+        if self.has_interval:
+            with np.errstate(invalid="ignore"):
+                inside_interval: BoolArray = (self.lower <= y) & (y <= self.upper)
+            return inside_interval
         idx = self.scale.index(np.round(y))
         inside = (idx >= 0) & (idx < self.scale.k)
         out: BoolArray = np.zeros(y.shape, bool)
@@ -412,7 +421,8 @@ class ConformalMethod(abc.ABC):
             bad = ya[(ya < self.scale.minimum) | (ya > self.scale.maximum)][:5]
             raise InputError(f"{self.name}: labels off the scale {self.scale}: {bad.tolist()}")
         if self.output == "set" and not np.all(ya == np.round(ya)):
-            raise InputError(f"{self.name}: set methods need integer labels")
+            raise InputError(f"{self.name}: set methods need integer labels, and these are continuous "
+                             "(e.g. mapped by --label-scale): use an interval method (naive, cqr, lvd, r2ccp, ...)")
         return Xa, ya
 
     def __repr__(self) -> str:

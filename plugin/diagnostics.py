@@ -155,6 +155,7 @@ def point_metrics(
     labels: Any,
     scale: LikertScale,
     probabilities: FloatArray | None = None,
+    bins: Any = None,
 ) -> dict[str, Any]:
     """Agreement of the judge's score with the human label.
 
@@ -162,24 +163,28 @@ def point_metrics(
     same within each ground-truth level. With the judge's label
     probabilities, ``overconfident_99`` / ``overconfident_999`` are the
     fractions of rows whose largest probability exceeds 0.99 / 0.999.
+    ``bins`` (continuous labels: each label's nearest scale point) stand for
+    the labels where they are categories: exact accuracy and the by-label
+    tables; correlations, errors and bias use the labels themselves.
     """
     p = np.asarray(predicted, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64)
     err = p - y
+    cat = y if bins is None else np.asarray(bins, dtype=np.float64)
     out: dict[str, Any] = {
         "n": int(y.size),
         "pearson": correlation("pearson", p, y),
         "spearman": correlation("spearman", p, y),
         "kendall": correlation("kendall", p, y),
-        "exact_accuracy": float(np.mean(err == 0)) if y.size else None,
+        "exact_accuracy": float(np.mean(p == cat)) if y.size else None,
         "within1_accuracy": float(np.mean(np.abs(err) <= 1)) if y.size else None,
         "within2_accuracy": float(np.mean(np.abs(err) <= 2)) if y.size else None,
         "mae": float(np.mean(np.abs(err))) if y.size else None,
         "bias": float(np.mean(err)) if y.size else None,
         "bias_by_label": {
-            str(k): (float(np.mean(err[y == k])) if np.any(y == k) else None) for k in scale.labels
+            str(k): (float(np.mean(err[cat == k])) if np.any(cat == k) else None) for k in scale.labels
         },
-        "n_by_label": {str(k): int(np.sum(y == k)) for k in scale.labels},
+        "n_by_label": {str(k): int(np.sum(cat == k)) for k in scale.labels},
     }
     if probabilities is not None and y.size:
         mx = probabilities.max(axis=1)

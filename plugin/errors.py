@@ -25,12 +25,12 @@ class NoUsableRecords(InputError):
     next to undefined metrics instead of failing the run.
     """
 
-    def __init__(self, source: str, excluded: Exclusions, n_read: int) -> None:
+    def __init__(self, source: str, excluded: Exclusions, n_read: int, hint: str = "") -> None:
         self.source = source
         self.excluded = excluded
         self.n_read = n_read
         reasons = ", ".join(f"{e['reason']}: {e['count']}" for e in excluded.to_json()) or "no rows"
-        super().__init__(f"{source}: no usable records ({reasons})")
+        super().__init__(f"{source}: no usable records ({reasons})" + (f"; {hint}" if hint else ""))
 
 
 class NotCalibratedError(RuntimeError):

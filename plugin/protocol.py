@@ -5,10 +5,13 @@ conformal ``methods`` (Likert, multiple choice) or risk ``controllers``
 (pairwise), the number of random calibration/test ``splits`` and their
 ``random_state``, the calibration share ``cal_fraction``, and an optional
 ``mondrian`` field (group-conditional calibration) or ``group`` field
-(per-group tables). :func:`parse_settings` reads it from the command line,
-lm-eval's ``--metadata`` and VLMEvalKit's dataset arguments alike; an error
-names the setting as the user spelled it (``--cal-fraction``,
-``metadata cal_fraction``).
+(per-group tables); for Likert judges, ``label_scale`` (labels given on
+another scale than the judge's, :class:`judgecp.scale.LabelScale`: a
+reading setting, which the harness glue applies when it builds the data
+and :func:`judgecp.evaluate` checks was applied). :func:`parse_settings`
+reads it from the command line, lm-eval's ``--metadata`` and VLMEvalKit's
+dataset arguments alike; an error names the setting as the user spelled it
+(``--cal-fraction``, ``metadata cal_fraction``).
 
 Splits. Split ``i`` of a Likert, multiple-choice or PARC evaluation shuffles
 the rows with ``numpy.random.default_rng(random_state + i)`` (or the seeds
@@ -31,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.errors import InputError, did_you_mean, unknown
+from judgecp.scale import LabelScale
 
 #: Defaults that differ by kind are the kind's (:class:`judgecp.kinds.Kind`: ``default_splits``, ``default_methods``).
 DEFAULT_ALPHAS = (0.05, 0.10, 0.15, 0.20, 0.25)
@@ -59,6 +63,8 @@ class Protocol:
     delta: float = 0.1
     reference: str = "variation"
     jobs: int = 1
+    #: The labels' own scale when it is not the judge's (Likert; applied when the data are read).
+    label_scale: LabelScale | None = None
     #: Methods that ``all`` had to leave out (missing optional dependency): ``(name, reason)``.
     skipped: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
@@ -154,6 +160,7 @@ SETTINGS: dict[str, tuple[str, ...]] = {
     "delta": ("delta",),
     "reference": ("reference",),
     "jobs": ("jobs",),
+    "label_scale": ("label_scale",),
 }
 _ALIASES = {alias: name for name, aliases in SETTINGS.items() for alias in aliases}
 def _number(value: Any, name: str, integer: bool = False) -> Any:
@@ -254,6 +261,8 @@ def parse_settings(
             out["methods"], out["skipped"] = tuple(specs), tuple(skipped)
         elif name == "controllers":
             out[name] = tuple(_items(value))
+        elif name == "label_scale":
+            out[name] = value if isinstance(value, LabelScale) else LabelScale.parse(value, flag=label)
         else:
             out[name] = str(value)
     try:

@@ -66,6 +66,7 @@ def write_detail(report: Mapping[str, Any], name: str, out: TextIO) -> None:
     """Coverage by ground-truth level and by judge error, informativeness, midpoints for one method."""
     m = report["methods"][name]
     kind = "interval" if m["interval"] is not None else "labels"
+    continuous = m["labels"] is None  # continuous labels: interval widths, labels binned in the tables
     w = out.write
     w(f"\nDiagnostics for {name} ({kind}; pooled over seeds)\n")
     for title, key in (("by ground-truth label", "coverage_by_label"), ("by judge error |parsed - label|", "coverage_by_error")):
@@ -75,7 +76,8 @@ def write_detail(report: Mapping[str, Any], name: str, out: TextIO) -> None:
         w(f"  coverage/width {title}:  {cells}\n")
     inf = m["informativeness"]
     w(
-        f"  label sets decisive (width<=1) {inf['decisive']:.3f}, moderate (1-3] {inf['moderate']:.3f}, "
+        f"  {'intervals' if continuous else 'label sets'} decisive (width<=1) {inf['decisive']:.3f}, "
+        f"moderate (1-3] {inf['moderate']:.3f}, "
         f"uninformative (>3) {inf['uninformative']:.3f}\n"
     )
     mid = m["midpoint"]
@@ -99,6 +101,11 @@ def write_table(report: Mapping[str, Any], out: TextIO, *, max_group_methods: in
         lp = cols.get("logprobs")
         lp_text = f"{lp[0]}..{lp[-1]}" if isinstance(lp, list) and lp else str(lp)
         w(f"  columns: label={cols.get('label')}, logprobs={lp_text}, id={cols.get('id')}, parsed={cols.get('parsed')}\n")
+    own = report.get("label_scale")
+    if own:
+        w(f"  {own['map']}" + ("; continuous: interval methods only, label-set columns '-', labels binned to the "
+                                "nearest scale point in the by-label and by-error tables" if own["continuous"] else "")
+          + "\n")
     proto = report["protocol"]
     w(
         f"  alpha {report['alpha']} (target coverage {1 - report['alpha']:.2f}), {len(proto['seeds'])} seeds, "
@@ -124,15 +131,22 @@ def write_table(report: Mapping[str, Any], out: TextIO, *, max_group_methods: in
         w(
             f"  {name:34s} {_pm(m['interval'], 'coverage'):>13s} {_pm(m['interval'], 'width', 2):>11s} "
             f"{_pm(m['labels'], 'coverage'):>13s} {_pm(m['labels'], 'width', 2):>11s} "
-            f"{m['labels']['size']:5.2f} {_pm(m['expanded'], 'coverage'):>13s} {_pm(m['expanded'], 'width', 2):>11s}"
+            f"{fmt((m['labels'] or {}).get('size'), 2):>5s} {_pm(m['expanded'], 'coverage'):>13s} "
+            f"{_pm(m['expanded'], 'width', 2):>11s}"
             + ("  (full range on some rows)" if m["full_range"] else "")
             + "\n"
         )
     for s in report.get("skipped", []):
         w(f"  {s['method']:34s} skipped: {s['reason']}\n")
+    if own:
+        widths = ", ".join(f"{name} {m['interval']['width_label_units']:.3f}"
+                           for name, m in report["methods"].items() if m["interval"])
+        if widths:
+            w(f"  interval width in the labels' units ({own['scale'][0]:g}:{own['scale'][1]:g}): {widths}\n")
     conditional = report.get("conditional_coverage", {})
     if conditional:
-        w("\nWorst conditional cell per method (label-set coverage; by human label, group, |round(E score) - label|)\n")
+        what = "interval coverage, labels binned" if own and own["continuous"] else "label-set coverage"
+        w(f"\nWorst conditional cell per method ({what}; by human label, group, |round(E score) - label|)\n")
         for name, c in conditional.items():
             cell = c.get("worst")
             if cell:
@@ -142,7 +156,8 @@ def write_table(report: Mapping[str, Any], out: TextIO, *, max_group_methods: in
                 )
     if "groups" in report:
         names = list(report["methods"])[:max_group_methods]
-        w(f"\nBy {report['protocol']['mondrian'] or report['protocol']['group']} (label-set coverage / width; RSG)\n")
+        what = "interval" if own and own["continuous"] else "label-set"
+        w(f"\nBy {report['protocol']['mondrian'] or report['protocol']['group']} ({what} coverage / width; RSG)\n")
         w(f"  {'group':22s} {'n':>6s} {'pearson':>8s}" + "".join(f" {n[:26]:>26s}" for n in names) + "\n")
         for g, entry in report["groups"].items():
             cells = []
@@ -151,10 +166,8 @@ def write_table(report: Mapping[str, Any], out: TextIO, *, max_group_methods: in
                 if m is None:
                     cells.append(f" {'-':>26s}")
                     continue
-                rsg = m["rsg"]
-                cells.append(
-                    f" {m['labels']['coverage']:.3f} / {m['labels']['width']:.2f}; {fmt(rsg, 2):>5s}".rjust(27)
-                )
+                rsg, head = m["rsg"], m["labels"] or m["interval"]
+                cells.append(f" {head['coverage']:.3f} / {head['width']:.2f}; {fmt(rsg, 2):>5s}".rjust(27))
             w(f"  {g[:22]:22s} {entry['n']:6d} {fmt(entry['point']['pearson']):>8s}" + "".join(cells) + "\n")
         worst = report.get("worst_group", {})
         for n in names:

@@ -100,6 +100,15 @@ class Entry(str):
     __slots__ = ()
 
 
+class LabelsOrInterval(str):
+    """A Likert method entry's label set, or its interval where labels are continuous (no label set)."""
+
+    __slots__ = ()
+
+    def __new__(cls) -> LabelsOrInterval:
+        return super().__new__(cls, "labels")
+
+
 def _pick(*keys: str) -> Callable[[Mapping[str, Any]], Any]:
     """A reader of the value at ``keys``: ``None`` once a value on the way is null or an :class:`Entry` is
     absent; a :class:`MetricError` naming the path when any other key is missing."""
@@ -109,6 +118,8 @@ def _pick(*keys: str) -> Callable[[Mapping[str, Any]], Any]:
         for depth, key in enumerate(keys):
             if node is None:
                 return None
+            if isinstance(key, LabelsOrInterval) and isinstance(node, Mapping) and node.get("labels") is None:
+                key = "interval"
             if not isinstance(node, Mapping) or key not in node:
                 if isinstance(key, Entry) and isinstance(node, Mapping):
                     return None
@@ -129,7 +140,8 @@ def likert_metrics(protocol: Protocol, interval: Mapping[str, bool] | None = Non
     """Per method: ``coverage_<m>`` (label set), ``width_<m>`` (max - min), interval methods
     ``interval_width_<m>`` (u - l), each with ``_stderr``; ``full_range_<m>``; then the judge's
     point metrics, ``n`` and ``excluded``. ``interval`` says which methods are interval methods (a report
-    read back says it itself); by default the registered method classes do."""
+    read back says it itself); by default the registered method classes do. Continuous labels have no
+    label set: ``coverage_<m>`` and ``width_<m>`` are the interval's."""
     from judgecp.plugins import method_classes, parse_method_spec
 
     if interval is None:
@@ -139,8 +151,8 @@ def likert_metrics(protocol: Protocol, interval: Mapping[str, bool] | None = Non
     metrics = _counts()
     for spec in protocol.method_specs("likert"):
         s = metric_suffix(spec)
-        metrics += _with_stderr(f"coverage_{s}", ("methods", spec, "labels", "coverage"), None)
-        metrics += _with_stderr(f"width_{s}", ("methods", spec, "labels", "width"), False)
+        metrics += _with_stderr(f"coverage_{s}", ("methods", spec, LabelsOrInterval(), "coverage"), None)
+        metrics += _with_stderr(f"width_{s}", ("methods", spec, LabelsOrInterval(), "width"), False)
         if interval[spec]:
             metrics += _with_stderr(f"interval_width_{s}", ("methods", spec, "interval", "width"), False)
         metrics.append(Metric(f"full_range_{s}", _pick("methods", spec, "full_range"), False))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,3 +65,82 @@ class LikertScale:
 
     def __str__(self) -> str:
         return f"{self.minimum}:{self.maximum}"
+
+
+#: Mapped labels within this distance of an integer are that integer (float error of the affine map).
+INTEGER_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class LabelScale:
+    """The range ``low..high`` human labels are given on, when it is not the judge's rating scale.
+
+    Labels are real numbers on ``[low, high]`` (Polaris: an average of
+    annotators on ``[0, 1]``); :meth:`to_judge` maps them onto the judge's
+    scale by the affine map ``low -> minimum``, ``high -> maximum``:
+    ``y' = minimum + (y - low) (maximum - minimum) / (high - low)``. Non-integer
+    labels are kept (continuous labels: interval methods only); a mapped label
+    within :data:`INTEGER_TOLERANCE` of an integer is that integer. A width on
+    the judge's scale is :meth:`width_in_label_units` in the labels' own units.
+    """
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            raise InputError(f"label scale bounds must be finite numbers, got {self.low}:{self.high}")
+        if self.high <= self.low:
+            raise InputError(f"label scale needs LO < HI, got {self.low:g}:{self.high:g}")
+
+    @classmethod
+    def parse(cls, text: Any, flag: str = "--label-scale") -> LabelScale:
+        """Parse ``"LO:HI"`` (e.g. ``"0:1"``, ``"1:5"``) or a two-item list ``[LO, HI]``."""
+        parts = list(text) if isinstance(text, (list, tuple)) else str(text).strip().split(":")
+        try:
+            low, high = (float(p) for p in parts) if len(parts) == 2 else (math.nan, math.nan)
+        except (TypeError, ValueError):
+            low = high = math.nan
+        if math.isnan(low) or math.isnan(high):
+            raise InputError(f"{flag}: cannot read {text!r}; write it as LO:HI, e.g. 0:1")
+        try:
+            return cls(low, high)
+        except InputError as exc:
+            raise InputError(f"{flag}: {exc}") from None
+
+    def to_judge(self, labels: Any, scale: LikertScale) -> NDArray[np.float64]:
+        """Labels on ``[low, high]`` mapped onto ``scale`` (NaN stays NaN; near-integers snapped)."""
+        y = np.asarray(labels, dtype=np.float64)
+        mapped = scale.minimum + (y - self.low) * (scale.span / (self.high - self.low))
+        with np.errstate(invalid="ignore"):
+            near = np.abs(mapped - np.round(mapped)) <= INTEGER_TOLERANCE
+        out: NDArray[np.float64] = np.where(near, np.round(mapped), mapped)
+        return out
+
+    def from_judge(self, labels: Any, scale: LikertScale) -> NDArray[np.float64]:
+        """Labels on ``scale`` mapped back onto ``[low, high]`` (the inverse of :meth:`to_judge`, clipped to it)."""
+        y = np.asarray(labels, dtype=np.float64)
+        out: NDArray[np.float64] = np.clip(self.low + (y - scale.minimum) * ((self.high - self.low) / scale.span),
+                                           self.low, self.high)
+        return out
+
+    def width_in_label_units(self, width: float, scale: LikertScale) -> float:
+        """A width on the judge's scale, in the labels' units (``width (high - low) / (maximum - minimum)``)."""
+        return float(width) * (self.high - self.low) / scale.span
+
+    def describe(self, scale: LikertScale) -> str:
+        """The map as one line, e.g. ``label 0:1 -> judge scale 1:5, y' = 1 + 4 (y - 0) / 1``."""
+        return (f"labels on {self}, mapped to the judge's scale {scale} by y' = {scale.minimum} + "
+                f"{scale.span} (y - {self.low:g}) / {self.high - self.low:g}")
+
+    def to_json(self) -> list[float]:
+        return [self.low, self.high]
+
+    def __str__(self) -> str:
+        return f"{self.low:g}:{self.high:g}"
+
+
+def label_scale_hint(scale: LikertScale) -> str:
+    """What to do when most labels are off the judge's scale (a report's warning, a reader's error)."""
+    return (f"if the labels are on another scale than the judge's {scale} (e.g. averaged scores on 0:1), pass "
+            "--label-scale LO:HI (lm-eval metadata / VLMEvalKit dataset argument label_scale) to map them onto it")

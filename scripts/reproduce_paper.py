@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp import Fields, Protocol, evaluate, load
+from judgecp.scale import LabelScale
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"
@@ -29,6 +30,8 @@ ALL = ("naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "
        "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin")
 EXTRA = ("lac(probabilities=recalibrated)", "ordinal_set(probabilities=recalibrated)", "naive(predictor=regressor)")
 MONDRIAN = ("naive", "r2ccp")
+#: Polaris's averaged annotators (gt_score_continuous) are on [0, 1]; the paper maps them onto 1-5.
+POLARIS_LABELS = LabelScale(0.0, 1.0)
 
 # paper row -> (our method, why the numbers differ)
 PAPER_ROWS = {
@@ -57,12 +60,23 @@ def run(shared: Path, jobs: int = 1) -> dict[str, Any]:
         Fields(joins=(str(shared / "mllm_judge" / "task_labels.csv"),), group="orig_dataset"),
     )
     polaris = load(shared / "polaris" / "llava_critic_7b_features.csv", "likert")
+    continuous = load(shared / "polaris" / "llava_critic_7b_features.csv", "likert", Fields(label="gt_score_continuous"),
+                      label_scale=POLARIS_LABELS)
     methods = ALL + EXTRA
     return {
         "mllm": evaluate(mllm, Protocol(methods=methods, jobs=jobs, group="orig_dataset")),
         "mllm_mondrian": evaluate(mllm, Protocol(methods=MONDRIAN, jobs=jobs, mondrian="orig_dataset")),
         "polaris": evaluate(polaris, Protocol(methods=methods, jobs=jobs)),
+        # every method asked for: the set methods are skipped with the reason (continuous labels)
+        "polaris_continuous": evaluate(continuous, Protocol(methods=ALL, jobs=jobs, label_scale=POLARIS_LABELS)),
     }
+
+
+def best_interval(report: dict[str, Any], min_coverage: float = 0.9) -> tuple[str, dict[str, Any]]:
+    """The interval method with the narrowest intervals among those with mean coverage >= min_coverage."""
+    valid = {k: v["interval"] for k, v in report["methods"].items() if v["interval"]["coverage"] >= min_coverage}
+    name = min(valid, key=lambda k: valid[k]["width"])
+    return name, valid[name]
 
 
 def best_valid(report: dict[str, Any], min_coverage: float = 0.895) -> tuple[str, dict[str, Any]]:
@@ -133,6 +147,27 @@ def markdown(reports: dict[str, Any], shared: Path) -> str:
         w(f"| {name} | {_f(iv and iv['coverage'])} | {_f(iv and iv['width'], 2)} | {lab['coverage']:.3f} | "
           f"{lab['width']:.2f} | {_f(ex and ex['coverage'])} | {_f(ex and ex['width'], 2)} |")
     w("")
+
+    # 3b. Polaris, continuous labels
+    cont = reports["polaris_continuous"]
+    w("**Polaris, continuous labels** (`gt_score_continuous`, the annotators' average c on [0, 1], mapped to "
+      "1 + 4c on the judge's scale and not binned: `judgecp evaluate ../shared/data/polaris/llava_critic_7b_features.csv "
+      "--label gt_score_continuous --label-scale 0:1 --logprobs 's2_lp*' --id sample_id`). The paper's R2CCP "
+      f"result is on these labels: coverage {float(pr['cov_raw']):.3f}, width {float(pr['width_raw']):.2f}. "
+      f"Only interval methods apply ({', '.join(s['method'] for s in cont['skipped'])} skipped: label sets are "
+      "for integer labels); coverage is the share of test labels inside [l, u].\n")
+    w("| method | interval cov. | width (1-5) | width (c, 0-1) |")
+    w("|---|---|---|---|")
+    for name, e in cont["methods"].items():
+        iv = e["interval"]
+        w(f"| {name} | {iv['coverage']:.3f} | {iv['width']:.2f} | {iv['width_label_units']:.3f} |")
+    nc, bc = best_interval(cont)
+    r2 = cont["methods"]["r2ccp"]["interval"]
+    w("")
+    w(f"Narrowest interval method with mean coverage >= 0.9: **{nc}**, width **{bc['width']:.3f}** at coverage "
+      f"{bc['coverage']:.3f}; judgecp's r2ccp {r2['width']:.3f} at {r2['coverage']:.3f} (paper: R2CCP "
+      f"{float(pr['width_raw']):.2f} at {float(pr['cov_raw']):.3f}, without the finite-sample correction). "
+      f"Lowest mean coverage of any method: {min(v['interval']['coverage'] for v in cont['methods'].values()):.3f}.\n")
 
     # 4. headline
     nm, bm = best_valid(reports["mllm"])

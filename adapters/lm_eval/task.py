@@ -139,6 +139,9 @@ class LikertJudgeTask(JudgeReportTask):
     KIND = "likert"
     #: The rating scale; the YAML's ``doc_to_choice`` must list its labels.
     SCALE: ClassVar[LikertScale] = LikertScale(1, 5)
+    #: A document field with the unbinned human score (Polaris: ``human_score`` on [0, 1]), the label when the
+    #: protocol has a ``label_scale`` (``--metadata '{"label_scale": "0:1"}'``); ``None``: ``label`` is used.
+    CONTINUOUS_LABEL: ClassVar[str | None] = None
 
     def scale(self) -> LikertScale:
         return self.SCALE
@@ -160,6 +163,9 @@ class LikertJudgeTask(JudgeReportTask):
     def record(self, doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
         fields = {"label": doc.get("label"), "group": doc.get("group"), "meta": self.meta(doc),
                   "scale": [self.SCALE.minimum, self.SCALE.maximum]}
+        own = self.protocol.label_scale
+        if own is not None:  # labels on their own scale: the record says which, the core maps them
+            fields.update(label=doc.get(self.CONTINUOUS_LABEL or "label"), label_scale=own.to_json())
         exclude = self.document_exclusion(doc)
         if self.OUTPUT_TYPE == "multiple_choice":
             logprobs = self.choice_logprobs(self.SCALE.tokens, results)

@@ -120,12 +120,13 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         reference: str | None = None,
         skip_noimg: bool = True,
         calibrator: str | None = None,
+        label_scale: str | None = None,
     ) -> None:
         # The protocol's settings as given (None: the kind's default, judgecp.protocol), checked now.
         self.settings: dict[str, Any] = dict(
             alpha=alpha, methods=methods, seeds=seeds, cal_fraction=cal_fraction, mondrian=mondrian,
             alphas=alphas, n_splits=n_splits, signal=signal, controllers=controllers, delta=delta,
-            headline_alpha=headline_alpha, reference=reference,
+            headline_alpha=headline_alpha, reference=reference, label_scale=label_scale,
         )
         self.protocol = dataset_protocol(self.SPEC.kind, self.settings)
         self.calibrator = calibrator  # a saved calibrator: evaluate() applies it instead (docs/calibrators.md)
@@ -255,7 +256,8 @@ class MLLMJudgeCP(JudgeCPDataset):
 
 
 class PolarisCP(JudgeCPDataset):
-    """Polaris caption quality, mean human score binned to 1-5 as answer."""
+    """Polaris caption quality, mean human score binned to 1-5 as answer (``label_scale="0:1"``: the unbinned
+    mean, ``score_mean``, mapped to 1 + 4 mean; interval methods only)."""
 
     SPEC = POLARIS
 

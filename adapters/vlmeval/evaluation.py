@@ -54,6 +54,7 @@ from judgecp.plugins import RecordBatch
 from judgecp.protocol import Protocol, parse_settings
 from judgecp.report import dumps
 from judgecp.results import StudyResult
+from judgecp.scale import LabelScale
 from judgecp.tables import Table, table_from_rows
 
 log = logging.getLogger("judgecp.vlmeval")
@@ -109,11 +110,13 @@ def _reasons(excluded: Exclusions) -> str:
 def table_records(
     table: PredictionTable, kind: str, spec: JudgeSpec | None, *, group: str | None = None,
     dataset: str | None = None, model: str | None = None, lmu_root: str | Path | None = None,
+    label_scale: LabelScale | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows of a read prediction table as ``judgecp.record/1`` records of ``kind``'s shape."""
+    """The rows of a read prediction table as ``judgecp.record/1`` records of ``kind``'s shape
+    (Likert: on ``label_scale``, the spec's continuous label, when given)."""
     if kind == "likert":
         assert spec is not None
-        return likert_records(table, spec)
+        return likert_records(table, spec, label_scale)
     if kind == "pairwise":
         assert spec is not None
         return pairwise_records(table, spec, group if group in table.columns else None)
@@ -207,7 +210,8 @@ def evaluate_table(
     data = None
     sink = Exclusions()
     try:
-        data = core_data(table, kind, spec, group=group, excluded_at_load=excluded_at_load, sink=sink)
+        where = {"label_scale": protocol.label_scale} if protocol.label_scale is not None else {}
+        data = core_data(table, kind, spec, group=group, excluded_at_load=excluded_at_load, sink=sink, **where)
         report = evaluate(data, protocol)
     except InputError as exc:
         report = _error_report(kind, exc, table, excluded_at_load, data, sink, protocol)

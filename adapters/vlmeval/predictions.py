@@ -74,7 +74,7 @@ from judgecp.records import (
     parse_judge_output,
     score_record,
 )
-from judgecp.scale import LikertScale
+from judgecp.scale import LabelScale, LikertScale
 from judgecp.tables import read_jsonl
 from judgecp.tables import read_table as core_read_table
 
@@ -429,18 +429,32 @@ def _free(name: str | None, value: Any) -> dict[str, Any] | None:
     return {name: value} if name and name not in FIELDS else None
 
 
-def likert_records(table: PredictionTable, spec: JudgeSpec) -> list[dict[str, Any]]:
-    """``judgecp.record/1`` score records of the table's rows."""
+def _meta(spec: JudgeSpec, columns: dict[str, Any], group: Any) -> dict[str, Any] | None:
+    """A Likert record's ``meta``: the group column (:func:`_free`) and the unbinned label, if the spec has one."""
+    unbinned = _free(spec.continuous_label, columns.get(spec.continuous_label)) if spec.continuous_label else None
+    return {**(_free(spec.group, group) or {}), **(unbinned or {})} or None
+
+
+def likert_records(table: PredictionTable, spec: JudgeSpec, label_scale: LabelScale | None = None) -> list[dict[str, Any]]:
+    """``judgecp.record/1`` score records of the table's rows.
+
+    With ``label_scale`` the label is the spec's ``continuous_label`` column
+    (Polaris: ``score_mean``), on that scale, and the records say so; that
+    column is in every record's ``meta`` too (post hoc: ``--label score_mean
+    --label-scale 0:1``).
+    """
     if spec.kind != "likert":
         raise InputError(f"{spec.key}: kind {spec.kind!r} is not a Likert judge")
     task, judge, records = table.dataset or table.record_dataset(), table.record_model(), []
+    label = spec.continuous_label if label_scale is not None and spec.continuous_label else spec.label
     for row in table.rows:
         assert row.record is not None
         group = row.columns.get(spec.group) if spec.group else None
         records.append(score_record(
-            row.index, label=row.columns.get(spec.label), logprobs=row.record.get("logprobs"),
+            row.index, label=row.columns.get(label), logprobs=row.record.get("logprobs"),
             prediction=row.record.get("prediction"), scale=(spec.scale.minimum, spec.scale.maximum), judge=judge,
-            task=task, group=group, flags=_row_flags(table, row, count=False), meta=_free(spec.group, group)))
+            task=task, group=group, flags=_row_flags(table, row, count=False),
+            meta=_meta(spec, row.columns, group), label_scale=None if label_scale is None else label_scale.to_json()))
     return records
 
 

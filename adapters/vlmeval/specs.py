@@ -61,7 +61,9 @@ class JudgeSpec:
     judging the preference in the *original* order, ``preference``); ``group`` a
     column for per-group tables (``None``: no groups). ``letters`` are the
     answer tokens of a pairwise verdict; ``prefixes`` match dataset names
-    chosen when the TSV is built (PARC: ``PARC_<name>``).
+    chosen when the TSV is built (PARC: ``PARC_<name>``). ``continuous_label``
+    is a TSV column with the unbinned human score (Polaris: ``score_mean`` on
+    [0, 1]): the label when the dataset argument ``label_scale`` is given.
     """
 
     key: str
@@ -76,6 +78,7 @@ class JudgeSpec:
     source: str = ""
     letters: tuple[str, ...] = ()
     prefixes: tuple[str, ...] = ()
+    continuous_label: str | None = None
 
     @property
     def metric_suffix(self) -> str:
@@ -129,6 +132,7 @@ POLARIS = JudgeSpec(
     prompt=POLARIS_PROMPT,
     fields={"caption": "caption"},
     group=None,
+    continuous_label="score_mean",
     title="Polaris caption-quality judgments (Wada et al., CVPR 2024), test split",
     source="huggingface.co/datasets/yuwd/Polaris (polaris_test.csv, images.tar.gz)",
 )

@@ -287,6 +287,10 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
             summary["full_range"] = int(prediction.full_range.sum())
             covered = np.zeros(data.n, bool)
             covered[labeled] = prediction.take(np.flatnonzero(labeled)).covers(data.labels[labeled])
+            if not prediction.has_interval and data.continuous_labels:
+                labeled = np.zeros_like(labeled)  # label sets cannot hold continuous labels: no coverage to check
+                summary["labeled"] = {"n": int(data.labeled.sum()), "coverage": None, "target": 1.0 - cal.alpha,
+                                      "reason": "continuous labels, and the calibrator's method predicts label sets"}
             if labeled.any():
                 check = likert_coverage_check(cal, data, covered, by)
         else:

@@ -21,6 +21,13 @@ def _calibration_kind(data: Any, kind: str | None) -> str:
     return own
 
 
+def label_scale_entry(data: Any) -> dict[str, Any]:
+    """``{"label_scale": [LO, HI]}`` for Likert labels read on their own scale (``apply`` reads runs' labels
+    on it by default), else nothing: the file is unchanged for labels on the judge's scale."""
+    own = getattr(data, "label_scale", None)
+    return {} if own is None else {"label_scale": own.to_json()}
+
+
 def calibrate(
     data: Any,
     *,
@@ -98,4 +105,5 @@ def calibrate(
     return Calibrator(kind=ckind, method=spec, alpha=alpha, estimator=est, n_calibration=int(data.n),
                       identity=_identity(data), drift_sample=np.sort(np.asarray(sample, dtype=np.float64)),
                       drift_statistic=name, scale=scale, options=options, groups=groups, source=str(data.source),
-                      ppi_labels=target, ppi_proxy=proxy, conformity=calibration_conformity(est))
+                      ppi_labels=target, ppi_proxy=proxy, conformity=calibration_conformity(est),
+                      extra=label_scale_entry(data))

@@ -59,7 +59,7 @@ def conformity_scores(method: Any, X: Any, y: Any) -> tuple[str, NDArray[np.floa
     name = conformity_name(method)
     if isinstance(method, NaiveSplit) and name is not None:
         return name, np.abs(ya - method.point(Xa))
-    if isinstance(method, (LAC, Margin)) and name is not None:
+    if isinstance(method, (LAC, Margin)) and name is not None and np.all(ya == np.round(ya)):
         P = method._proba(Xa)
         scores = lac_scores(P) if isinstance(method, LAC) else margin_scores(P)
         return name, true_label_scores(scores, method.scale.index(ya))

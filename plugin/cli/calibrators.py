@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from judgecp.cli.evaluate import LABEL_SCALE_HELP
 from judgecp.errors import InputError
 
 
@@ -33,19 +34,22 @@ def _input_flags(p: argparse.ArgumentParser, *, kinds: tuple[str, ...] = ("liker
     cols.add_argument("--scale", help="rating scale MIN:MAX (Likert; default 1:5, or the records' own)")
     cols.add_argument("--judge", metavar="NAME",
                       help="the judge's name, for records that name none (a calibrator records it; apply checks it)")
+    cols.add_argument("--label-scale", dest="label_scale", metavar="LO:HI", help="Likert: " + LABEL_SCALE_HELP)
 
 
 def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
     """The validated data of ``args.input`` (any kind, any registered format)."""
     from judgecp.cli.evaluate import read_input
     from judgecp.data import Fields
-    from judgecp.scale import LikertScale
+    from judgecp.scale import LabelScale, LikertScale
 
     fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
                     group=args.group, joins=tuple(args.join), features=getattr(args, "features", None))
     options: dict[str, Any] = {"require_label": require_label}
     if args.scale:
         options["scale"] = LikertScale.parse(args.scale)
+    if args.label_scale:
+        options["label_scale"] = LabelScale.parse(args.label_scale)
     data, _ = read_input(args, args.kind, fields, options)
     return data
 
@@ -131,6 +135,8 @@ def run_apply(args: argparse.Namespace) -> int:
     if not 0.0 < args.drift_level < 1.0:
         raise InputError(f"--drift-level {args.drift_level:g}: give a level in (0, 1)")
     cal = Calibrator.load(args.calibrator)
+    if args.label_scale is None and cal.extra.get("label_scale"):  # the calibration labels' scale, by default
+        args.label_scale = ":".join(repr(float(v)) for v in cal.extra["label_scale"])
     data = read_data(args, require_label=False)
     applied = apply(cal, data, force=args.force, groups=args.group, drift_level=args.drift_level,
                     history=args.history)

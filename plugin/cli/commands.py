@@ -29,6 +29,8 @@ def add_records(sub: Any) -> None:
     p.add_argument("--group")
     p.add_argument("--join", action="append", default=[], metavar="FILE[:PREFIX]")
     p.add_argument("--scale", help="rating scale MIN:MAX (Likert; default 1:5)")
+    p.add_argument("--label-scale", dest="label_scale", metavar="LO:HI",
+                   help="Likert: the labels' own range (records keep the label as given and carry label_scale)")
     p.add_argument("--unlabeled", action="store_true", help="keep rows without a label (written with label null)")
     p.add_argument("--judge", metavar="NAME", help="the judge's name, written in every record (records naming "
                    "another judge are an error)")
@@ -42,7 +44,7 @@ def run_records(args: argparse.Namespace) -> int:
     from judgecp.data import Fields, from_table
     from judgecp.data.export import to_records
     from judgecp.plugins import record_format, sniff_format
-    from judgecp.scale import LikertScale
+    from judgecp.scale import LabelScale, LikertScale
     from judgecp.tables import read_table, write_records
 
     check_output(args.output, "--output")
@@ -65,6 +67,8 @@ def run_records(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"require_label": not args.unlabeled}
     if args.scale:
         options["scale"] = LikertScale.parse(args.scale)
+    if args.label_scale:
+        options["label_scale"] = LabelScale.parse(args.label_scale)
     table = read_table(path)
     if args.judge is not None:
         from judgecp.data.judge import name_judge

@@ -18,7 +18,13 @@ from judgecp.errors import InputError
 
 #: Protocol flags (argparse dest -> setting name).
 PROTOCOL_FLAGS = ("alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "mondrian",
-                  "group", "jobs", "signal", "controllers", "delta", "reference")
+                  "group", "jobs", "signal", "controllers", "delta", "reference", "label_scale")
+
+
+#: ``--label-scale``, the same in every command that reads Likert labels.
+LABEL_SCALE_HELP = ("the labels' own range when it is not the judge's scale (e.g. 0:1 for averaged scores): mapped "
+                    "onto the scale by LO -> MIN, HI -> MAX; non-integer labels are kept (interval methods only; "
+                    "docs/beyond.md)")
 
 
 def flag_name(setting: str) -> str:
@@ -61,6 +67,7 @@ def add_parser(sub: Any) -> None:
                      help="row fields as inputs of the fitted models: one indicator column per value of each FIELD "
                      "(e.g. task), and 'parsed' for the judge's parsed score (docs/beyond.md)")
     lik.add_argument("--scale", help="rating scale MIN:MAX (default 1:5)")
+    lik.add_argument("--label-scale", dest="label_scale", metavar="LO:HI", help=LABEL_SCALE_HELP)
     lik.add_argument("--floor", type=float, help="value for NaN/-inf logprobs that are floored (default log 1e-5)")
     lik.add_argument("--nan", choices=("exclude", "floor"), help="rows with NaN logprobs: exclude (default) or floor and flag")
     run = p.add_argument_group("protocol (every kind)")
@@ -139,7 +146,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.kinds import get_kind
     from judgecp.protocol import parse_settings
     from judgecp.report import write_report
-    from judgecp.scale import LikertScale
+    from judgecp.scale import LabelScale, LikertScale
 
     if args.kind is not None:
         own = get_kind(args.kind).run_evaluate_command(args)
@@ -159,6 +166,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
     for name in ("scale", "floor", "nan"):
         if getattr(args, name) is not None:
             reader_options[name] = LikertScale.parse(args.scale) if name == "scale" else getattr(args, name)
+    if args.label_scale is not None:
+        if args.example:
+            raise InputError("--label-scale maps the labels of an INPUT file; the --example judge has its own")
+        reader_options["label_scale"] = LabelScale.parse(args.label_scale)
     info: dict[str, Any] = {}
     if args.example:
         kind = get_kind(args.kind or "likert")

@@ -37,12 +37,15 @@ def to_records(data: ScoreData | PairData | ChoiceData) -> list[dict[str, Any]]:
     if isinstance(data, ScoreData):
         tokens = data.scale.tokens
         skip = tuple(c for c in (data.columns.get("id"), data.columns.get("label"), data.columns.get("parsed")) if c)
+        own = data.label_scale
+        # Labels on their own scale go back to it (the records say which); others are integers of the scale.
+        labels = data.labels if own is None else own.from_judge(data.labels, data.scale)
         for i in range(data.n):
-            label = None if np.isnan(data.labels[i]) else int(data.labels[i])
+            label = None if np.isnan(labels[i]) else int(labels[i]) if own is None else float(labels[i])
             out.append(score_record(
                 data.ids[i], label=label, logprobs=dict(zip(tokens, data.logprobs[i].tolist(), strict=True)),
                 prediction=int(data.parsed[i]), scale=(data.scale.minimum, data.scale.maximum),
-                **_fields(data, i, skip=skip),
+                label_scale=None if own is None else own.to_json(), **_fields(data, i, skip=skip),
             ))
         return out
     if isinstance(data, PairData):

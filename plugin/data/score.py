@@ -7,11 +7,18 @@ whose every row is unlabeled). Exclusion reasons, in the order they are checked:
 ``<exclude>`` (a reason an adapter set), ``no_score`` (the extractor found no
 score position), ``label_missing`` (unless unlabeled rows are wanted),
 ``label_not_numeric``, ``label_off_scale`` (not an integer label of the
-scale), ``logprob_missing``, ``logprob_not_numeric``, ``logprob_infinite``
-(+inf), ``nan_logprob`` (unless ``nan="floor"``), ``no_score_logprobs``
-(every label at the floor or -inf), ``parse_failure`` (the judge's parsed
-score is not a label), ``group_missing``, ``feature_missing``. Flags (the
-row is kept): the record's own, ``neg_inf_floored``, ``nan_floored``.
+scale; with a ``label_scale``, outside its ``LO..HI``), ``logprob_missing``,
+``logprob_not_numeric``, ``logprob_infinite`` (+inf), ``nan_logprob``
+(unless ``nan="floor"``), ``no_score_logprobs`` (every label at the floor or
+-inf), ``parse_failure`` (the judge's parsed score is not a label),
+``group_missing``, ``feature_missing``. Flags (the row is kept): the
+record's own, ``neg_inf_floored``, ``nan_floored``.
+
+Labels on another scale than the judge's (``label_scale``, the CLI's
+``--label-scale LO:HI``) are mapped onto it by
+:meth:`judgecp.scale.LabelScale.to_judge` and kept when not integers:
+:attr:`ScoreData.continuous_labels` then says that only interval methods
+apply (docs/beyond.md, "Continuous labels").
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from judgecp.data.fields import (
 from judgecp.errors import InputError, NoUsableRecords, unknown
 from judgecp.exclusions import Exclusions
 from judgecp.extraction import DEFAULT_FLOOR
-from judgecp.scale import LikertScale
+from judgecp.scale import LabelScale, LikertScale, label_scale_hint
 from judgecp.tables import ArrowColumn, Table, arrow_pool
 
 _TRAILING_INT = re.compile(r"^(.*?)(-?\d+)$")
@@ -72,10 +79,18 @@ class ScoreData(Rows):
     #: Rows left out only for want of a judge proxy (no score logprobs): their labels, NaN where unlabeled.
     #: Not in the arrays above; PPI keeps them as their own stratum (:func:`judgecp.ppi.estimate`).
     no_proxy_labels: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    #: The scale the labels were given on, when not the judge's (``labels`` are mapped onto ``scale``).
+    label_scale: LabelScale | None = None
 
     @property
     def labeled(self) -> NDArray[np.bool_]:
         return ~np.isnan(self.labels)
+
+    @property
+    def continuous_labels(self) -> bool:
+        """Whether some label is not an integer of the scale (only interval methods apply then)."""
+        y = self.labels[self.labeled]
+        return bool(np.any(y != np.round(y)))
 
     @property
     def X(self) -> NDArray[np.float64]:
@@ -94,7 +109,7 @@ class ScoreData(Rows):
             self.ids[index], self.labels[index], self.logprobs[index], self.scale, self.parsed[index],
             self.fields.take(index) if isinstance(self.fields, FieldColumns) else {k: v[index] for k, v in self.fields.items()},
             None if self.extra_features is None else self.extra_features[index],
-            self.excluded, self.flags, self.n_read, self.source, self.columns,
+            self.excluded, self.flags, self.n_read, self.source, self.columns, label_scale=self.label_scale,
         )
 
     @classmethod
@@ -308,6 +323,7 @@ def score_data(
     floor: float = DEFAULT_FLOOR,
     nan: Literal["exclude", "floor"] = "exclude",
     require_label: bool = True,
+    label_scale: LabelScale | None = None,
 ) -> ScoreData:
     """Validate a table of Likert rows (see the module docstring for the rules)."""
     fields = fields or Fields()
@@ -341,7 +357,11 @@ def score_data(
         rows.mark(status == BLANK, "label_missing")
     rows.mark(status == NOT_A_NUMBER, "label_not_numeric")
     with np.errstate(invalid="ignore"):
-        on_scale = np.isfinite(y) & (y == np.round(y)) & np.isin(y, label_set)
+        if label_scale is None:
+            on_scale = np.isfinite(y) & (y == np.round(y)) & np.isin(y, label_set)
+        else:
+            on_scale = np.isfinite(y) & (y >= label_scale.low) & (y <= label_scale.high)
+            y = np.clip(label_scale.to_judge(y, scale), scale.minimum, scale.maximum)
     rows.mark((status == NUMBER) & ~on_scale, "label_off_scale")
     before_logprobs = rows.open.copy()
     vals = _logprob_matrix(rows, table, lp, scale)
@@ -367,7 +387,8 @@ def score_data(
         rows.mark(((statuses != NUMBER) | ~np.isfinite(features)).any(axis=1), "feature_missing")
     keep = rows.kept()
     if not keep.size:
-        raise NoUsableRecords(table.source, excluded, table.n_read)
+        off_scale = label_scale is None and 2 * excluded.counts.get("label_off_scale", 0) > table.n_read
+        raise NoUsableRecords(table.source, excluded, table.n_read, label_scale_hint(scale) if off_scale else "")
     for name, mask in floored.items():
         flags.add_rows(name, mask[keep], rows.ids[keep])
     _record_flags(flags, col.get("flags"), keep, ids)
@@ -398,4 +419,5 @@ def score_data(
             "joins": join_info,
         },
         no_proxy_labels=np.where((status == NUMBER) & on_scale, y, np.nan)[no_proxy],
+        label_scale=label_scale,
     )

@@ -55,6 +55,10 @@ def evaluate(data: AnyData, protocol: Protocol | None = None, **extra: Any) -> S
     from judgecp.kinds import get_kind
 
     protocol = protocol or Protocol()
+    if protocol.label_scale is not None and getattr(data, "label_scale", None) != protocol.label_scale:
+        raise InputError(f"the protocol's label_scale {protocol.label_scale} was not applied to the data (read with "
+                         f"label scale {getattr(data, 'label_scale', None)}): read them with "
+                         f"label_scale={str(protocol.label_scale)!r} (judgecp.load, --label-scale)")
     data = labeled_only(data)
     kind = getattr(data, "kind", None)
     if not isinstance(kind, str):

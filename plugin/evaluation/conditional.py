@@ -21,6 +21,9 @@ lowest coverage among cells with at least :data:`MIN_CELL` pooled rows
 (smaller cells are listed but too noisy to name): ``{by, cell, n, coverage,
 coverage_se, width}``. For integer labels the label set's coverage equals
 the interval's, so one number serves interval and set methods alike.
+Continuous labels (``--label-scale``) have no label set: the cells hold the
+interval's coverage and width, and ``by_label`` / ``by_judge_error`` bin each
+label to its nearest scale point (the caller passes the binned labels).
 """
 
 from __future__ import annotations
@@ -82,7 +85,8 @@ def conditional_coverage(
 ) -> dict[str, Any]:
     """One method's conditional coverage table (module docstring); inputs pooled over splits in split order."""
     rows = list(per_seed)
-    covered, width = pooled(rows, "labels_covered"), pooled(rows, "labels_width")
+    prediction = "labels" if rows[0].labels_covered is not None else "interval"  # continuous labels: no sets
+    covered, width = pooled(rows, f"{prediction}_covered"), pooled(rows, f"{prediction}_width")
     tables: dict[str, dict[str, Any]] = {
         "by_label": cells(covered, width, np.asarray(labels).astype(np.int64), len(rows)),
     }

@@ -5,6 +5,11 @@ Conventions (README, "Statistical conventions"): a label set's width is
 interval's ``u - l``; means and sample standard deviations (ddof=1) are over
 splits; stratified tables pool the test rows of every split.
 
+Continuous labels (:attr:`judgecp.data.ScoreData.continuous_labels`) have
+no label set: an interval method's rows keep only the interval's coverage
+and width (``labels`` and ``expanded`` are ``None``), and the tables by label
+or error take the labels binned to their nearest scale point.
+
 A split keeps its rows' metrics, not its predictions: label-set widths and
 sizes are small integers (stored as such, so their means are exact), which
 holds ten splits of half a million test rows and five methods in about 400 MB.
@@ -12,7 +17,7 @@ holds ten splits of half a million test rows and five methods in about 400 MB.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,16 +92,22 @@ class RowMetrics:
 
     interval_covered: NDArray[np.bool_] | None
     interval_width: NDArray[np.float64] | None
-    labels_covered: NDArray[np.bool_]
-    labels_width: NDArray[np.integer[Any]]
-    labels_size: NDArray[np.integer[Any]]
+    labels_covered: NDArray[np.bool_] | None  # None: continuous labels (no label set holds them)
+    labels_width: NDArray[np.integer[Any]] | None
+    labels_size: NDArray[np.integer[Any]] | None
     expanded_covered: NDArray[np.bool_] | None
     expanded_width: NDArray[np.integer[Any]] | None
     full_range: NDArray[np.bool_]
     midpoint: NDArray[np.floating[Any]]  # float32 for label sets (exact), float64 for intervals
 
     @classmethod
-    def of(cls, pred: Prediction, y: NDArray[np.float64]) -> RowMetrics:
+    def of(cls, pred: Prediction, y: NDArray[np.float64], *, continuous: bool = False) -> RowMetrics:
+        """The rows' metrics; ``continuous`` labels keep the interval's only (an interval method's)."""
+        if continuous:
+            if not pred.has_interval:
+                raise ValueError("continuous labels need an interval prediction")
+            return cls((y >= pred.lower) & (y <= pred.upper), np.maximum(pred.upper - pred.lower, 0.0),
+                       None, None, None, None, None, pred.full_range, (pred.lower + pred.upper) / 2)
         scale = pred.scale
         count = np.min_scalar_type(scale.k)
         idx = scale.index(np.round(y))
@@ -138,21 +149,32 @@ def summary(per_seed: list[RowMetrics], *, with_size: bool = True) -> dict[str, 
         c = mean_std([m.interval_covered.mean() for m in per_seed])  # type: ignore[union-attr]
         w = mean_std([m.interval_width.mean() for m in per_seed])  # type: ignore[union-attr]
         out["interval"] = {"coverage": c[0], "coverage_std": c[1], "width": w[0], "width_std": w[1]}
+        if per_seed[0].labels_covered is None:  # continuous labels: the interval is the prediction
+            out.update(labels=None, expanded=None)
+            return out
         c = mean_std([m.expanded_covered.mean() for m in per_seed])  # type: ignore[union-attr]
         w = mean_std([m.expanded_width.mean() for m in per_seed])  # type: ignore[union-attr]
         expanded = {"coverage": c[0], "coverage_std": c[1], "width": w[0], "width_std": w[1]}
     else:
         out["interval"] = None
         expanded = None
-    c = mean_std([m.labels_covered.mean() for m in per_seed])
-    w = mean_std([m.labels_width.mean() for m in per_seed])
+    c = mean_std([m.labels_covered.mean() for m in per_seed])  # type: ignore[union-attr]
+    w = mean_std([m.labels_width.mean() for m in per_seed])  # type: ignore[union-attr]
     labels: dict[str, Any] = {"coverage": c[0], "coverage_std": c[1], "width": w[0], "width_std": w[1]}
     if with_size:
-        s = mean_std([m.labels_size.mean() for m in per_seed])
-        labels.update(size=s[0], size_std=s[1], empty=float(np.mean([(m.labels_size == 0).mean() for m in per_seed])))
+        s = mean_std([m.labels_size.mean() for m in per_seed])  # type: ignore[union-attr]
+        labels.update(size=s[0], size_std=s[1],
+                      empty=float(np.mean([(m.labels_size == 0).mean() for m in per_seed])))  # type: ignore[union-attr]
     out["labels"] = labels
     out["expanded"] = expanded
     return out
+
+
+def headline_entry(method: Mapping[str, Any]) -> dict[str, Any]:
+    """A Likert method entry's headline summary (coverage, width): its label set's, or, for continuous
+    labels (which no label set holds), its interval's."""
+    entry: dict[str, Any] = method.get("labels") or method["interval"]
+    return entry
 
 
 def pooled(rows: list[RowMetrics], attr: str) -> NDArray[Any]:
@@ -237,8 +259,10 @@ class _CountedStrata:
 
 
 def stratified(rows: list[RowMetrics], strata: NDArray[Any], values: Sequence[Any]) -> dict[str, Any]:
-    """Coverage and width within each stratum, pooled over seeds."""
+    """Coverage and width within each stratum, pooled over seeds (continuous labels: the interval's only)."""
     kinds = ("labels", "interval", "expanded") if rows[0].interval_covered is not None else ("labels",)
+    if rows[0].labels_covered is None:
+        kinds = ("interval",)
     columns = {f"{k}_{m}": pooled(rows, f"{k}_{m}") for k in kinds for m in ("covered", "width")}
     out: dict[str, Any] = {}
     for v, means in stratum_means(strata, values, columns).items():
@@ -249,13 +273,17 @@ def stratified(rows: list[RowMetrics], strata: NDArray[Any], values: Sequence[An
     return out
 
 
-def agreement(est: NDArray[np.float64], y: NDArray[np.float64]) -> dict[str, Any]:
-    """Pearson, Spearman, MAE and exact accuracy of an estimate of the human label."""
+def agreement(est: NDArray[np.float64], y: NDArray[np.float64], bins: NDArray[Any] | None = None) -> dict[str, Any]:
+    """Pearson, Spearman, MAE and exact accuracy of an estimate of the human label.
+
+    Exact accuracy compares ``round(est)`` with the label, or with ``bins``
+    (continuous labels: each label's nearest scale point) when given.
+    """
     return {
         "pearson": correlation("pearson", est, y),
         "spearman": correlation("spearman", est, y),
         "mae": float(np.mean(np.abs(est - y))) if y.size else None,
-        "exact_accuracy": float(np.mean(np.round(est) == y)) if y.size else None,
+        "exact_accuracy": float(np.mean(np.round(est) == (y if bins is None else bins))) if y.size else None,
     }
 
 
@@ -264,6 +292,7 @@ def midpoint_table(
     y: NDArray[np.float64],
     raw: Callable[[], NDArray[Any]],
     raw_row: dict[str, Any] | None = None,
+    bins: NDArray[Any] | None = None,
 ) -> dict[str, Any]:
     """The judge's raw score and a method's set or interval midpoints (pooled test rows) as estimates of the label.
 
@@ -271,13 +300,15 @@ def midpoint_table(
     table. ``raw_row``, the raw score's row over every pooled row, saves
     recomputing it for each method when no row is left out; ``raw`` gives the
     raw scores of the pooled rows when they are needed. With no row left
-    out, no pooled column is copied.
+    out, no pooled column is copied. ``bins``: continuous labels' nearest
+    scale points, for exact accuracy (:func:`agreement`).
     """
     mid = midpoints.astype(np.float64, copy=False)
     ok = ~np.isnan(mid)
     if ok.all():
         if raw_row is None:
-            raw_row = agreement(raw().astype(np.float64), y)
-        return {"raw": raw_row, "midpoint": agreement(mid, y)}
-    raw_row = agreement(raw()[ok].astype(np.float64), y[ok])
-    return {"raw": raw_row, "midpoint": agreement(mid[ok], y[ok])}
+            raw_row = agreement(raw().astype(np.float64), y, bins)
+        return {"raw": raw_row, "midpoint": agreement(mid, y, bins)}
+    kept_bins = None if bins is None else bins[ok]
+    raw_row = agreement(raw()[ok].astype(np.float64), y[ok], kept_bins)
+    return {"raw": raw_row, "midpoint": agreement(mid[ok], y[ok], kept_bins)}

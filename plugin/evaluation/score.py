@@ -7,6 +7,13 @@ the judge's point metrics and confusion matrix, each method's coverage and
 width (interval, label set, expanded) as mean and std over splits, coverage
 by human label and by judge error, informativeness, midpoints, and, with a
 group or Mondrian field, the same per group with the ranking-scoring gap.
+
+Continuous labels (:attr:`judgecp.data.ScoreData.continuous_labels`, e.g.
+``--label-scale 0:1``): only interval methods run (the others are listed in
+``skipped`` with the reason), their entries have the interval's coverage and
+width and no ``labels``/``expanded`` (label sets are for integer labels), and
+the tables that treat a label as a category bin it to its nearest scale
+point (the report's ``label_scale.binned`` names them).
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ from judgecp.data.score import ScoreData
 from judgecp.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
 from judgecp.errors import InputError
 from judgecp.evaluation.conditional import conditional_coverage, judge_error
+from judgecp.evaluation.continuous import interval_specs, label_scale_section, with_label_units
 from judgecp.evaluation.diagrams import likert_reliability
 from judgecp.evaluation.metrics import (
     RowMetrics,
     agreement,
+    headline_entry,
     informativeness,
     midpoint_table,
     pooled,
@@ -68,6 +77,7 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
     cal, test = split_indices(data.n, seed, protocol.cal_fraction)
     X, y = data.X, data.labels
     X_cal, y_cal, X_test, y_test = X[cal], y[cal], X[test], y[test]
+    continuous = data.continuous_labels
     alpha = protocol.level
     metrics: dict[str, RowMetrics] = {}
     seconds: dict[str, float] = {}
@@ -95,7 +105,7 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
                 pred = method.calibrate(X_cal, y_cal).predict(X_test)
             seconds[spec] = time.perf_counter() - t0
             # Keep the row metrics, not the prediction: a fraction of the memory at a million rows.
-            metrics[spec] = RowMetrics.of(pred, y_test)
+            metrics[spec] = RowMetrics.of(pred, y_test, continuous=continuous)
     # The test rows as a small copy: ``test`` is a view that would keep the whole permutation alive.
     kept = test.astype(np.int32) if data.n < 2**31 else test.copy()
     return SplitResult(seed, kept, metrics, seconds, insufficient)
@@ -183,6 +193,11 @@ def method_specs(protocol: Protocol) -> list[str]:
 def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
     """Run the protocol on a Likert judge and return the report (README, "JSON report")."""
     specs = method_specs(protocol)
+    skipped = list(protocol.skipped)
+    continuous = data.continuous_labels
+    if continuous:
+        specs, not_intervals = interval_specs(specs, protocol.level, data)
+        skipped += not_intervals
     for name, setting in ((protocol.mondrian, "mondrian field"), (protocol.group, "group field")):
         if name is not None:
             data.field(name, setting)
@@ -197,6 +212,9 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
 
     scale = data.scale
     P = judge_probabilities(data.logprobs, scale)
+    # Where a label is a category (exact accuracy, per-label tables): continuous labels' nearest scale point.
+    bins = np.round(data.labels) if continuous else None
+    categories = data.labels if bins is None else bins
     report: dict[str, Any] = {
         "kind": "likert",
         "input": {"source": data.source, "columns": data.columns},
@@ -215,11 +233,14 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
             "group": protocol.group,
             "min_calibration_for_alpha": min_calibration_size(protocol.level),
         },
-        "point": point_metrics(data.parsed, data.labels, scale, P),
-        "confusion": confusion_matrix(data.parsed, data.labels, scale),
-        "reliability_diagram": likert_reliability(P, data.labels, scale.labels.tolist()),
+        "point": point_metrics(data.parsed, data.labels, scale, P, bins=bins),
+        "confusion": confusion_matrix(data.parsed, categories, scale),
+        "reliability_diagram": likert_reliability(P, categories, scale.labels.tolist()),
         "methods": {},
     }
+    labels_section = label_scale_section(data)
+    if labels_section is not None:
+        report["label_scale"] = labels_section
     del P  # 8 bytes a row and label, not needed again (group_report takes its own)
     group_field = protocol.mondrian or protocol.group
     groups = data.field(group_field) if group_field else None
@@ -230,12 +251,14 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
     test_idx = np.concatenate([s.test for s in splits])
     small = np.result_type(*(np.min_scalar_type(v) for v in (-scale.span - 1, scale.minimum, scale.maximum)))
     y_pool = y_all[test_idx]
+    bins_pool = None if bins is None else bins[test_idx]
+    cat_pool = y_pool if bins_pool is None else bins_pool
     raw_pool = data.parsed[test_idx].astype(np.float64)
-    raw_row = agreement(raw_pool, y_pool)
-    label_pool = y_pool.astype(np.int64).astype(small)
-    parsed_error = np.abs(raw_pool - y_pool).astype(small)
+    raw_row = agreement(raw_pool, y_pool, bins_pool)
+    label_pool = cat_pool.astype(np.int64).astype(small)
+    parsed_error = np.abs(raw_pool - cat_pool).astype(small)
     del raw_pool
-    judge_error_pool = judge_error(data.logprobs, y_all, scale).astype(small)[test_idx]
+    judge_error_pool = judge_error(data.logprobs, categories, scale).astype(small)[test_idx]
     group_pool = None if groups is None else groups[test_idx]
     # Without groups or a sweep nothing reads a method's rows after its tables, so each method's rows are
     # dropped once written, and the interval methods (float rows, the costliest ranks) come last, when
@@ -248,8 +271,9 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         entry["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
         entry["coverage_by_label"] = stratified(per_seed, label_pool, list(scale.labels))
         entry["coverage_by_error"] = stratified(per_seed, parsed_error, list(range(scale.k)))
-        entry["informativeness"] = informativeness(pooled(per_seed, "labels_width"))
-        conditional = conditional_coverage(per_seed, y_pool, judge_error_pool, group_pool)
+        # Continuous labels: the interval's widths (there are no label sets).
+        entry["informativeness"] = informativeness(pooled(per_seed, "interval_width" if continuous else "labels_width"))
+        conditional = conditional_coverage(per_seed, cat_pool, judge_error_pool, group_pool)
         # The midpoints' correlations come last: their temporaries of the pooled length set the study's
         # memory peak, so the method's rows, split midpoints included, are dropped first.
         midpoints = pooled(per_seed, "midpoint")
@@ -258,8 +282,8 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
             for s in splits:
                 del s.metrics[spec]
             release_freed_memory()  # the rows are small arrays: freed, they stay resident until trimmed
-        entry["midpoint"] = midpoint_table(midpoints, y_pool, lambda: data.parsed[test_idx], raw_row)
-        entries[spec] = entry, conditional
+        entry["midpoint"] = midpoint_table(midpoints, y_pool, lambda: data.parsed[test_idx], raw_row, bins_pool)
+        entries[spec] = with_label_units(entry, data), conditional
     for spec in specs:
         report["methods"][spec], report["conditional_coverage"][spec] = entries[spec]
 
@@ -268,7 +292,7 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
         report["worst_group"] = {
             spec: min(
                 (
-                    {"group": g, "coverage": v["methods"][spec]["labels"]["coverage"]}
+                    {"group": g, "coverage": headline_entry(v["methods"][spec])["coverage"]}
                     for g, v in report["groups"].items()
                     if spec in v["methods"]
                 ),
@@ -280,8 +304,8 @@ def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
     sweep = likert_sweep(data, protocol, specs, splits)
     if sweep is not None:
         report[SWEEP_KEY] = sweep
-    if protocol.skipped:
-        report["skipped"] = [{"method": name, "reason": reason} for name, reason in protocol.skipped]
+    if skipped:
+        report["skipped"] = [{"method": name, "reason": reason} for name, reason in skipped]
     return report
 
 
@@ -292,9 +316,10 @@ def group_report(
     scale = data.scale
     P = judge_probabilities(data.logprobs, scale)
     out: dict[str, Any] = {}
+    bins = np.round(data.labels) if data.continuous_labels else None
     for g in sorted(set(groups.tolist())):
         rows = groups == g
-        point = point_metrics(data.parsed[rows], data.labels[rows], scale, P[rows])
+        point = point_metrics(data.parsed[rows], data.labels[rows], scale, P[rows], bins=None if bins is None else bins[rows])
         entry: dict[str, Any] = {"n": int(rows.sum()), "point": point, "methods": {}}
         for spec in specs:
             per_seed = []

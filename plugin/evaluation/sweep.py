@@ -78,17 +78,21 @@ def choice_sweep(
 
 def write_sweep(report: dict[str, Any], out: Any) -> None:
     """The console table of a sweep: coverage / width (Likert: label sets) per method and level."""
+    from judgecp.evaluation.metrics import headline_entry
+
     sweep = report.get(SWEEP_KEY)
     if not sweep:
         return
     keys = [level_key(a) for a in sweep["alphas"]]
     likert = report.get("kind") == "likert"
     what = "label-set coverage / width" if likert else "coverage / set size"
+    if likert and (report.get("label_scale") or {}).get("continuous"):
+        what = "interval coverage / width: continuous labels"
     out.write(f"\nAlpha sweep ({what}; target coverage 1 - alpha)\n")
     out.write(f"  {'method':40s}" + "".join(f" {'alpha ' + k:>15s}" for k in keys) + "\n")
     for spec, per in sweep["methods"].items():
         cells = []
         for k in keys:
-            e = per[k]["labels"] if likert else per[k]
+            e = headline_entry(per[k]) if likert else per[k]
             cells.append(f" {e['coverage']:7.3f} / {e['width' if likert else 'set_size']:5.2f}")
         out.write(f"  {spec:40s}" + "".join(cells) + "\n")

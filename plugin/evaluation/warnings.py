@@ -2,6 +2,8 @@
 
 * ``excluded_share``: more than a tenth of the rows read were left out (a
   wrong ``--label`` column, a scale that does not fit, a broken capture);
+  when most of them are ``label_off_scale``, the message says so and points
+  to ``--label-scale LO:HI`` (labels on another scale than the judge's);
 * ``group_under_target``: a group's coverage is below the target by more
   than its Monte-Carlo error, ``2 sqrt(t (1 - t) / m)`` with ``t`` the
   target coverage and ``m`` the group's test rows per split (a marginal
@@ -19,6 +21,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from judgecp.evaluation.metrics import headline_entry
+from judgecp.scale import LikertScale, label_scale_hint
+
 #: Share of rows read that may be excluded before a report warns.
 EXCLUDED_SHARE = 0.10
 
@@ -29,9 +34,17 @@ def excluded_share(report: dict[str, Any]) -> list[dict[str, Any]]:
     if not n_read or excluded / n_read <= EXCLUDED_SHARE:
         return []
     top = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"][:3])
-    return [{"warning": "excluded_share", "excluded": excluded, "n_read": n_read, "share": excluded / n_read,
-             "message": f"{excluded} of {n_read} rows ({excluded / n_read:.0%}) were left out ({top}): "
-                        "check the columns and the scale"}]
+    off_scale = sum(int(e["count"]) for e in report["excluded"] if e["reason"] == "label_off_scale")
+    hint = "check the columns and the scale"
+    if report.get("kind") == "likert" and 2 * off_scale > excluded:
+        scale = LikertScale(*(report.get("scale") or (1, 5)))
+        hint = (f"{off_scale} labels ({off_scale / n_read:.0%} of the rows) are not integers of the judge's scale "
+                f"{scale}; {label_scale_hint(scale)}")
+    warning = {"warning": "excluded_share", "excluded": excluded, "n_read": n_read, "share": excluded / n_read,
+               "message": f"{excluded} of {n_read} rows ({excluded / n_read:.0%}) were left out ({top}): {hint}"}
+    if hint.startswith(f"{off_scale} labels"):
+        warning["label_off_scale"] = off_scale
+    return [warning]
 
 
 def _under(group: str, method: str, coverage: float | None, target: float, n_test: float,
@@ -58,7 +71,7 @@ def group_warnings(report: dict[str, Any]) -> list[dict[str, Any]]:
         mondrian = bool(protocol.get("mondrian"))
         for g, entry in (report.get("groups") or {}).items():
             for method, m in entry["methods"].items():
-                found = _under(g, method, m["labels"]["coverage"], target, entry["n"] * test_share, mondrian)
+                found = _under(g, method, headline_entry(m)["coverage"], target, entry["n"] * test_share, mondrian)
                 if found:
                     out.append(found)
     elif report.get("kind") == "mcq":

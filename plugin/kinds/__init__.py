@@ -79,7 +79,8 @@ class Kind:
         """Refuse reader options of another kind (they would be ignored)."""
         extra = sorted(set(options) - self.reader_options)
         if extra:
-            raise InputError(f"{', '.join('--' + o for o in extra)}: options of another kind, not of --kind {self.name}")
+            flags = ", ".join("--" + o.replace("_", "-") for o in extra)
+            raise InputError(f"{flags}: options of another kind, not of --kind {self.name}")
 
     def example(self, **options: Any) -> Any:
         """The embedded synthetic example (``judgecp evaluate --example``)."""

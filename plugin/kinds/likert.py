@@ -27,11 +27,11 @@ class LikertKind(Kind):
     noun = "rows"
     calibrated_as = "likert"
     default_methods = ("naive", "lac")
-    reader_options = frozenset({"scale", "floor", "nan"})
+    reader_options = frozenset({"scale", "floor", "nan", "label_scale"})
     row_features = True
     example_group = "group"
     settings = frozenset({"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction",
-                          "mondrian", "group", "jobs"})
+                          "mondrian", "group", "jobs", "label_scale"})
 
     def read(self, table: Table, fields: Fields | None, *, require_label: bool = True, detect: bool = False,
              **options: Any) -> Any:
@@ -40,6 +40,8 @@ class LikertKind(Kind):
         self.check_reader_options(options)
         if "scale" in table.columns and options.get("scale") is None:
             options["scale"] = record_scale(table)
+        if "label_scale" in table.columns and options.get("label_scale") is None:
+            options["label_scale"] = record_label_scale(table)
         return score_data(table, fields, require_label=require_label, **options)
 
     def example(self, **options: Any) -> Any:
@@ -66,8 +68,11 @@ class LikertKind(Kind):
         for key in HEADLINE_POINT:
             if key in point:
                 out[key] = point[key]
+        from judgecp.evaluation.metrics import headline_entry
+
         for name, entry in (body.get("methods") or {}).items():
-            summary: dict[str, Any] = {"coverage": entry["labels"]["coverage"], "set_width": entry["labels"]["width"]}
+            head = headline_entry(entry)  # continuous labels: no label set, the interval
+            summary: dict[str, Any] = {"coverage": head["coverage"], "set_width": head["width"]}
             if entry.get("interval"):
                 summary["interval_coverage"] = entry["interval"]["coverage"]
                 summary["interval_width"] = entry["interval"]["width"]
@@ -98,3 +103,15 @@ def record_scale(table: Table) -> Any:
     if len(scales) > 1:
         raise InputError(f"{table.source}: the records have different scales {sorted(scales)}")
     return LikertScale(*scales.pop()) if scales else None
+
+
+def record_label_scale(table: Table) -> Any:
+    """The label scale score records carry (one for all of them; records without one are on the judge's)."""
+    cells = [c for c in table.columns["label_scale"] if c is not None and c != ""]
+    scales = {tuple(c) if isinstance(c, list) else c for c in cells}
+    if len(scales) > 1 or (scales and len(cells) < table.n_rows):
+        raise InputError(f"{table.source}: the records' label_scale differs between records "
+                         f"({sorted(map(str, scales))[:3]}{', and none on some' if len(cells) < table.n_rows else ''})")
+    from judgecp.scale import LabelScale
+
+    return LabelScale.parse(scales.pop(), flag=f"{table.source}: label_scale") if scales else None

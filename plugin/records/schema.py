@@ -4,7 +4,8 @@ A record is one judgment as a JSON object. Three shapes:
 
 * ``score``: a rating on a scale (Likert judges). ``logprobs`` maps the
   scale's labels (``"1"``..``"5"``) to log P(label) at the score position,
-  ``prediction`` is the judge's own (parsed) score, ``label`` the human score.
+  ``prediction`` is the judge's own (parsed) score, ``label`` the human score
+  (on ``label_scale`` ``[LO, HI]`` when given: continuous labels).
 * ``pair``: one judgment of a pair of responses in one order (``pair_id``,
   ``order`` ``fwd``/``rev``). ``logprobs`` maps ``"A"``/``"B"`` to the
   log-probabilities of the verdict letters *as shown in this order*;
@@ -58,7 +59,7 @@ ORDERS = ("fwd", "rev")
 COMMON_FIELDS = ("judge", "prompt", "task", "group", "label", "logprobs", "prediction", "flags", "exclude", "meta")
 #: Fields of one shape only.
 SHAPE_FIELDS: dict[str, tuple[str, ...]] = {
-    "score": ("scale",),
+    "score": ("scale", "label_scale"),
     "pair": ("pair_id", "order", "verbalized_confidence", "annotator_agreement"),
     "choice": ("options", "source_id", "variation", "family"),
 }
@@ -143,12 +144,19 @@ def score_record(
     logprobs: Mapping[Any, Any] | None = None,
     prediction: int | None = None,
     scale: Sequence[int] | None = None,
+    label_scale: Sequence[float] | None = None,
     **fields: Unpack[RecordFields],
 ) -> dict[str, Any]:
-    """A ``score`` record (``label``: the human score, raw: the core decides whether it is on the scale)."""
+    """A ``score`` record (``label``: the human score, raw: the core decides whether it is on the scale).
+
+    ``label_scale``: ``[LO, HI]``, the range ``label`` is given on when it is
+    not the judge's ``scale`` (averaged scores on [0, 1]); the core maps it.
+    """
     record = _common("score", record_id, label=label, logprobs=logprobs, prediction=prediction, **fields)
     if scale is not None:
         record["scale"] = [int(scale[0]), int(scale[1])]
+    if label_scale is not None:
+        record["label_scale"] = [float(label_scale[0]), float(label_scale[1])]
     return record
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.errors import InputError
+from judgecp.evaluation.metrics import headline_entry
 from judgecp.report import fmt as text_cell
 from judgecp.reports.figures import BUILDERS, Missing, Plot
 from judgecp.reports.load import KINDS, Run, load_runs
@@ -73,16 +74,21 @@ def likert_tables(runs: Sequence[Run]) -> list[Table]:
         rows = []
         for m, e in r["methods"].items():
             iv = e.get("interval") or {}
-            lab = e["labels"]
-            rows.append([m, fmt(iv.get("coverage")), fmt(iv.get("width"), 2), fmt(lab["coverage"]),
-                         fmt(lab["width"], 2), fmt(lab.get("size"), 2), fmt(lab.get("empty")), fmt(e.get("full_range"))])
+            lab = e["labels"] or {}  # continuous labels: no label set
+            rows.append([m, fmt(iv.get("coverage")), fmt(iv.get("width"), 2), fmt(lab.get("coverage")),
+                         fmt(lab.get("width"), 2), fmt(lab.get("size"), 2), fmt(lab.get("empty")), fmt(e.get("full_range"))])
+        own = r.get("label_scale") or {}
+        note = (f" Continuous labels ({own['map']}): no label set holds them, so coverage and width are the "
+                "intervals' (also in the figures), and the by-label and by-error strata bin each label to its "
+                "nearest scale point." if own.get("continuous") else "")
         tables.append(Table(["method", "interval cov.", "interval width", "label-set cov.", "label-set width",
                              "set size", "empty sets", "full range"], rows,
-                            f"Methods at α = {r['alpha']:g} (mean over {len(r['protocol']['seeds'])} splits; widths in scale points)."))
+                            f"Methods at α = {r['alpha']:g} (mean over {len(r['protocol']['seeds'])} splits; widths in scale points)."
+                            + note))
     else:
         methods = [m for m in runs[0].report["methods"] if all(m in x.report["methods"] for x in runs[1:])]
-        rows = [[r.name] + [f"{fmt(r.report['methods'][m]['labels']['coverage'])} / "
-                            f"{fmt(r.report['methods'][m]['labels']['width'], 2)}" for m in methods] for r in runs]
+        rows = [[r.name] + [f"{fmt(headline_entry(r.report['methods'][m])['coverage'])} / "
+                            f"{fmt(headline_entry(r.report['methods'][m])['width'], 2)}" for m in methods] for r in runs]
         tables.append(Table(["judge", *methods], rows,
                             "Label-set coverage / width (scale points) at each report's α, judges as rows."))
     keys = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae", "bias", "max_softmax_mean")

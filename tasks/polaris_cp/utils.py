@@ -4,7 +4,8 @@ Documents come from a local directory (``--metadata '{"data_dir": DIR}'`` or
 ``JUDGECP_POLARIS_DIR``) holding ``test.jsonl`` (``cand``, ``refs``,
 ``human_score`` on [0, 1], ``img`` = image path relative to DIR) or the hub
 layout ``data/test-*.parquet``; without one, from the public dataset
-``yuwd/Polaris`` (split ``test``). See README.md.
+``yuwd/Polaris`` (split ``test``). Each document keeps ``human_score``
+(unbinned) beside ``label``. See README.md.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ ENV_VAR = "JUDGECP_POLARIS_DIR"
 
 
 class PolarisTask(LikertJudgeTask):
-    """Polaris: the averaged human score c on [0, 1] becomes the label round(4c) + 1."""
+    """Polaris: the averaged human score c on [0, 1] becomes the label round(4c) + 1.
+
+    With a ``label_scale`` setting (``polaris_cp_continuous``: ``"0:1"``) the
+    label is c itself, mapped onto 1..5 by the core (1 + 4c), unbinned.
+    """
+
+    CONTINUOUS_LABEL = "human_score"
 
 
 def likert_label(human_score: Any) -> str | None:
@@ -51,13 +58,14 @@ def _local_docs(root: str) -> tuple[dict[str, Any], ...]:
     docs = []
     for lineno, row in read_jsonl(source):
         if row is None:
-            docs.append({"id": f"line{lineno}", "label": None, "group": None, "caption": "", "image_path": "",
+            docs.append({"id": f"line{lineno}", "label": None, "human_score": None, "group": None, "caption": "", "image_path": "",
                          "image_error": "no image", "exclude": "malformed_json_line"})
             continue
         image_path = base / str(row.get("img", ""))
         docs.append({
             "id": datasources.text(row.get("id", lineno - 1)),
             "label": likert_label(row.get("human_score")),
+            "human_score": row.get("human_score"),
             "group": None,
             "caption": datasources.text(row.get("cand")) or "",
             "image_path": str(image_path),

@@ -468,3 +468,23 @@ def test_built_parc_variations_run_in_vlmeval(ws: Workspace) -> None:
     assert set(metrics["reliability"]["variation"]) == {"O", "VR-B", "VR-R", "VS-S"}
     entry = json.loads((run / "status.json").read_text())["datasets"]["PARC_built"]
     assert entry["status"] == "done"
+
+
+def test_polaris_dataset_argument_label_scale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """VLMEvalKit's PolarisCP with the dataset argument label_scale="0:1" evaluates the unbinned score_mean."""
+    from judgecp.adapters.vlmeval.builders import build_polaris
+    from judgecp.adapters.vlmeval.datasets import PolarisCP
+    from judgecp.errors import InputError
+    from tests.vlmeval.sources import polaris_source
+
+    monkeypatch.setenv("LMUData", str(tmp_path / "lmu"))
+    build_polaris(polaris_source(tmp_path / "src", n_pairs=16), tmp_path / "lmu")
+    fixture = next((Path(__file__).parent / "fixtures" / "polaris").rglob(f"{LP}_Polaris_CP.xlsx"))
+    shutil.copytree(fixture.parent, tmp_path / "run")
+    dataset = PolarisCP("Polaris_CP", methods="naive,lac", seeds=3, label_scale="0:1")
+    headline = dataset.evaluate(str(tmp_path / "run" / fixture.name))
+    metrics = json.loads((tmp_path / "run" / f"{LP}_Polaris_CP_cp.json").read_text())
+    assert metrics["label_scale"]["scale"] == [0.0, 1.0] and metrics["label_scale"]["continuous"]
+    assert [s["method"] for s in metrics["skipped"]] == ["lac"] and headline["naive"]["coverage"] == 1.0
+    with pytest.raises(InputError, match="dataset argument label_scale: label scale needs LO < HI"):
+        PolarisCP("Polaris_CP", label_scale="1:0")

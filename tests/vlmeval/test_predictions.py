@@ -243,6 +243,26 @@ def test_polaris_run(tmp_path: Path) -> None:
     assert outcome.report["vlmeval"]["judge_dataset"] == "polaris"
 
 
+def test_polaris_run_on_the_unbinned_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The dataset argument label_scale 0:1 makes score_mean (the annotators' average) the label, unbinned."""
+    root = copy(tmp_path, "polaris")
+    pred = prediction(root, "Polaris_CP")
+    outcome = evaluate_prediction_file(pred, settings={**FAST, "label_scale": "0:1"})
+    report = outcome.report
+    assert report["n"] == 16 and report["label_scale"]["continuous"] and report["label_scale"]["scale"] == [0.0, 1.0]
+    assert [s["method"] for s in report["skipped"]] == ["lac"] and report["methods"]["naive"]["labels"] is None
+    assert outcome.headline["naive"]["coverage"] == report["methods"]["naive"]["interval"]["coverage"]
+    assert sorted(outcome.data.labels.tolist()) == sorted(1 + 4 * k / 8 for k in (*range(9), *range(7)))
+    with pytest.raises(InputError, match="dataset argument label_scale: cannot read"):
+        evaluate_prediction_file(pred, settings={**FAST, "label_scale": "0-1"})
+    # post hoc: the records keep the binned answer; --label score_mean --label-scale 0:1 reads the average
+    out = tmp_path / "post.json"
+    assert main(["evaluate", "--format", "vlmeval", str(pred), "--methods", "naive,lac", "--seeds", "3",
+                 "--label", "score_mean", "--label-scale", "0:1", "--json", str(out), "--quiet"]) == 0
+    post = json.loads(out.read_text())
+    assert post["methods"]["naive"]["interval"] == report["methods"]["naive"]["interval"]
+
+
 def test_not_a_judge_dataset_or_not_a_prediction_file(tmp_path: Path) -> None:
     root = copy(tmp_path, "clean")
     columns, rows = read_table(prediction(root))

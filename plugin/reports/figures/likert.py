@@ -31,8 +31,14 @@ from judgecp.reports.load import Run
 
 
 def likert_entry(method: dict[str, Any]) -> dict[str, Any]:
-    """The label-set summary of a Likert method entry (present for every method)."""
-    return dict(method["labels"])
+    """The label-set summary of a Likert method entry (continuous labels: the interval's, they have no label set)."""
+    return dict(method.get("labels") or method["interval"])
+
+
+def _group_coverage(run: Run, group: str, focus: str, default: float) -> float:
+    """``focus``'s coverage in ``group`` of a report's per-group table (``default`` when absent)."""
+    method = run.report["groups"].get(group, {}).get("methods", {}).get(focus)
+    return default if method is None else float(likert_entry(method)["coverage"])
 
 
 def likert_sweep(runs: Sequence[Run], focus: str) -> Result:
@@ -121,15 +127,13 @@ def group_coverage(runs: Sequence[Run], focus: str) -> Result:
     modes = {r.calibration for r in have}
     if len(modes) == 1:
         title = f"Coverage per group ({next(iter(modes))} calibration)"
-    groups = sorted({g for r in have for g in r.report["groups"]}, key=lambda g: (
-        have[0].report["groups"].get(g, {}).get("methods", {}).get(focus, {}).get("labels", {}).get("coverage", 2.0), g))
+    groups = sorted({g for r in have for g in r.report["groups"]}, key=lambda g: (_group_coverage(have[0], g, focus, 2.0), g))
     fig = new_figure(max(WIDTH, 0.42 * len(groups) * max(1, len(have)) ** 0.5 + 2), 4.4)
     ax = fig.subplots()
     x = np.arange(len(groups))
     w = 0.8 / len(have)
     for j, (run, c) in enumerate(zip(have, colors(len(have)), strict=True)):
-        vals = [run.report["groups"].get(g, {}).get("methods", {}).get(focus, {}).get("labels", {}).get("coverage", np.nan)
-                for g in groups]
+        vals = [_group_coverage(run, g, focus, np.nan) for g in groups]
         label = _series_label(run, focus, len(have))
         ax.bar(x - 0.4 + w * (j + 0.5), vals, width=w, color=c, label=label)
     alpha = have[0].alpha
@@ -168,7 +172,7 @@ def _by_stratum(runs: Sequence[Run], focus: str, section: str, fid: str, title: 
     ax = fig.subplots()
     for i, (label, per) in enumerate(series):
         xs = [float(s) for s in strata if s in per]
-        ys = [per[s]["labels"]["coverage"] for s in strata if s in per]
+        ys = [likert_entry(per[s])["coverage"] for s in strata if s in per]
         ax.plot(xs, ys, **series_style(i), label=label, ms=4, lw=1.2)
     alpha = have[0].alpha
     ax.axhline(1 - alpha, label=f"target 1 − α = {1 - alpha:g}", **TARGET_STYLE)

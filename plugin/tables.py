@@ -359,9 +359,11 @@ def read_table(path: str | Path, *, engine: str = "auto") -> Table:
 
 
 def write_records(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
-    """Write records as JSONL (strict JSON, one per line); returns how many."""
+    """Write records as JSONL (strict JSON, one per line), atomically; returns how many."""
+    from judgecp.outputs import atomic_writer
+
     count = 0
-    with Path(path).open("w", encoding="utf-8") as handle:
+    with atomic_writer(path) as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
             count += 1

@@ -21,6 +21,17 @@ def _calibration_kind(data: Any, kind: str | None) -> str:
     return own
 
 
+def _check_size(alpha: float, n: int) -> None:
+    """A level no calibration of ``n`` items can reach is refused before fitting (every set would be the full range)."""
+    from judgecp.conformal import min_calibration_size
+
+    need = min_calibration_size(alpha)
+    if need > n:
+        shown = f"{need:,}" if need < 10**15 else f"about {float(need):.3g}"
+        raise InputError(f"alpha {alpha:g} needs at least {shown} calibration items for a finite threshold, "
+                         f"and there are {n}: every set would be the full range; choose a larger alpha")
+
+
 def calibrate(
     data: Any,
     *,
@@ -72,6 +83,7 @@ def calibrate(
     options: list[str] | None = None
     name, sample = drift_statistic(data, signal)
     if ckind == "likert":
+        _check_size(alpha, data.n)
         spec = check_method_spec(method or "naive")
         est: Any = ScoreIntervals(spec, confidence_level=1.0 - alpha, random_state=random_state)
         est.calibrate(data, groups=groups)
@@ -79,6 +91,7 @@ def calibrate(
     elif ckind == "mcq":
         if groups:
             raise InputError("groups (Mondrian) are for Likert calibrators")
+        _check_size(alpha, data.n)
         spec = check_method_spec(method or "lac", kind="mcq", flag="--method")
         est = ChoiceSets(spec, confidence_level=1.0 - alpha, random_state=random_state).calibrate(data)
         options = sorted({o for opts in data.options for o in opts})

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from judgecp.cli.flags import level
 from judgecp.errors import InputError
 
 
@@ -49,10 +50,11 @@ def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
 
 
 def _write_json(path: str | None, obj: dict[str, Any]) -> None:
+    from judgecp.outputs import atomic_write_text
     from judgecp.report import dumps
 
     if path:
-        Path(path).write_text(dumps(obj) + "\n", encoding="utf-8")
+        atomic_write_text(path, dumps(obj) + "\n")
 
 
 def _warn(summary: dict[str, Any]) -> None:
@@ -73,7 +75,7 @@ def add_calibrate(sub: Any) -> None:
     p.add_argument("--method", "--methods", dest="method",
                    help="Likert: a conformal method (default naive); multiple choice: a set method (default lac); "
                    "pairwise: a risk controller (default scope)")
-    p.add_argument("--alpha", type=float, default=0.1, help="miscoverage, or the pairwise risk level (default 0.1)")
+    p.add_argument("--alpha", type=level, default=0.1, help="miscoverage, or the pairwise risk level (default 0.1)")
     p.add_argument("--random-state", dest="random_state", type=int, default=0)
     p.set_defaults(func=run_calibrate)
 
@@ -82,7 +84,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from judgecp.calibrators import calibrate
     from judgecp.cli.evaluate import check_output
 
-    check_output(args.output, "--output")
+    check_output(args, {"--output": args.output})
     if args.method and "," in args.method and "(" not in args.method:
         raise InputError("--method: a calibrator holds one method; give one")
     data = read_data(args, require_label=True)
@@ -108,7 +110,7 @@ def add_apply(sub: Any) -> None:
     p.add_argument("--json", metavar="SUMMARY", help="write the summary as JSON")
     _input_flags(p)
     p.add_argument("--force", action="store_true", help="apply to another judge, prompt, scale or options (warned)")
-    p.add_argument("--drift-level", dest="drift_level", type=float, default=0.01,
+    p.add_argument("--drift-level", dest="drift_level", type=level, default=0.01,
                    help="level of the drift test (default 0.01)")
     p.add_argument("--strict", action="store_true", help="exit 1 when the drift test or the coverage check fails")
     p.set_defaults(func=run_apply)
@@ -119,8 +121,7 @@ def run_apply(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
     from judgecp.tables import write_records
 
-    check_output(args.output, "--output")
-    check_output(args.json)
+    check_output(args, {"--output": args.output, "--json": args.json})
     cal = Calibrator.load(args.calibrator)
     data = read_data(args, require_label=False)
     applied = apply(cal, data, force=args.force, groups=args.group, drift_level=args.drift_level)
@@ -196,7 +197,7 @@ def add_estimate(sub: Any) -> None:
     p.add_argument("--labeled", metavar="FILE", help="labeled records (with --unlabeled, instead of INPUT)")
     p.add_argument("--unlabeled", metavar="FILE", help="unlabeled records (their labels, if any, are ignored)")
     p.add_argument("--json", metavar="OUT", help="write the estimate as JSON")
-    p.add_argument("--alpha", type=float, default=0.1, help="miscoverage of the intervals (default 0.1)")
+    p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the intervals (default 0.1)")
     _input_flags(p)
     p.set_defaults(func=run_estimate)
 
@@ -205,7 +206,7 @@ def run_estimate(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
     from judgecp.ppi import estimate, ppi_mean, proxy_and_target
 
-    check_output(args.json)
+    check_output(args, {"--json": args.json})
     if bool(args.input) == bool(args.labeled or args.unlabeled):
         raise InputError("give INPUT (labeled and unlabeled records together) or --labeled and --unlabeled")
     if args.input:

@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 from judgecp.cli.flags import levels, whole
-from judgecp.errors import InputError
 
 
 def add_records(sub: Any) -> None:
@@ -41,14 +40,13 @@ def run_records(args: argparse.Namespace) -> int:
     from judgecp.data.export import to_records
     from judgecp.plugins import record_format, sniff_format
     from judgecp.scale import LikertScale
-    from judgecp.tables import read_table, write_records
+    from judgecp.tables import check_readable, read_table, write_records
 
     check_output(args, {"--output": args.output})
     path = Path(args.input)
+    check_readable(path)
     fmt = sniff_format(path) if args.format == "auto" else args.format
     if fmt != "table":
-        if not path.is_file():
-            raise InputError(f"{path}: no such file")
         batch = record_format(fmt).read(path, **({"sidecars": args.sidecar} if args.sidecar else {}))
         count = write_records(args.output, batch.records)
         left = ", ".join(f"{e['reason']} {e['count']}" for e in batch.excluded.to_json()) or "none"

@@ -120,9 +120,10 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
     """The validated data of ``args.input`` and the reader's own report section (if any)."""
     from judgecp.data import from_table
     from judgecp.plugins import record_format, sniff_format
-    from judgecp.tables import read_table
+    from judgecp.tables import check_readable, read_table
 
     path = Path(args.input)
+    check_readable(path)
     fmt = sniff_format(path) if args.format == "auto" else args.format
     if fmt == "table":
         if args.sidecar:
@@ -130,8 +131,6 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
         table = read_table(path)
     else:
         options = {"sidecars": args.sidecar} if args.sidecar else {}
-        if not path.is_file():
-            raise InputError(f"{path}: no such file")
         batch = record_format(fmt).read(path, kind=kind, **options)
         table, kind = batch.table(), kind or batch.kind
     return from_table(table, kind, fields, **likert_options), dict(table.info)

@@ -80,9 +80,12 @@ def _rewriter(args: argparse.Namespace) -> Any:
 def run_build(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from judgecp.outputs import Folder, check_outputs
     from judgecp.parc_build import ExchangeMap, TransformSettings, build
     from judgecp.parc_build.builder import parse_variations
+    from judgecp.parc_build.output import OUTPUTS
 
+    check_outputs({"-o": Folder(args.out, OUTPUTS)}, inputs=[args.source, args.exchange_map])
     spec = args.variations
     if spec.strip().lower() == "vision" and not args.exchange_map:
         spec = "VR-B,VR-L,VR-R,VS-S"

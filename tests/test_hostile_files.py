@@ -90,6 +90,20 @@ def test_calibrate_refuses_a_level_the_data_cannot_reach_before_fitting(likert_c
     assert not out.exists()
 
 
+def test_calibrate_refuses_a_fitted_method_whose_threshold_part_is_too_small(likert_csv: Path, tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """12 items reach alpha 0.1 (9 needed), but lvd fits its model on 6 and sets its threshold on the other 6:
+    the calibrator would predict the full range for every item (it was saved so, exit 0)."""
+    small = tmp_path / "small.csv"
+    small.write_text("".join(likert_csv.read_text().splitlines(keepends=True)[:13]))
+    out = tmp_path / "cal.json"
+    for method in ("lvd", "cqr"):
+        code, _, err = run(capsys, "calibrate", str(small), "-o", str(out), "--method", method)
+        one_line_error(code, err, f"{method} fits its model on part of the 12 items", "the other 6", "at least 9")
+        assert not out.exists()
+    assert main(["calibrate", str(small), "-o", str(out), "--method", "naive"]) == 0
+
+
 LEVEL_FLAGS = [
     ("evaluate", "--example", "--alpha"),
     ("evaluate", "--example", "--alphas"),

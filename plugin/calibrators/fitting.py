@@ -32,6 +32,17 @@ def _check_size(alpha: float, n: int) -> None:
                          f"and there are {n}: every set would be the full range; choose a larger alpha")
 
 
+def _check_conformal_part(spec: str, alpha: float, method: Any, n: int) -> None:
+    """A method that fits a model conformalizes on part of the items: too few there for the level is refused too."""
+    from judgecp.conformal import min_calibration_size
+
+    if method is not None and getattr(method, "insufficient_", False):
+        raise InputError(f"alpha {alpha:g}: {spec} fits its model on part of the {n} items and sets its threshold on "
+                         f"the other {method.n_conformalize_}, which needs at least "
+                         f"{min_calibration_size(method._rank_alpha()):,}: every set would be the full range; "
+                         "give more items or choose a larger alpha")
+
+
 def calibrate(
     data: Any,
     *,
@@ -87,6 +98,7 @@ def calibrate(
         spec = check_method_spec(method or "naive")
         est: Any = ScoreIntervals(spec, confidence_level=1.0 - alpha, random_state=random_state)
         est.calibrate(data, groups=groups)
+        _check_conformal_part(spec, alpha, est.method_ if est.mondrian_ is None else None, data.n)
         scale = (data.scale.minimum, data.scale.maximum)
     elif ckind == "mcq":
         if groups:

@@ -433,5 +433,11 @@ def test_report_refuses_json_that_is_not_a_report(likert_csv: Path, tmp_path: Pa
     folder = tmp_path / "mixed"
     folder.mkdir()
     shutil.copy(cal, folder / "cal.json")
+    (folder / "deep.json").write_text(deep(100_000))
+    (folder / "digits.json").write_text('{"kind": ' + "1" * 5000 + "}")
     code, _, err = run(capsys, "report", str(folder), "-o", str(tmp_path / "r"))
     one_line_error(code, err, "no judgecp report")
+    for name in ("deep.json", "digits.json"):
+        code, _, err = run(capsys, "report", str(folder / name), "-o", str(tmp_path / "r"))
+        one_line_error(code, err, name, "not a JSON report")
+    assert not (tmp_path / "r").exists()

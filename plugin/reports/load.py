@@ -87,7 +87,7 @@ def read_report(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: no such file or folder")
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, an integer of 5000 digits, nested too deep
         raise InputError(f"{path}: not a JSON report ({exc})") from exc
     if not isinstance(report, dict):
         raise InputError(f"{path}: not a judgecp report (a JSON object is expected)")

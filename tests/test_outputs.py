@@ -193,7 +193,7 @@ def test_a_folder_output_may_not_replace_an_input_inside_it(tmp_path: Path) -> N
             "-o", "writing figures there would replace the input")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere; tests/test_hostile_input.py runs this as nobody")
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere; tests/test_hostile_files.py checks it in a user namespace")
 def test_an_unwritable_folder_or_read_only_file_is_refused(tmp_path: Path) -> None:
     locked = tmp_path / "locked"
     locked.mkdir()

@@ -22,6 +22,7 @@ import abc
 import inspect
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar, Literal, TypedDict
 
 import numpy as np
@@ -52,8 +53,20 @@ def conformal_rank(n: int, alpha: float) -> int:
 
 
 def min_calibration_size(alpha: float) -> int:
-    """Smallest ``n`` for which the split-conformal threshold is finite."""
-    n = 1
+    """Smallest ``n`` for which the split-conformal threshold is finite (``conformal_rank(n, alpha) <= n``).
+
+    Closed form: the rank is at most ``n`` exactly when ``(n+1)(1-alpha) - 1e-9 <= n``,
+    i.e. ``n >= (1 - alpha - 1e-9) / alpha``, computed in exact rationals; at sizes where
+    floats still count by ones, a step or two of :func:`conformal_rank` itself then settles
+    its rounding. Constant time for any level: about ``1e300`` at ``alpha = 1e-300``, not a
+    loop that never ends.
+    """
+    alpha = check_alpha(alpha)
+    n = max(1, math.ceil((1 - Fraction(alpha) - Fraction(1e-9)) / Fraction(alpha)))
+    if n >= 2**52:  # no data set is this large, and float ranks no longer count by ones
+        return n
+    while n > 1 and conformal_rank(n - 1, alpha) <= n - 1:
+        n -= 1
     while conformal_rank(n, alpha) > n:
         n += 1
     return n
@@ -313,6 +326,14 @@ class ConformalMethod(abc.ABC):
         perm = rng.permutation(Xa.shape[0])
         n_fit = self.fit_size(Xa.shape[0])
         fit_idx, conf_idx = perm[:n_fit], perm[n_fit:]
+        self.alpha = check_alpha(self.alpha)
+        if conformal_rank(conf_idx.size, self._rank_alpha()) > conf_idx.size:
+            # Too few points left for the level: the prediction is the full range whatever the model,
+            # so none is fitted (at alpha 1e-17 a quantile model at 1 - alpha/2 = 1.0 cannot even be).
+            self._rng_ = np.random.default_rng(self.random_state)
+            self.fitted_ = self.conformalized_ = self.insufficient_ = self.model_skipped_ = True
+            self.n_conformalize_ = int(conf_idx.size)
+            return self
         self.fit(Xa[fit_idx], ya[fit_idx])
         return self.conformalize(Xa[conf_idx], ya[conf_idx])
 
@@ -327,6 +348,12 @@ class ConformalMethod(abc.ABC):
         if not getattr(self, "conformalized_", False):
             raise NotCalibratedError(f"{self.name}: call calibrate() or conformalize() first")
         Xa = self._check_x(X)
+        if getattr(self, "model_skipped_", False):
+            full = np.ones(Xa.shape[0], bool)
+            if self.output == "interval":
+                return Prediction.from_interval(np.full(Xa.shape[0], -np.inf), np.full(Xa.shape[0], np.inf),
+                                                self.scale, full)
+            return Prediction.from_sets(np.ones((Xa.shape[0], self.scale.k), bool), self.scale, full)
         pred = self._predict(Xa, np.random.default_rng(self._predict_seed_))
         if self.insufficient_:
             full = np.ones(Xa.shape[0], bool)

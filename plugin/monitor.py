@@ -36,8 +36,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from judgecp.drift import log_bets, log_mean_exp, pvalues_after
 from judgecp.errors import InputError
+from judgecp.outputs import atomic_write_text
 
 FloatArray = NDArray[np.float64]
 SCHEMA = "judgecp.history/1"
@@ -206,21 +205,9 @@ def record_night(path: str | Path, cal: Any, values: ArrayLike, *, level: float,
             "log_capital": float(result.log_capital[-1]), "alarm": bool(result.alarm_nights.size),
             "values": [float(x) for x in stream[-1]]}
     text = "".join(json.dumps(n) + "\n" for n in nights) + json.dumps(line) + "\n"
-    _replace(p, text)
+    atomic_write_text(p, text)  # never a half-written history
     out = result.summary()
     out.update(file=str(p), night=tonight, calibrator=fingerprint, n_items=int(sum(s.size for s in stream)))
     return out
 
 
-def _replace(path: Path, text: str) -> None:
-    """Write ``text`` to a new file beside ``path`` and rename it over ``path`` (never a half-written history)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or Path("."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -11,6 +11,10 @@ from numpy.typing import NDArray
 
 from judgecp.errors import InputError
 
+#: Most labels a rating scale may have (0..100 is the widest in use). Arrays are n x K, so a scale of
+#: a billion labels would ask for gigabytes per row before any check could say that it is a typo.
+MAX_LABELS = 101
+
 
 @dataclass(frozen=True)
 class LikertScale:
@@ -30,15 +34,19 @@ class LikertScale:
             raise InputError(
                 f"scale needs at least two labels, got {self.minimum}..{self.maximum}"
             )
+        if self.maximum - self.minimum + 1 > MAX_LABELS:
+            raise InputError(f"scale {self.minimum}:{self.maximum} has {self.maximum - self.minimum + 1:,} labels; "
+                             f"judgecp takes at most {MAX_LABELS} (e.g. 0:100)")
 
     @classmethod
     def parse(cls, text: str) -> LikertScale:
         """Parse ``"MIN:MAX"`` (e.g. ``"1:5"``, ``"0:10"``) or ``"K"`` (meaning 1..K)."""
         head, sep, tail = text.strip().partition(":")
         try:
-            return cls(int(head), int(tail)) if sep else cls(1, int(head))
+            bounds = (int(head), int(tail)) if sep else (1, int(head))
         except ValueError as exc:
             raise InputError(f"cannot read scale {text!r}; write it as MIN:MAX, e.g. 1:5") from exc
+        return cls(*bounds)
 
     @property
     def k(self) -> int:

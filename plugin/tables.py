@@ -12,7 +12,10 @@ that is not a JSON object is ``malformed_json_line``, a CSV row with more
 cells than the header ``malformed_csv_row``, a record that fails the
 schema's structural check its :func:`judgecp.records.problem`. A file with
 no readable row, no header or the wrong encoding is an :class:`InputError`
-naming it.
+naming it, and so is a path that is a folder, a broken symbolic link or a
+file that cannot be read. A UTF-8 byte-order mark (Excel's "CSV UTF-8") is
+read as the mark it is, not as part of the first column's name; a JSON line
+nested too deeply to parse is a ``malformed_json_line`` like any other.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -126,20 +130,21 @@ def jsonl_objects(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | 
             continue
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line nested thousands deep
             obj = None
         yield lineno, obj if isinstance(obj, dict) else None
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
-    """:func:`jsonl_objects` over a UTF-8 file, read line by line."""
-    with Path(path).open(encoding="utf-8") as handle:
+    """:func:`jsonl_objects` over a UTF-8 file (a byte-order mark allowed), read line by line."""
+    with Path(path).open(encoding="utf-8-sig") as handle:
         yield from jsonl_objects(handle)
 
 
 def _read_text(path: Path) -> str:
     try:
-        raw = path.read_bytes().decode("utf-8")  # no newline translation: a quoted "\r" in a cell stays one
+        # No newline translation: a quoted "\r" in a cell stays one. utf-8-sig: a byte-order mark is dropped.
+        raw = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a UTF-8 text file ({exc.reason})") from exc
     if not raw.strip():
@@ -152,7 +157,7 @@ def _read_json(path: Path, excluded: Exclusions) -> Table:
     if path.suffix.lower() == ".json" and raw.lstrip().startswith("["):
         try:
             data = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InputError(f"{path}: not valid JSON ({exc})") from exc
         return table_from_rows(data, source=str(path), excluded=excluded)
     texts = raw.splitlines()
@@ -169,7 +174,7 @@ def _read_json(path: Path, excluded: Exclusions) -> Table:
 
 
 def _csv_header(path: Path, delimiter: str) -> list[str]:
-    with path.open(encoding="utf-8", newline="") as handle:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
         try:
             header = next(csv.reader(handle, delimiter=delimiter), None)
         except UnicodeDecodeError as exc:
@@ -333,10 +338,7 @@ def read_table(path: str | Path, *, engine: str = "auto") -> Table:
     if engine not in ("auto", "python"):
         raise InputError(f"engine must be 'auto' or 'python', got {engine!r}")
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"{p}: no such file")
-    if p.is_dir():
-        raise InputError(f"{p}: a directory, not a file")
+    check_readable(p)
     excluded = Exclusions()
     suffix = p.suffix.lower()
     if suffix in CSV_SUFFIXES:
@@ -358,10 +360,28 @@ def read_table(path: str | Path, *, engine: str = "auto") -> Table:
     return table
 
 
+def check_readable(path: str | Path) -> None:
+    """A path that is not a readable file is an :class:`InputError` saying why (before any reading)."""
+    p = Path(path)
+    if p.is_symlink() and not p.exists():
+        raise InputError(f"{p}: a symbolic link to a missing file ({os.readlink(p)})")
+    if not p.exists():
+        raise InputError(f"{p}: no such file")
+    if p.is_dir():
+        raise InputError(f"{p}: a directory, not a file")
+    try:
+        with p.open("rb"):
+            pass
+    except OSError as exc:
+        raise InputError(f"{p}: cannot be read ({exc.strerror or exc})") from exc
+
+
 def write_records(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
-    """Write records as JSONL (strict JSON, one per line); returns how many."""
+    """Write records as JSONL (strict JSON, one per line), atomically; returns how many."""
+    from judgecp.outputs import atomic_writer
+
     count = 0
-    with Path(path).open("w", encoding="utf-8") as handle:
+    with atomic_writer(path) as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
             count += 1

@@ -188,3 +188,168 @@ def test_arrow_reader_allocates_from_the_system_pool_and_restores_the_default(tm
     with pytest.raises(InputError):
         from_table(read_table(bad), "likert")
     assert pa.default_memory_pool().backend_name == before.backend_name
+
+
+# -- every reader, more hostile: byte-order marks, huge numbers, deep nesting, harness files -----------
+#
+# Whatever the bytes, a reader gives an InputError (one line) or data whose rows are accounted for,
+# and the file it read is byte for byte what it was.
+
+BOM = b"\xef\xbb\xbf"
+HUGE = st.one_of(st.sampled_from(["9" * 400, "-" + "9" * 400, "1e308", "-1e308", "4.9e-324", "1" + "0" * 5000]),
+                 st.integers(min_value=10**300, max_value=10**310).map(str))
+
+
+def nested(depth: int, leaf: Any = 1) -> Any:
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+def deep_text(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def read_all_kinds_unchanged(path: Path) -> None:
+    before = path.read_bytes()
+    read_all_kinds(path)
+    assert path.read_bytes() == before
+
+
+@SETTINGS
+@given(table=TABLES, bom=st.booleans(), huge=st.lists(HUGE, max_size=4), cut=st.integers(min_value=0, max_value=30),
+       delimiter=st.sampled_from([",", "\t"]))
+def test_csv_with_marks_huge_numbers_and_cuts(tmp_path: Path, table: tuple[list[str], list[list[str]]], bom: bool,
+                                             huge: list[str], cut: int, delimiter: str) -> None:
+    names, rows = table
+    rows = [list(r) for r in rows]
+    for i, number in enumerate(huge):  # huge numbers into random cells
+        if rows and rows[i % len(rows)]:
+            rows[i % len(rows)][i % len(rows[i % len(rows)])] = number
+    text = csv_text(names, rows, delimiter).encode()
+    path = tmp_path / ("t.csv" if delimiter == "," else "t.tsv")
+    path.write_bytes((BOM if bom else b"") + text[: max(len(text) - cut, 0)])
+    read_all_kinds_unchanged(path)
+
+
+@SETTINGS
+@given(records=st.lists(st.one_of(RECORD, st.just("[1, 2, 3]"), st.just('{"id": "cut", "lab')), max_size=10),
+       bom=st.booleans(), depth=st.integers(min_value=1, max_value=6000), where=st.integers(min_value=0, max_value=10),
+       huge=HUGE)
+def test_records_with_marks_deep_nesting_and_huge_numbers(tmp_path: Path, records: list[Any], bom: bool, depth: int,
+                                                          where: int, huge: str) -> None:
+    lines = [(r if isinstance(r, str) else json.dumps(r)) for r in records]
+    lines.insert(min(where, len(lines)), '{"id": "deep", "label": 3, "meta": {"x": ' + deep_text(depth) + "}}")
+    lines.insert(min(where + 1, len(lines)), '{"id": "huge", "label": ' + huge + ', "logprobs": {"1": ' + huge + "}}")
+    path = tmp_path / "r.jsonl"
+    path.write_bytes((BOM if bom else b"") + "".join(line + "\n" for line in lines).encode())
+    read_all_kinds_unchanged(path)
+
+
+@SETTINGS
+@given(data=st.binary(max_size=300), bom=st.booleans(), suffix=st.sampled_from([".csv", ".tsv", ".jsonl", ".json"]),
+       depth=st.integers(min_value=0, max_value=3000))
+def test_random_bytes_after_a_mark_or_inside_an_array(tmp_path: Path, data: bytes, bom: bool, suffix: str,
+                                                     depth: int) -> None:
+    path = tmp_path / f"f{suffix}"
+    body = deep_text(depth).encode() if suffix == ".json" and depth else data
+    path.write_bytes((BOM if bom else b"") + body)
+    read_all_kinds_unchanged(path)
+
+
+def lm_eval_sample(i: int, label: int) -> str:
+    from judgecp.records import score_record
+
+    record = score_record(f"doc{i}", label=str(label), prediction=label,
+                          logprobs={str(k): -abs(k - label) - 0.1 for k in range(1, 6)})
+    return json.dumps({"doc_id": i, "metrics": ["coverage_naive"], "coverage_naive": record, "resps": [["x"]]})
+
+
+SAMPLE_LINE = st.one_of(
+    st.builds(lm_eval_sample, st.integers(0, 30), st.integers(1, 5)),
+    st.builds(lambda i, label, cut: lm_eval_sample(i, label)[:cut], st.integers(0, 30), st.integers(1, 5),
+              st.integers(0, 200)),
+    st.builds(lambda d: '{"doc_id": 1, "metrics": ["m"], "m": "' + deep_text(d) + '"}', st.integers(1, 5000)),
+    st.builds(deep_text, st.integers(1, 5000)),
+    st.text(max_size=40),
+    st.just('{"doc_id": 2, "metrics": ["m"], "m": null}'),
+)
+
+
+@SETTINGS
+@given(lines=st.lists(SAMPLE_LINE, max_size=14), bom=st.booleans())
+def test_lm_eval_samples_reader(tmp_path: Path, lines: list[str], bom: bool) -> None:
+    from judgecp.adapters.lm_eval.plugin import read_samples
+
+    path = tmp_path / "samples_judge_2026-01-01T00-00-00.jsonl"
+    path.write_bytes((BOM if bom else b"") + "".join(line.replace("\n", " ") + "\n" for line in lines).encode())
+    before = path.read_bytes()
+    try:
+        batch = read_samples(path)
+    except InputError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        assert batch.records and len(batch.records) + batch.excluded.total <= batch.n_read
+        try:
+            data = from_table(batch.table(), None)
+        except InputError as exc:
+            assert "\n" not in str(exc)
+        else:
+            accounted(data)
+    assert path.read_bytes() == before
+
+
+VLMEVAL_FIXTURE = Path(__file__).parent / "vlmeval" / "fixtures" / "clean"
+CELL_EDITS = st.one_of(st.just(""), st.text(max_size=30), HUGE, st.sampled_from(["nan", "{'prediction': 3", "None"]),
+                       st.builds(deep_text, st.integers(1, 3000)))
+
+
+@pytest.mark.skipif(not VLMEVAL_FIXTURE.is_dir(), reason="the VLMEvalKit prediction fixtures are not in this checkout")
+@SETTINGS
+@given(edits=st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["index", "prediction", "extra_records",
+                                                                      "answer", "category"]), CELL_EDITS), max_size=8),
+       sidecar_lines=st.lists(st.one_of(st.text(max_size=30), st.builds(deep_text, st.integers(1, 4000)),
+                                        st.just('{"id": "1", "schema": "judgecp.record/1"}')), max_size=5),
+       drop=st.integers(0, 30), bom=st.booleans())
+def test_vlmeval_prediction_reader(tmp_path: Path, edits: list[tuple[int, str, str]], sidecar_lines: list[str],
+                                   drop: int, bom: bool) -> None:
+    """A VLMEvalKit prediction file (TSV, as PRED_FORMAT=tsv writes it) with edited cells, a dropped row
+    and a sidecar with junk lines; read without vlmeval installed."""
+    pytest.importorskip("openpyxl")
+    import csv
+
+    from judgecp.adapters.vlmeval.plugin import read_prediction_file
+    from judgecp.adapters.vlmeval.predictions import read_table as read_prediction_table
+
+    source = next(VLMEVAL_FIXTURE.rglob("*_MLLMJudge_CP.xlsx"))
+    columns, rows = read_prediction_table(source)
+    rows = [dict(r) for i, r in enumerate(rows) if i != drop]
+    for i, column, value in edits:
+        if rows and column in columns:
+            rows[i % len(rows)][column] = value
+    run = tmp_path / "tiny-docling-lp" / "T1"
+    run.mkdir(parents=True, exist_ok=True)
+    path = run / "tiny-docling-lp_MLLMJudge_CP.tsv"
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        if bom:
+            fh.write("\ufeff")
+        writer = csv.DictWriter(fh, fieldnames=columns, delimiter="\t", quoting=csv.QUOTE_ALL)
+        writer.writeheader()
+        writer.writerows([{c: "" if r.get(c) is None else r.get(c) for c in columns} for r in rows])
+    sidecar = run / "tiny-docling-lp_MLLMJudge_CP_lprecords.jsonl"
+    original = next(VLMEVAL_FIXTURE.rglob("*_lprecords.jsonl")).read_text().splitlines()
+    sidecar.write_text("\n".join([*original[: len(original) // 2], *(s.replace("\n", " ") for s in sidecar_lines)]) + "\n")
+    before = (path.read_bytes(), sidecar.read_bytes())
+    try:
+        batch = read_prediction_file(path)
+    except InputError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        try:
+            data = from_table(batch.table(), None)
+        except InputError as exc:
+            assert "\n" not in str(exc)
+        else:  # sidecar lines are counted too, but they are not rows of the prediction file
+            rows_left_out = sum(n for reason, n in data.excluded.counts.items() if not reason.startswith("sidecar_"))
+            assert data.n + rows_left_out == data.n_read, (data.n, data.excluded.to_json(), data.n_read)
+    assert (path.read_bytes(), sidecar.read_bytes()) == before

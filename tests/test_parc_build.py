@@ -709,5 +709,11 @@ def test_a_failed_build_leaves_no_half_written_directory(tmp_path: Path) -> None
     down = OpenAIRewriter("http://127.0.0.1:9/v1", "m", retries=0, timeout=2)
     with pytest.raises(InputError, match="failed after 1 tries"):
         build(src, tmp_path / "out", variations="VR-B,LS-N", rewriter=down)
-    assert (tmp_path / "out").is_dir() and not any((tmp_path / "out").iterdir())
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".*judgecp-tmp"))  # nothing half-built
     assert build(src, tmp_path / "out", variations="VR-B").counts == {"O": 6, "VR-B": 6}  # no --overwrite needed
+    # A failed rebuild over an earlier build leaves that build as it was, byte for byte.
+    before = {p.relative_to(tmp_path / "out"): p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    with pytest.raises(InputError, match="failed after 1 tries"):
+        build(src, tmp_path / "out", variations="VR-L,LS-N", rewriter=down, overwrite=True)
+    after = {p.relative_to(tmp_path / "out"): p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    assert after == before

@@ -116,7 +116,7 @@ def read_samples(path: Path, *, kind: str | None = None, **options: Any) -> Reco
     records: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
     n_read = 0
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    with path.open(encoding="utf-8-sig", errors="replace") as handle:
         for lineno, sample in jsonl_objects(handle):
             n_read += 1
             if sample is None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from judgecp.errors import InputError
 from judgecp.headline import calibrated_headline
+from judgecp.outputs import atomic_write_text
 
 #: Suffix of the summary file written beside the prediction file.
 SUFFIX = "_calibrated"
@@ -52,5 +53,5 @@ def calibrated_evaluation(
     summary["vlmeval"] = batch.info.get("vlmeval")
     if write:
         p = Path(prediction_file)
-        p.with_name(p.stem + SUFFIX + ".json").write_text(dumps(summary) + "\n", encoding="utf-8")
+        atomic_write_text(p.with_name(p.stem + SUFFIX + ".json"), dumps(summary) + "\n")
     return calibrated_headline(summary), summary

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -45,8 +44,11 @@ def _build(argv: Sequence[str]) -> int:
         build_parc,
         build_polaris,
     )
+    from judgecp.cli import Parser
+    from judgecp.cli.flags import whole
+    from judgecp.outputs import Folder, check_outputs
 
-    p = argparse.ArgumentParser(prog="judgecp vlmeval build-tsv",
+    p = Parser(prog="judgecp vlmeval build-tsv",
                                 description="Build a judge dataset's VLMEvalKit TSV from the public release (offline).")
     p.add_argument("key", choices=("mllm_judge", "polaris", "mllm_judge_pair", "parc"))
     p.add_argument("--source", required=True,
@@ -55,11 +57,12 @@ def _build(argv: Sequence[str]) -> int:
     p.add_argument("--name", help="dataset name (default: MLLMJudge_CP[_Lite] / Polaris_CP / MLLMJudgePair_CP[_Lite] "
                                   "/ PARC_<dataset>; PARC names start with PARC_)")
     p.add_argument("--lite", action="store_true", help="MLLM-as-a-Judge: the Benchmark_Lite split")
-    p.add_argument("--limit", type=int, help="keep the first N usable rows (pairs for mllm_judge_pair)")
+    p.add_argument("--limit", type=whole(), help="keep the first N usable rows (pairs for mllm_judge_pair)")
     p.add_argument("--image-dir", help="image folder, when not under --source")
     args = p.parse_args(argv)
     if not args.out:
         raise InputError("give --out DIR or set $LMUData (VLMEvalKit's data folder)")
+    check_outputs({"--out": Folder(args.out)})
     if args.lite and args.key not in ("mllm_judge", "mllm_judge_pair"):
         raise InputError("--lite is for mllm_judge and mllm_judge_pair")
     if args.image_dir and args.key == "parc":

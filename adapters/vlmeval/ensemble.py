@@ -60,6 +60,7 @@ from judgecp.ensemble.study import (
 )
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.outputs import atomic_write_text, atomic_writer
 
 DATASET_PREFIX = "ImagePrefEnsemble_"
 KIND = "ensemble"
@@ -147,7 +148,7 @@ def tsv_rows(
 
 def write_tsv(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     path = Path(path)
-    with path.open("w", encoding="utf-8", newline="") as handle:
+    with atomic_writer(path, newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(COLUMNS), delimiter="\t")
         writer.writeheader()
         writer.writerows(rows)
@@ -188,7 +189,7 @@ def build(
     manifest = {"kind": KIND, "source": source, "split": split if source == "mjbench" else "test",
                 "items": len({r["item"] for r in rows}),
                 "rows": len(rows), "prompts": [p.id for p in chosen], "left_out": exclusions.to_json()}
-    (out_dir / f"{dataset}_build.json").write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
+    atomic_write_text(out_dir / f"{dataset}_build.json", json.dumps(manifest, indent=1) + "\n")
     return path
 
 
@@ -257,10 +258,10 @@ def evaluate_file(
     table = read_predictions(prediction_file, dataset=dataset, sidecars=sidecars)
     records = ensemble_records(table)
     if records_out is not None:
-        Path(records_out).write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+        atomic_write_text(records_out, "".join(json.dumps(r) + "\n" for r in records))
     report = study_report(records, s, excluded=table.excluded)
     report["vlmeval"] = table.summary()
-    metric_path(prediction_file).write_text(json.dumps(report, indent=1) + "\n", "utf-8")
+    atomic_write_text(metric_path(prediction_file), json.dumps(report, indent=1) + "\n")
     methods = ("uniform", "bpe", "mixture") if s["embeddings"] else ("uniform", "bpe")
     headline = {f"{m}|{k}": float(report["methods"][m][k]) for m in methods for k in HEADLINE_SCORES}
     headline.update({"n_items": float(report["n_items"]), "n_prompts": float(report["n_prompts"])})

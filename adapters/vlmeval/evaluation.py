@@ -50,6 +50,7 @@ from judgecp.errors import InputError, NoUsableRecords
 from judgecp.evaluation import evaluate
 from judgecp.exclusions import Exclusions
 from judgecp.headline import report_headline
+from judgecp.outputs import atomic_write_text
 from judgecp.plugins import RecordBatch
 from judgecp.protocol import Protocol, parse_settings
 from judgecp.report import dumps
@@ -251,7 +252,7 @@ def evaluate_prediction_file(
     report = StudyResult({**report, "vlmeval": {**table.summary(), **section}})  # the summary after the records: flags
     out_file = metric_path(prediction_file, spec.kind) if write else None
     if out_file is not None:
-        out_file.write_text(dumps(report), encoding="utf-8")
+        atomic_write_text(out_file, dumps(report))
     parsed_report = json.loads(dumps(report))
     return Outcome(report=parsed_report, headline=headline(parsed_report, protocol), metric_file=out_file,
                    table=table, data=data, errors=[report["error"]] if "error" in report else [])

@@ -244,9 +244,10 @@ class Calibrator:
         return found
 
     def save(self, path: str | Path) -> None:
+        from judgecp.outputs import atomic_write_text
         from judgecp.report import dumps
 
-        Path(path).write_text(dumps(self.to_dict()) + "\n", encoding="utf-8")
+        atomic_write_text(path, dumps(self.to_dict()) + "\n")
 
     @classmethod
     def from_dict(cls, obj: Any, source: str = "calibrator") -> Calibrator:

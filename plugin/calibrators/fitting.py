@@ -28,6 +28,28 @@ def label_scale_entry(data: Any) -> dict[str, Any]:
     return {} if own is None else {"label_scale": own.to_json()}
 
 
+def _check_size(alpha: float, n: int) -> None:
+    """A level no calibration of ``n`` items can reach is refused before fitting (every set would be the full range)."""
+    from judgecp.conformal import min_calibration_size
+
+    need = min_calibration_size(alpha)
+    if need > n:
+        shown = f"{need:,}" if need < 10**15 else f"about {float(need):.3g}"
+        raise InputError(f"alpha {alpha:g} needs at least {shown} calibration items for a finite threshold, "
+                         f"and there are {n}: every set would be the full range; choose a larger alpha")
+
+
+def _check_conformal_part(spec: str, alpha: float, method: Any, n: int) -> None:
+    """A method that fits a model conformalizes on part of the items: too few there for the level is refused too."""
+    from judgecp.conformal import min_calibration_size
+
+    if method is not None and getattr(method, "insufficient_", False):
+        raise InputError(f"alpha {alpha:g}: {spec} fits its model on part of the {n} items and sets its threshold on "
+                         f"the other {method.n_conformalize_}, which needs at least "
+                         f"{min_calibration_size(method._rank_alpha()):,}: every set would be the full range; "
+                         "give more items or choose a larger alpha")
+
+
 def calibrate(
     data: Any,
     *,
@@ -79,13 +101,16 @@ def calibrate(
     options: list[str] | None = None
     name, sample = drift_statistic(data, signal)
     if ckind == "likert":
+        _check_size(alpha, data.n)
         spec = check_method_spec(method or "naive")
         est: Any = ScoreIntervals(spec, confidence_level=1.0 - alpha, random_state=random_state)
         est.calibrate(data, groups=groups)
+        _check_conformal_part(spec, alpha, est.method_ if est.mondrian_ is None else None, data.n)
         scale = (data.scale.minimum, data.scale.maximum)
     elif ckind == "mcq":
         if groups:
             raise InputError("groups (Mondrian) are for Likert calibrators")
+        _check_size(alpha, data.n)
         spec = check_method_spec(method or "lac", kind="mcq", flag="--method")
         est = ChoiceSets(spec, confidence_level=1.0 - alpha, random_state=random_state).calibrate(data)
         options = sorted({o for opts in data.options for o in opts})

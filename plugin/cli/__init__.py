@@ -5,26 +5,80 @@ Core commands: ``evaluate`` (the repeated-split study of any kind),
 ``methods`` (the registered methods and controllers) and ``bench``. Harness
 adapters add theirs through the ``register_commands`` hook. An error meant
 for the user (:class:`~judgecp.errors.InputError`, a missing optional
-dependency) is printed on one line and the exit status is 2. Commands run
-with one BLAS/OpenMP thread per process (:mod:`judgecp.threads`; the user's
-``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``OPENBLAS_NUM_THREADS`` kept),
-and work that runs past a few seconds writes a progress line on stderr
-(:mod:`judgecp.progress`; ``--quiet`` turns it off). A library's Python
-warning is one line at the end (:func:`summarised_warnings`).
+dependency, a bad flag value) is printed on one line and the exit status is 2.
+Commands run with one BLAS/OpenMP thread per process (:mod:`judgecp.threads`;
+the user's ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``OPENBLAS_NUM_THREADS``
+kept), and work that runs past a few seconds writes a progress line on
+stderr (:mod:`judgecp.progress`; ``--quiet`` turns it off). A library's
+Python warning is one line at the end (:func:`summarised_warnings`). SIGINT
+ends a command with exit status 130 and SIGTERM with 143, after one line
+``judgecp: interrupted``; outputs are written atomically
+(:mod:`judgecp.outputs`), so the previous output is then intact. An
+unexpected ``OSError`` (a file that vanished or became unreadable midway)
+is one line naming the path, exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import re
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from judgecp.errors import InputError, MissingDependencyError
 from judgecp.threads import pinned, runs_a_model
+
+#: Exit statuses of an interrupted command (128 + the signal's number, as a shell reports them).
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad flag value as one line naming the flag (an :class:`InputError`, exit 2).
+
+    Subcommands' parsers are of this class too (argparse's default ``parser_class``).
+    Other usage errors (a missing argument, an unknown flag) keep argparse's usage text.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        found = re.fullmatch(r"argument ([^:]+): (.*)", message, flags=re.S)
+        if found is None:
+            super().error(message)
+        flag, problem = found.group(1), " ".join(found.group(2).split())
+        raise InputError(f"{flag} {problem}" if problem.startswith("must ") else f"{flag}: {problem}")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main thread is, so that cleanup runs as for Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _os_error_line(exc: OSError) -> str:
+    where = ": ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    what = exc.strerror or type(exc).__name__
+    return f"{where}: {what}" if where else f"{what} ({exc})"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     from judgecp.cli import commands, evaluate, report
     from judgecp.plugins import get_plugin_manager
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="judgecp", description="How far can a model judge be trusted? Conformal reliability metrics for judges."
     )
     parser.add_argument("--version", action="version", version=f"judgecp {__version__}")
@@ -95,13 +149,20 @@ def summarised_warnings() -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
-        if runs_a_model((args.command, getattr(args, "bench", None))):  # a harness: its own threads and output
-            return int(args.func(args))
-        with summarised_warnings(), pinned(), progress_lines(args):
-            return int(args.func(args))
+        with _sigterm_raises():
+            args = build_parser().parse_args(argv)
+            if runs_a_model((args.command, getattr(args, "bench", None))):  # a harness: its own threads and output
+                return int(args.func(args))
+            with summarised_warnings(), pinned(), progress_lines(args):
+                return int(args.func(args))
     except (InputError, MissingDependencyError) as exc:
         print(f"judgecp: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        print("judgecp: interrupted", file=sys.stderr)
+        return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+    except OSError as exc:  # the last resort: the checks before work should have said it already
+        print(f"judgecp: error: {_os_error_line(exc)}", file=sys.stderr)
         return 2
 
 

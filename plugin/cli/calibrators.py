@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.cli.evaluate import LABEL_SCALE_HELP
+from judgecp.cli.flags import level
 from judgecp.errors import InputError
 
 
@@ -55,10 +56,11 @@ def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
 
 
 def _write_json(path: str | None, obj: Mapping[str, Any]) -> None:
+    from judgecp.outputs import atomic_write_text
     from judgecp.report import dumps
 
     if path:
-        Path(path).write_text(dumps(obj) + "\n", encoding="utf-8")
+        atomic_write_text(path, dumps(obj) + "\n")
 
 
 def _warn(summary: dict[str, Any]) -> None:
@@ -79,7 +81,7 @@ def add_calibrate(sub: Any) -> None:
     p.add_argument("--method", "--methods", dest="method",
                    help="Likert: a conformal method (default naive); multiple choice: a set method (default lac); "
                    "pairwise: a risk controller (default scope)")
-    p.add_argument("--alpha", type=float, default=0.1, help="miscoverage, or the pairwise risk level (default 0.1)")
+    p.add_argument("--alpha", type=level, default=0.1, help="miscoverage, or the pairwise risk level (default 0.1)")
     p.add_argument("--random-state", dest="random_state", type=int, default=0)
     p.set_defaults(func=run_calibrate)
 
@@ -88,7 +90,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from judgecp.calibrators import calibrate
     from judgecp.cli.evaluate import check_output
 
-    check_output(args.output, "--output")
+    check_output(args, {"--output": args.output})
     if args.method and "," in args.method and "(" not in args.method:
         raise InputError("--method: a calibrator holds one method; give one")
     data = read_data(args, require_label=True)
@@ -115,7 +117,7 @@ def add_apply(sub: Any) -> None:
     p.add_argument("--json", metavar="SUMMARY", help="write the summary as JSON")
     _input_flags(p)
     p.add_argument("--force", action="store_true", help="apply to another judge, prompt, scale or options (warned)")
-    p.add_argument("--drift-level", dest="drift_level", type=float, default=0.01,
+    p.add_argument("--drift-level", dest="drift_level", type=level, default=0.01,
                    help="level of each check: drift, martingale, coverage, label side (default 0.01)")
     p.add_argument("--history", metavar="FILE",
                    help="append the run's drift statistic to this JSONL history and test every night in it "
@@ -130,10 +132,7 @@ def run_apply(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
     from judgecp.tables import write_records
 
-    check_output(args.output, "--output")
-    check_output(args.json)
-    if not 0.0 < args.drift_level < 1.0:
-        raise InputError(f"--drift-level {args.drift_level:g}: give a level in (0, 1)")
+    check_output(args, {"--output": args.output, "--json": args.json})
     cal = Calibrator.load(args.calibrator)
     if args.label_scale is None and cal.extra.get("label_scale"):  # the calibration labels' scale, by default
         args.label_scale = ":".join(repr(float(v)) for v in cal.extra["label_scale"])
@@ -254,7 +253,7 @@ def add_estimate(sub: Any) -> None:
     p.add_argument("--unlabeled", metavar="FILE", help="unlabeled records (their labels, if any, are ignored); with "
                    "labels from `judgecp select`, the whole run they were drawn from")
     p.add_argument("--json", metavar="OUT", help="write the estimate as JSON")
-    p.add_argument("--alpha", type=float, default=0.1, help="miscoverage of the intervals (default 0.1)")
+    p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the intervals (default 0.1)")
     p.add_argument("--stratify", choices=("auto", "yes", "no"), default="auto",
                    help="stratify by --group (default: task when present): auto when every stratum has 10 labels "
                    "(smaller ones merged), yes, or no")
@@ -270,7 +269,7 @@ def run_estimate(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
     from judgecp.ppi import estimate
 
-    check_output(args.json)
+    check_output(args, {"--json": args.json})
     if bool(args.input) == bool(args.labeled or args.unlabeled):
         raise InputError("give INPUT (labeled and unlabeled records together) or --labeled and --unlabeled")
     if args.input:

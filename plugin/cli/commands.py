@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from judgecp.errors import InputError
+from judgecp.cli.flags import levels, whole
 
 
 def add_records(sub: Any) -> None:
@@ -45,14 +45,13 @@ def run_records(args: argparse.Namespace) -> int:
     from judgecp.data.export import to_records
     from judgecp.plugins import record_format, sniff_format
     from judgecp.scale import LabelScale, LikertScale
-    from judgecp.tables import read_table, write_records
+    from judgecp.tables import check_readable, read_table, write_records
 
-    check_output(args.output, "--output")
+    check_output(args, {"--output": args.output})
     path = Path(args.input)
+    check_readable(path)
     fmt = sniff_format(path) if args.format == "auto" else args.format
     if fmt != "table":
-        if not path.is_file():
-            raise InputError(f"{path}: no such file")
         batch = record_format(fmt).read(path, **({"sidecars": args.sidecar} if args.sidecar else {}))
         if args.judge is not None:
             from judgecp.data.judge import name_judge_in_records
@@ -119,15 +118,15 @@ def add_bench(sub: Any) -> Any:
     b.add_argument("--jobs", default="1")
     b.set_defaults(func=run_bench_protocol)
     b = bsub.add_parser("scope", help="time SCOPE and the other controllers over splits x levels")
-    b.add_argument("--pairs", type=int, default=2000)
-    b.add_argument("--splits", type=int, default=1000)
-    b.add_argument("--alphas", default="0.05,0.1,0.15,0.2,0.25")
+    b.add_argument("--pairs", type=whole(at_least=2), default=2000)
+    b.add_argument("--splits", type=whole(), default=1000)
+    b.add_argument("--alphas", type=levels, default="0.05,0.1,0.15,0.2,0.25")
     b.set_defaults(func=run_bench_scope)
     b = bsub.add_parser("scale", help="time and peak memory at a million records and pairs, and every method at 100k")
-    b.add_argument("--rows", type=int, default=1_000_000, help="Likert records (default 1,000,000)")
-    b.add_argument("--pairs", type=int, default=1_000_000, help="pairs (default 1,000,000)")
-    b.add_argument("--pair-splits", type=int, default=1000, help="pairwise splits (default 1000)")
-    b.add_argument("--method-rows", type=int, default=100_000, help="records per method (default 100,000)")
+    b.add_argument("--rows", type=whole(at_least=2), default=1_000_000, help="Likert records (default 1,000,000)")
+    b.add_argument("--pairs", type=whole(at_least=2), default=1_000_000, help="pairs (default 1,000,000)")
+    b.add_argument("--pair-splits", type=whole(), default=1000, help="pairwise splits (default 1000)")
+    b.add_argument("--method-rows", type=whole(at_least=2), default=100_000, help="records per method (default 100,000)")
     b.add_argument("--methods", help="methods to time at --method-rows (default: every registered method)")
     b.add_argument("--json", help="write the measurements as JSON")
     b.set_defaults(func=run_bench_scale)
@@ -136,18 +135,18 @@ def add_bench(sub: Any) -> Any:
 
 def run_bench_scale(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     from judgecp.bench_scale import bench_scale
     from judgecp.cli.evaluate import check_output
+    from judgecp.outputs import atomic_write_text
     from judgecp.plugins import split_method_list
 
-    check_output(args.json)
+    check_output(args, {"--json": args.json})
     methods = split_method_list(args.methods) if args.methods else None
     results = bench_scale(sys.stdout, rows=args.rows, pairs=args.pairs, pair_splits=args.pair_splits,
                           method_rows=args.method_rows, methods=methods)
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(results, indent=2) + "\n")
     return 0
 
 

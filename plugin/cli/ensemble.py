@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from judgecp.cli.flags import number, whole
 from judgecp.errors import InputError
 
 #: argparse dest -> flag, of the flags only ``--kind ensemble`` takes.
@@ -34,10 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--embeddings", metavar="FILE", help="item embeddings, .npz or .jsonl keyed by meta.item (default: the records' meta.embedding)")
     g.add_argument("--prompt-set", dest="prompt_set", metavar="FILE", help="prompt-set JSON giving each prompt's answer_key")
     g.add_argument("--item-field", dest="item_field", metavar="PATH", help="dotted field tying an item's records together (default meta.item)")
-    g.add_argument("--validation", type=int, help="labeled items the BPE and mixture weights are fitted on (default 50)")
-    g.add_argument("--clusters", type=int, help="clusters K of the mixture (default 4)")
+    g.add_argument("--validation", type=whole(), help="labeled items the BPE and mixture weights are fitted on (default 50)")
+    g.add_argument("--clusters", type=whole(), help="clusters K of the mixture (default 4)")
     g.add_argument("--membership", choices=("hard", "soft"), help="p(z|x): k-means assignment (default) or soft")
-    g.add_argument("--concentration", type=float, help="sharpness of soft membership (default 20)")
+    g.add_argument("--concentration", type=number(above=0), help="sharpness of soft membership (default 20)")
     g.add_argument("--procedure", choices=("by", "bh"), help="selective prediction: Benjamini-Yekutieli (default) or -Hochberg")
     g.add_argument("--predictions", metavar="FILE", help="write the unlabeled items' mixture answers and selection (JSONL)")
 
@@ -52,7 +53,7 @@ def check_unused(args: argparse.Namespace, kind: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """``judgecp evaluate --kind ensemble ...``; returns the exit status."""
     from judgecp.cli.evaluate import check_output
-    from judgecp.ensemble.evaluate import build_parser
+    from judgecp.ensemble.evaluate import build_parser, parse_seeds
     from judgecp.ensemble.evaluate import run as run_ensemble
 
     defaults = build_parser().parse_args([])
@@ -64,15 +65,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{', '.join(other)}: not options of --kind ensemble")
     if args.example == bool(args.input):
         raise InputError("give an INPUT file or --example (not both)")
-    check_output(args.json)
-    check_output(args.predictions, "--predictions")
+    check_output(args, {"--json": None if args.json == "-" else args.json, "--predictions": args.predictions})
     values: dict[str, Any] = {dest: getattr(args, dest) for dest in ENSEMBLE_FLAGS if getattr(args, dest) is not None}
-    try:
-        alpha = defaults.alpha if args.alpha is None else float(args.alpha)
-    except ValueError:
-        raise InputError(f"--alpha must be a number, got {args.alpha!r}") from None
-    if not 0.0 < alpha < 1.0:
-        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+    alpha = defaults.alpha if args.alpha is None else float(args.alpha)  # --alpha is a level (checked when parsed)
+    parse_seeds(args.seeds or defaults.seeds)  # before any work: 0 repetitions would be a table of NaN
     fmt = "auto" if args.format in (None, "table") else args.format
     merged = {**vars(defaults), **values, "records": args.input, "example": args.example, "format": fmt,
               "alpha": alpha, "seeds": args.seeds or defaults.seeds, "json": args.json, "quiet": args.quiet}

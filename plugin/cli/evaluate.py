@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.cli import ensemble
+from judgecp.cli.flags import level, levels, number
 from judgecp.errors import InputError
 
 #: Protocol flags (argparse dest -> setting name).
@@ -68,11 +69,11 @@ def add_parser(sub: Any) -> None:
                      "(e.g. task), and 'parsed' for the judge's parsed score (docs/beyond.md)")
     lik.add_argument("--scale", help="rating scale MIN:MAX (default 1:5)")
     lik.add_argument("--label-scale", dest="label_scale", metavar="LO:HI", help=LABEL_SCALE_HELP)
-    lik.add_argument("--floor", type=float, help="value for NaN/-inf logprobs that are floored (default log 1e-5)")
+    lik.add_argument("--floor", type=number(), help="value for NaN/-inf logprobs that are floored (default log 1e-5)")
     lik.add_argument("--nan", choices=("exclude", "floor"), help="rows with NaN logprobs: exclude (default) or floor and flag")
     run = p.add_argument_group("protocol (every kind)")
-    run.add_argument("--alpha", help="miscoverage (Likert, multiple choice), PARC's LAC level, or pairwise headline risk (default 0.1)")
-    run.add_argument("--alphas", help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25; "
+    run.add_argument("--alpha", type=level, help="miscoverage (Likert, multiple choice), PARC's LAC level, or pairwise headline risk (default 0.1)")
+    run.add_argument("--alphas", type=levels, help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25; "
                      "Likert and multiple choice: the same study at each level, in the report's alpha_sweep)")
     run.add_argument("--methods", help="comma-separated conformal method specs, e.g. 'naive,lac(probabilities=recalibrated)', "
                      "or 'all' for every registered method (default: Likert naive,lac, seconds on thousands of rows; "
@@ -80,13 +81,13 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--splits", help="random calibration/test splits (default 10; pairwise 1000)")
     run.add_argument("--seeds", help="the splits' seeds as a list (0,3,7), or a count (same as --splits)")
     run.add_argument("--random-state", dest="random_state", help="seed of the first split (default 0)")
-    run.add_argument("--cal-fraction", dest="cal_fraction", help="calibration share of each split (default 0.5)")
+    run.add_argument("--cal-fraction", dest="cal_fraction", type=level, help="calibration share of each split (default 0.5)")
     run.add_argument("--mondrian", metavar="FIELD", help="calibrate separately for each value of FIELD (Likert)")
     run.add_argument("--jobs", help="processes for the splits (Likert; default 1)")
     pw = p.add_argument_group("pairwise (--kind pairwise)")
     pw.add_argument("--signal", help="uncertainty the controllers threshold: bpe (default), predictive, verbalized, agreement")
     pw.add_argument("--controllers", help="risk controllers (default scope,clopper_pearson,naive,heuristic,vanilla)")
-    pw.add_argument("--delta", help="Clopper-Pearson controller: 1 - confidence (default 0.1)")
+    pw.add_argument("--delta", type=level, help="Clopper-Pearson controller: 1 - confidence (default 0.1)")
     pa = p.add_argument_group("PARC (--kind parc)")
     pa.add_argument("--reference", choices=("variation", "original"),
                     help="prompts whose calibration half sets the certainty threshold (default variation)")
@@ -102,24 +103,40 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run_evaluate)
 
 
-def check_output(path: str | None, flag: str = "--json") -> None:
-    """An output path that cannot be written is an error before any work."""
-    if path is None:
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise InputError(f"{flag} {path}: a directory; give a file name")
-    if not target.parent.is_dir():
-        raise InputError(f"{flag} {path}: the directory {target.parent} does not exist")
+#: argparse dests that name files a command reads (its outputs must not replace them).
+INPUT_DESTS = ("input", "calibrator", "labeled", "unlabeled", "sidecar", "join", "embeddings", "prompt_set", "a", "b",
+               "pilot", "history")
+
+
+def input_paths(args: argparse.Namespace) -> list[str]:
+    """The files ``args`` names as inputs (``--join FILE:PREFIX``: the file)."""
+    from judgecp.data.fields import _parse_join
+
+    paths = []
+    for dest in INPUT_DESTS:
+        value = getattr(args, dest, None)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item:
+                paths.append(_parse_join(item)[0] if dest == "join" else item)
+    return paths
+
+
+def check_output(args: argparse.Namespace, outputs: dict[str, str | None]) -> None:
+    """Outputs that cannot be written, or would replace an input, are an error before any work
+    (:func:`judgecp.outputs.check_outputs`; ``outputs``: flag -> path)."""
+    from judgecp.outputs import check_outputs
+
+    check_outputs(outputs, inputs=input_paths(args))
 
 
 def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The validated data of ``args.input`` and the reader's own report section (if any)."""
     from judgecp.data import from_table
     from judgecp.plugins import record_format, sniff_format
-    from judgecp.tables import read_table
+    from judgecp.tables import check_readable, read_table
 
     path = Path(args.input)
+    check_readable(path)
     fmt = sniff_format(path) if args.format == "auto" else args.format
     if fmt == "table":
         if args.sidecar:
@@ -127,8 +144,6 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
         table = read_table(path)
     else:
         options = {"sidecars": args.sidecar} if args.sidecar else {}
-        if not path.is_file():
-            raise InputError(f"{path}: no such file")
         batch = record_format(fmt).read(path, kind=kind, **options)
         table, kind = batch.table(), kind or batch.kind
     if getattr(args, "judge", None) is not None:
@@ -144,6 +159,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.evaluation.sweep import write_sweep
     from judgecp.evaluation.warnings import summary_lines
     from judgecp.kinds import get_kind
+    from judgecp.outputs import atomic_write_text
     from judgecp.protocol import parse_settings
     from judgecp.report import write_report
     from judgecp.scale import LabelScale, LikertScale
@@ -156,7 +172,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise InputError("give an INPUT file or --example (not both)")
     if args.example and args.judge is not None:
         raise InputError("--judge names the judge of INPUT's records; the example's are synthetic")
-    check_output(args.json)
+    check_output(args, {"--json": args.json})
     ensemble.check_unused(args, args.kind or "likert")
     fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
                     group=args.group or args.mondrian, joins=tuple(args.join), features=args.features,
@@ -195,7 +211,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     report = evaluate(data, protocol, **info)
     detail = kind.console_detail(report, args.detail)
     if args.json:
-        Path(args.json).write_text(report.dumps(), encoding="utf-8")
+        atomic_write_text(args.json, report.dumps())
     where = f"{args.json} (`warnings`)" if args.json else "the JSON report's `warnings` (--json OUT)"
     for line in summary_lines(report.get("warnings", []), where):
         print(f"judgecp: warning: {line}", file=sys.stderr)

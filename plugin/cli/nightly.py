@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.cli.calibrators import _input_flags, _write_json, read_data
+from judgecp.cli.flags import level, number, whole
 from judgecp.errors import InputError
 
 # -- compare -----------------------------------------------------------------------------------
@@ -29,7 +30,7 @@ def add_compare(sub: Any) -> None:
     p.add_argument("a", metavar="A", help="run A (the baseline): a table, records, a harness output file or folder")
     p.add_argument("b", metavar="B", help="run B (the candidate), as A")
     p.add_argument("--json", metavar="OUT", help="write the comparison as JSON (difference.ppi.lower, ...)")
-    p.add_argument("--alpha", type=float, default=0.1, help="miscoverage of the intervals (default 0.1)")
+    p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the intervals (default 0.1)")
     p.add_argument("--paired", choices=("auto", "yes", "no"), default="auto",
                    help="pair items by id (auto: when at least half of each run's items are shared)")
     p.add_argument("--stratify", choices=("auto", "yes", "no"), default="auto",
@@ -42,7 +43,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
     from judgecp.compare import compare
 
-    check_output(args.json)
+    check_output(args, {"--json": args.json})
     a, b = read_run(args, args.a), read_run(args, args.b)
     out = compare(a, b, alpha=args.alpha, group=args.group, paired=args.paired, stratify=args.stratify)
     from judgecp.calibrators.results import CompareResult
@@ -120,11 +121,11 @@ def add_plan(sub: Any) -> None:
                        description="From a calibrator's labeled items or a pilot table's labeled rows: the judge-human "
                        "relationship, and the number of labels for a target half-width with PPI++ and with labels alone.")
     p.add_argument("input", help="a calibrator JSON (judgecp calibrate), or a pilot table or records with some labels")
-    p.add_argument("--half-width", dest="half_width", type=float, required=True, help="the interval half-width wanted")
-    p.add_argument("--unlabeled", type=float, default=None, metavar="N",
+    p.add_argument("--half-width", dest="half_width", type=number(above=0), required=True, help="the interval half-width wanted")
+    p.add_argument("--unlabeled", type=number(above=0), default=None, metavar="N",
                    help="unlabeled items in the run (default: the pilot's unlabeled rows, else unbounded)")
-    p.add_argument("--alpha", type=float, default=0.1, help="miscoverage of the intervals (default 0.1)")
-    p.add_argument("--confidence", type=float, default=0.9,
+    p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the intervals (default 0.1)")
+    p.add_argument("--confidence", type=level, default=0.9,
                    help="plan at this confidence bound of the pilot's estimates (default 0.9)")
     p.add_argument("--json", metavar="OUT", help="write the plan as JSON (labels.ppi, labels.labeled_only, assumed)")
     _input_flags(p)
@@ -165,7 +166,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
     from judgecp.plan import plan
 
-    check_output(args.json)
+    check_output(args, {"--json": args.json})
     y, f, source, unlabeled_rows = labeled_pairs(args)
     n_unlabeled = args.unlabeled if args.unlabeled is not None else (unlabeled_rows or math.inf)
     out = plan(y, f, args.half_width, alpha=args.alpha, n_unlabeled=n_unlabeled, confidence=args.confidence,
@@ -196,13 +197,13 @@ def add_select(sub: Any) -> None:
                        "or a pilot's labeled items), mixed with uniform sampling; each item drawn independently. The "
                        "items to label are written with their sampling_probability, which `judgecp estimate` uses.")
     p.add_argument("input", help="the run: a table, records, or a harness output file")
-    p.add_argument("--budget", type=float, required=True, help="the expected number of items to label")
+    p.add_argument("--budget", type=number(above=0), required=True, help="the expected number of items to label")
     p.add_argument("-o", "--output", required=True, help="the items to label (JSONL, as the input's rows)")
     p.add_argument("--calibrator", help="a calibrator whose labeled items give the judge's error model")
     p.add_argument("--pilot", help="a table of labeled items (read with the same flags) for the error model")
-    p.add_argument("--mix", type=float, default=0.5, help="share of uniform sampling mixed in (default 0.5)")
-    p.add_argument("--alpha", type=float, default=0.1, help="miscoverage of the expected intervals (default 0.1)")
-    p.add_argument("--random-state", dest="random_state", type=int, default=0)
+    p.add_argument("--mix", type=number(at_least=0, at_most=1), default=0.5, help="share of uniform sampling mixed in (default 0.5)")
+    p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the expected intervals (default 0.1)")
+    p.add_argument("--random-state", dest="random_state", type=whole(at_least=0), default=0)
     p.add_argument("--json", metavar="OUT", help="write the selection summary as JSON")
     _input_flags(p)
     p.set_defaults(func=run_select)
@@ -213,8 +214,7 @@ def run_select(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
     from judgecp.tables import write_records
 
-    check_output(args.output, "--output")
-    check_output(args.json)
+    check_output(args, {"--output": args.output, "--json": args.json})
     if args.calibrator and args.pilot:
         raise InputError("give --calibrator or --pilot, not both")
     pairs = None

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from judgecp.cli.flags import number, whole
 from judgecp.errors import InputError
 
 
@@ -29,7 +30,7 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--split", help="hub or hub-copy split (mmbench: dev)")
     b.add_argument("--config", help="hub dataset config")
     b.add_argument("--image-root", help="directory image paths are relative to (default: the source's)")
-    b.add_argument("--limit", type=int, help="use the first N rows of the source")
+    b.add_argument("--limit", type=whole(), help="use the first N rows of the source")
     cols = b.add_argument_group("columns (tables; default: the usual names)")
     for name in ("id", "question", "options", "answer", "image"):
         cols.add_argument(f"--{name}-column", dest=f"col_{name}",
@@ -40,7 +41,7 @@ def add_parser(sub: Any) -> None:
     rw.add_argument("--rewriter-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     rw.add_argument("--rewriter-hf", metavar="MODEL", help="a local Hugging Face causal LM (hub id or directory)")
     rw.add_argument("--rewriter-device", default="cpu")
-    rw.add_argument("--max-tokens", type=int, default=128)
+    rw.add_argument("--max-tokens", type=whole(), default=128)
     rw.add_argument("--clean-questions", action="store_true",
                     help="first rephrase each original question into one grammatical question (A7.4's prompt)")
     rw.add_argument("--ls-m-scope", choices=("more_less", "comparative"), default="more_less",
@@ -49,13 +50,13 @@ def add_parser(sub: Any) -> None:
                     help="LS-N by rule where there is no rewriter or its output fails a check (flagged per record)")
     vs = b.add_argument_group("vision")
     vs.add_argument("--exchange-map", help="VS-E: JSON/JSONL of {question, image, beats: [...]} or {question, image, score}")
-    vs.add_argument("--exchange-min-gap", type=float, default=0.0, help="scores: a beats b when score(a) - score(b) > GAP")
+    vs.add_argument("--exchange-min-gap", type=number(at_least=0), default=0.0, help="scores: a beats b when score(a) - score(b) > GAP")
     vs.add_argument("--exchange-replace", choices=("winner", "loser", "either"), default="winner",
                     help="which image VS-E replaces (supplement A7.3: the winner; or the roles swapped)")
-    vs.add_argument("--blur-fraction", type=float, help="VR-B radius as a fraction of the shorter side (default 0.02)")
-    vs.add_argument("--brightness", type=float, help="VR-L brightness factor (default 1.6)")
+    vs.add_argument("--blur-fraction", type=number(above=0, below=1), help="VR-B radius as a fraction of the shorter side (default 0.02)")
+    vs.add_argument("--brightness", type=number(above=1), help="VR-L brightness factor (default 1.6)")
     vs.add_argument("--rotation", type=int, choices=(90, 180, 270), help="VR-R degrees counter-clockwise (default 90)")
-    b.add_argument("--jobs", type=int, default=1, help="threads for the image transforms (default 1)")
+    b.add_argument("--jobs", type=whole(), default=1, help="threads for the image transforms (default 1)")
     b.add_argument("--overwrite", action="store_true", help="replace an earlier build in DIR")
     b.add_argument("--json", action="store_true", help="print the manifest's counts and exclusions as JSON")
     b.set_defaults(func=run_build)
@@ -79,9 +80,12 @@ def _rewriter(args: argparse.Namespace) -> Any:
 def run_build(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from judgecp.outputs import Folder, check_outputs
     from judgecp.parc_build import ExchangeMap, TransformSettings, build
     from judgecp.parc_build.builder import parse_variations
+    from judgecp.parc_build.output import OUTPUTS
 
+    check_outputs({"-o": Folder(args.out, OUTPUTS)}, inputs=[args.source, args.exchange_map])
     spec = args.variations
     if spec.strip().lower() == "vision" and not args.exchange_map:
         spec = "VR-B,VR-L,VR-R,VS-S"
@@ -105,8 +109,9 @@ def run_build(args: argparse.Namespace) -> int:
         print(json.dumps({k: manifest[k] for k in ("counts", "excluded", "source", "review", "content_hash")}, indent=2))
         return 0
     src = manifest["source"]
+    limited = f"; --limit {src['limit']} of {src['rows_in_source']} rows" if "limit" in src else ""
     print(f"{result.out_dir}: {src['items_kept']} of {src['items_read']} source items "
-          f"({', '.join(manifest['datasets'])}), content hash {result.content_hash[:16]}")
+          f"({', '.join(manifest['datasets'])}{limited}), content hash {result.content_hash[:16]}")
     for e in src["excluded"]:
         print(f"  source excluded: {e['reason']} {e['count']}")
     for variation, count in manifest["counts"].items():

@@ -6,6 +6,11 @@ import argparse
 import sys
 from typing import Any
 
+from judgecp.cli.flags import levels
+
+#: What ``report -o DIR`` replaces in DIR (anything else there stays).
+REPORT_ENTRIES = ("report.md", "report.html", "figures")
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -17,19 +22,22 @@ def add_parser(sub: Any) -> None:
     p.add_argument("reports", nargs="+", metavar="REPORT.json|DIR",
                    help="reports of judgecp evaluate --json (any kind); an lm-eval samples file or a VLMEvalKit "
                    "prediction file (evaluated first); or an output folder (every such file in it)")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="output folder (created; built aside and moved into place at the end)")
     p.add_argument("--names", help="comma-separated display names, one per report (default: the file names)")
     p.add_argument("--method", help="method (pairwise: controller) of the one-line-per-report figures "
                    "(default: the first one every report has)")
-    p.add_argument("--alphas", default="0.05,0.1,0.2",
+    p.add_argument("--alphas", default="0.05,0.1,0.2", type=levels,
                    help="levels at which harness output files are evaluated (default 0.05,0.1,0.2); reports are drawn as they are")
     p.set_defaults(func=run_report)
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from judgecp.outputs import Folder, check_outputs
     from judgecp.protocol import parse_settings
     from judgecp.reports import write_report
 
+    check_outputs({"-o": Folder(args.output, REPORT_ENTRIES)}, inputs=args.reports)
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     alphas = parse_settings({"alphas": args.alphas}, kind="likert", spell=lambda name: "--" + name).alphas
     written = write_report(args.reports, args.output, names=names, focus=args.method, alphas=alphas)

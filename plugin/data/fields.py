@@ -106,7 +106,10 @@ def to_float(value: Any) -> float | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # a JSON integer of 400 digits: infinite as a float, as its text would be
+            return math.inf if value > 0 else -math.inf
     text = str(value).strip()
     if not text:
         return None
@@ -123,7 +126,7 @@ def to_object(value: Any) -> dict[str, Any] | str | None:
             return None
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a cell nested thousands deep
             return "unreadable"
     if value is None:
         return None
@@ -147,7 +150,7 @@ def to_list(value: Any) -> list[str] | None:
         if text.startswith("["):
             try:
                 parsed = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 parsed = None
             if isinstance(parsed, list):
                 return to_list(parsed)

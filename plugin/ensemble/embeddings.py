@@ -86,12 +86,15 @@ def read_embeddings(path: str | Path) -> dict[str, FloatArray]:
 
 def write_embeddings(table: Mapping[str, Sequence[float] | FloatArray], path: str | Path) -> None:
     """Write item id -> vector as ``.npz`` or ``.jsonl`` (by the suffix)."""
+    from judgecp.outputs import atomic_writer
+
     path = Path(path)
     items = list(table)
     if path.suffix == ".npz":
-        np.savez(path, item=np.array(items), embedding=np.array([table[i] for i in items], dtype=float))
+        with atomic_writer(path, "wb", encoding=None) as binary:
+            np.savez(binary, item=np.array(items), embedding=np.array([table[i] for i in items], dtype=float))
     elif path.suffix == ".jsonl":
-        with path.open("w", encoding="utf-8") as handle:
+        with atomic_writer(path) as handle:
             for item in items:
                 vector = [float(v) for v in table[item]]
                 handle.write(json.dumps({"item": item, "embedding": vector}) + "\n")

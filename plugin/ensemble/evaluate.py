@@ -186,11 +186,15 @@ def predictions(
     ]
 
 
-def _parse_seeds(text: str) -> list[int]:
+def parse_seeds(text: str) -> list[int]:
+    """``--seeds``: a count of repetitions (at least 1) or a list of distinct seeds."""
     try:
-        return list(range(int(text))) if "," not in text else [int(s) for s in text.split(",")]
+        seeds = list(range(int(text))) if "," not in text else [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
         raise InputError(f"--seeds must be a count or a comma-separated list, got {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise InputError(f"--seeds must be a count of at least 1 or a list of distinct seeds, got {text!r}")
+    return seeds
 
 
 def add_input_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
@@ -290,12 +294,14 @@ def run(args: argparse.Namespace) -> int:
     data = load_input(args)
     report = ensemble_report(
         data, validation=args.validation, clusters=args.clusters, membership=args.membership,
-        concentration=args.concentration, seeds=_parse_seeds(args.seeds), alpha=args.alpha,
+        concentration=args.concentration, seeds=parse_seeds(args.seeds), alpha=args.alpha,
         procedure=args.procedure,
     )
     if args.predictions:
+        from judgecp.outputs import atomic_writer
+
         rows = predictions(data, report, args.alpha, args.procedure)
-        with Path(args.predictions).open("w", encoding="utf-8") as handle:
+        with atomic_writer(args.predictions) as handle:
             for row in rows:
                 handle.write(json.dumps(row) + "\n")
     if not getattr(args, "quiet", False):
@@ -307,7 +313,9 @@ def run(args: argparse.Namespace) -> int:
         if args.json == "-":
             print(text)
         else:
-            Path(args.json).write_text(text + "\n", "utf-8")
+            from judgecp.outputs import atomic_write_text
+
+            atomic_write_text(args.json, text + "\n")
     return 0
 
 

@@ -188,8 +188,10 @@ def build_prompt_set(
 
 def write_prompt_set(prompts: Sequence[JudgePrompt], path: str | Path) -> None:
     """Write a prompt set as ``{"schema": "judgecp.prompt-set/1", "prompts": [...]}``."""
+    from judgecp.outputs import atomic_write_text
+
     payload = {"schema": PROMPT_SET_SCHEMA, "prompts": [p.to_json() for p in prompts]}
-    Path(path).write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    atomic_write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
 
 
 def read_prompt_set(path: str | Path) -> list[JudgePrompt]:

@@ -28,7 +28,6 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -217,7 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(format_table(rows))
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n", "utf-8")
+        from judgecp.outputs import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(rows, indent=1) + "\n")
     return 0
 
 

@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from judgecp.errors import InputError, require, unknown
 from judgecp.exclusions import Exclusions
+from judgecp.outputs import building_directory
 from judgecp.parc_build import language, vision
 from judgecp.parc_build.output import (
     FILE,
     ImageWriter,
     build_manifest,
-    prepare_output,
-    remove_outputs,
+    check_output,
     variation_record,
 )
 from judgecp.parc_build.rewriters import Rewriter
@@ -171,9 +171,11 @@ def build(
                    if isinstance(i, Path) and i.resolve().is_relative_to(out.resolve())), None)
     if inside is not None:
         raise InputError(f"{inside}: the source's images are inside the output directory {out}; choose another -o")
-    prepare_output(out, overwrite)
-    try:
-        writer = ImageWriter(out)
+    check_output(out, overwrite)
+    # Built in a temporary folder and moved into place at the end (the manifest last): a failed or
+    # interrupted build (rewriter down, Ctrl-C) leaves the earlier build as it was, and no half-written one.
+    with building_directory(out, last="manifest.json") as tmp:
+        writer = ImageWriter(tmp)
         excluded = {v: Exclusions() for v in chosen}
         counts = {v: 0 for v in ("O", *chosen)}
 
@@ -228,13 +230,13 @@ def build(
                     records.append(record)
                     counts[variation] += 1
 
-        with (out / FILE).open("w", encoding="utf-8") as handle:
+        with (tmp / FILE).open("w", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n")
-        with (out / "review.jsonl").open("w", encoding="utf-8") as handle:
+        with (tmp / "review.jsonl").open("w", encoding="utf-8") as handle:
             for entry in review:
                 handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
-        manifest = build_manifest(out, originals, chosen, counts, excluded, review, rewriter, settings,
+        manifest = build_manifest(tmp, originals, chosen, counts, excluded, review, rewriter, settings,
                              exchange_map if "VS-E" in chosen else None, exchange_replace, ls_n_fallback)
         if "LS-M" in chosen:
             manifest["ls_m_scope"] = ls_m_scope
@@ -243,11 +245,8 @@ def build(
                                                "sha256": language.prompt_digest("clean"),
                                                "text": language.prompt_template("clean")},
                                     "outcomes": cleaning.to_json()}
-        (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return BuildResult(out, counts, excluded, originals.excluded, review, manifest)
-    except BaseException:  # a failed build (rewriter down, interrupted) leaves no half-written directory
-        remove_outputs(out)
-        raise
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return BuildResult(out, counts, excluded, originals.excluded, review, manifest)
 
 
 def _clean(originals: Originals, rewriter: Rewriter, cache: dict[tuple[str, str], str],

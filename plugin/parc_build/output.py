@@ -92,24 +92,17 @@ def variation_record(item: Original, variation: str, question: str, correct: Seq
     return record
 
 
+#: What a build writes into its folder (and replaces there, the manifest last); anything else there stays.
 OUTPUTS = (FILE, "images", "review.jsonl", "manifest.json")
 
 
-def remove_outputs(out_dir: Path) -> None:
-    for name in OUTPUTS:
-        p = out_dir / name
-        if p.is_dir():
-            shutil.rmtree(p)
-        elif p.exists():
-            p.unlink()
-
-
-def prepare_output(out_dir: Path, overwrite: bool) -> None:
+def check_output(out_dir: Path, overwrite: bool) -> None:
+    """An earlier build in ``out_dir`` is replaced only with ``overwrite`` (and only once the new one is complete)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir}: a file, not a folder; give a folder name")
     present = [out_dir / name for name in OUTPUTS if (out_dir / name).exists()]
     if present and not overwrite:
         raise InputError(f"{out_dir} already holds a build ({present[0].name}); pass overwrite=True (--overwrite)")
-    remove_outputs(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
 
 
 def build_manifest(

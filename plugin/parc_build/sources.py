@@ -347,7 +347,13 @@ def load_originals(
     columns: Mapping[str, str | None] | None = None,
     limit: int | None = None,
 ) -> Originals:
-    """The original items of ``source`` (a file, a directory or a hub id); see the module docstring."""
+    """The original items of ``source`` (a file, a directory or a hub id); see the module docstring.
+
+    ``limit``: only the first ``limit`` rows are read (a whole number >= 1); the description then
+    says how many rows the source has (``rows_in_source``), so a count like "5 of 5" cannot hide a sixth.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InputError(f"limit must be a whole number >= 1, got {limit!r}")
     excluded = Exclusions()
     text = str(source)
     path = Path(text).expanduser()
@@ -395,6 +401,7 @@ def load_originals(
     if image_root is not None:
         base = Path(image_root).expanduser()
     if limit is not None:
+        description.update(limit=limit, rows_in_source=len(rows))
         rows = rows[:limit]
     items, excluded, n = items_from_rows(rows, base=base, dataset=_safe_name(name), columns=columns, excluded=excluded)
     description["dataset"] = _safe_name(name)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -49,12 +50,13 @@ class TransformSettings:
     rotation_degrees: Literal[90, 180, 270] = 90
 
     def __post_init__(self) -> None:
+        # Written so that NaN fails every check (a NaN factor would make every VR-L image black).
         if not 0 < self.blur_fraction < 1:
             raise InputError(f"blur_fraction must be in (0, 1), got {self.blur_fraction}")
-        if self.blur_min_radius < 0:
-            raise InputError(f"blur_min_radius must be >= 0, got {self.blur_min_radius}")
-        if self.brightness_factor <= 1:
-            raise InputError(f"brightness_factor must be > 1 (VR-L brightens), got {self.brightness_factor}")
+        if not 0 <= self.blur_min_radius < math.inf:
+            raise InputError(f"blur_min_radius must be >= 0 and finite, got {self.blur_min_radius}")
+        if not 1 < self.brightness_factor < math.inf:
+            raise InputError(f"brightness_factor must be > 1 and finite (VR-L brightens), got {self.brightness_factor}")
         if self.rotation_degrees not in (90, 180, 270):
             raise InputError(f"rotation_degrees must be 90, 180 or 270, got {self.rotation_degrees}")
 

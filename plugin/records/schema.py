@@ -251,7 +251,7 @@ def parse_judge_output(raw: Any, shape: str | None = None) -> dict[str, Any] | N
     if isinstance(raw, str):
         try:
             obj = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     if not isinstance(obj, dict) or obj.get("schema") != SCHEMA or obj.get("shape") not in SHAPES:
         return None

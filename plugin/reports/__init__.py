@@ -20,6 +20,7 @@ from typing import Any
 
 from judgecp.errors import InputError
 from judgecp.evaluation.metrics import headline_entry
+from judgecp.outputs import building_directory
 from judgecp.report import fmt as text_cell
 from judgecp.reports.figures import BUILDERS, Missing, Plot
 from judgecp.reports.load import KINDS, Run, load_runs
@@ -197,13 +198,14 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, names: Sequenc
     outdir = Path(out)
     if outdir.exists() and not outdir.is_dir():
         raise InputError(f"-o {outdir}: exists and is not a directory")
-    outdir.mkdir(parents=True, exist_ok=True)
     doc, missing = build_document(runs, focus)
-    pngs = write_figures(doc, outdir)
-    md = outdir / "report.md"
-    md.write_text(to_markdown(doc), encoding="utf-8")
-    page = outdir / "report.html"
-    page.write_text(to_html(doc, pngs, "judgecp report: " + ", ".join(r.name for r in runs)), encoding="utf-8")
+    md, page = outdir / "report.md", outdir / "report.html"
+    # Built aside and moved into place at the end (report.md last): an interrupted run leaves the old report.
+    with building_directory(outdir, last=md.name) as build:
+        pngs = write_figures(doc, build)
+        (build / md.name).write_text(to_markdown(doc), encoding="utf-8")
+        (build / page.name).write_text(to_html(doc, pngs, "judgecp report: " + ", ".join(r.name for r in runs)),
+                                       encoding="utf-8")
     for _, value in doc.blocks:
         if isinstance(value, Plot):
             value.figure.clear()

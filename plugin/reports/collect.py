@@ -43,7 +43,7 @@ def is_report(path: Path) -> dict[str, Any] | None:
     """The report in ``path`` if it is a judgecp report, else ``None``."""
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8 or JSON, nested too deep
         return None
     return obj if isinstance(obj, dict) and infer_kind(obj) is not None else None
 

@@ -40,7 +40,31 @@ class Run:
         return 0.1 if 0.1 in alphas or not alphas else alphas[0]
 
 
+#: What ``judgecp report`` takes, for the messages that refuse anything else.
+TAKES = "judgecp report takes `judgecp evaluate --json` reports, harness output files or folders"
+
+
+def other_file(obj: dict[str, Any]) -> str | None:
+    """What a judgecp JSON that is not an evaluate report is (a calibrator, an apply summary, ...), else ``None``."""
+    schema = str(obj.get("schema", ""))
+    if schema.startswith("judgecp.calibrator"):
+        return "a calibrator (judgecp calibrate -o)"
+    if schema.startswith("judgecp.record"):
+        return "a judgecp record"
+    if schema.startswith("judgecp.prompt-set"):
+        return "a prompt set"
+    if "n_applied" in obj and "drift" in obj:
+        return "an apply summary (judgecp apply --json)"
+    if "n_labeled" in obj and "estimate" in obj:
+        return "an estimate (judgecp estimate --json)"
+    if "results" in obj and "configs" in obj:
+        return "an lm-eval results file"
+    return None
+
+
 def infer_kind(report: dict[str, Any]) -> str | None:
+    if other_file(report) is not None:
+        return None
     kind = report.get("kind")
     if kind in KINDS:
         return str(kind)
@@ -63,10 +87,13 @@ def read_report(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: no such file or folder")
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, an integer of 5000 digits, nested too deep
         raise InputError(f"{path}: not a JSON report ({exc})") from exc
     if not isinstance(report, dict):
         raise InputError(f"{path}: not a judgecp report (a JSON object is expected)")
+    what = other_file(report)
+    if what is not None:
+        raise InputError(f"{path}: {what}, not a report; {TAKES}")
     if infer_kind(report) is None:
         if isinstance(report.get("kind"), str):
             raise InputError(f"{path}: a {report['kind']} report; judgecp report draws {', '.join(KINDS)} reports")

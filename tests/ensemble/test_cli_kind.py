@@ -54,7 +54,7 @@ def test_example_and_quiet(tmp_path, capsys):
         (["--kind", "ensemble", "--example", "--methods", "lac"], "--methods: not options of --kind ensemble"),
         (["--example", "--clusters", "3"], "--clusters: options of --kind ensemble, not of --kind likert"),
         (["--kind", "pairwise", "--example", "--embeddings", "x.npz"], "--embeddings: options of --kind ensemble"),
-        (["--kind", "ensemble", "--example", "--alpha", "2"], "--alpha must be in (0, 1)"),
+        (["--kind", "ensemble", "--example", "--alpha", "2"], "--alpha must be a number in (0, 1)"),
         (["--kind", "ensemble", "--example", "--alpha", "x"], "--alpha must be a number"),
         (["--kind", "ensemble"], "give an INPUT file or --example"),
         (["--kind", "ensemble", "nope.jsonl"], "no such records file"),

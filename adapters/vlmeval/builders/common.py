@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -15,6 +16,7 @@ from typing import Any
 
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.outputs import building_directory
 from judgecp.scale import LikertScale
 from judgecp.tables import read_jsonl
 
@@ -54,6 +56,29 @@ def read_manifest(tsv: str | Path) -> dict[str, Any] | None:
     except (OSError, json.JSONDecodeError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def image_readable(path: Path) -> bool:
+    """Whether Pillow decodes the image file (``True`` when Pillow is not installed: nothing to check with)."""
+    try:
+        import PIL.Image  # noqa: F401
+    except ImportError:
+        return True
+    stat = path.stat()
+    return _decodes(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _decodes(path: str, mtime_ns: int, size: int) -> bool:
+    """One decode per file version (several records share an image)."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            image.load()
+    except Exception:  # Pillow raises many types (OSError, SyntaxError, struct.error, ...) for damaged files
+        return False
+    return True
 
 
 def find(source: Path, candidates: Sequence[str], what: str, explicit: str | Path | None) -> Path:
@@ -145,14 +170,21 @@ class Build:
             reasons = ", ".join(f"{e['reason']} {e['count']}" for e in self.excluded.to_json()) or "none"
             raise InputError(f"{name}: no row could be built (left out: {reasons})")
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         tsv = out / f"{name}.tsv"
-        tmp = tsv.with_suffix(".tsv.tmp")
-        with tmp.open("w", encoding="utf-8", newline="") as fh:
+        # Built aside, then the TSV and its manifest (last) moved into place: an interrupted build
+        # leaves the earlier files, and never creates a half-filled $LMUData.
+        with building_directory(out, last=manifest_path(tsv).name) as build:
+            self._write(build, tsv.name, rows, source_info)
+        return BuildResult(name=name, tsv=tsv, manifest=manifest_path(tsv), rows_read=self.read,
+                           rows_written=len(rows), excluded=self.excluded, images=len(self.first_index))
+
+    def _write(self, folder: Path, tsv_name: str, rows: Sequence[dict[str, Any]], source_info: dict[str, Any]) -> None:
+        name = Path(tsv_name).stem
+        tsv = folder / tsv_name
+        with tsv.open("w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
-        tmp.replace(tsv)
         digest = hashlib.md5()
         with tsv.open("rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -173,4 +205,3 @@ class Build:
             "excluded": result.excluded.to_json(),
         }
         result.manifest.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return result

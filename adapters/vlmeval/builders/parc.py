@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.vlmeval.builders.common import Build, BuildResult, find
+from judgecp.adapters.vlmeval.builders.common import Build, BuildResult, find, image_readable
 from judgecp.adapters.vlmeval.specs import KIND_COLUMN, PARC
 from judgecp.data.choice import LETTERS
 from judgecp.errors import InputError
@@ -47,6 +47,9 @@ def _problem(rid: str, item: dict[str, Any], src: Path) -> tuple[str, str] | dic
     paths = [src / str(r) for r in rels]
     if not rels or not all(p.is_file() for p in paths):
         return "image_missing", f"{rid}: {', '.join(str(r) for r in rels)}"
+    unreadable = [str(r) for r, p in zip(rels, paths, strict=True) if not image_readable(p)]
+    if unreadable:  # garbage saved as .png would otherwise be embedded as an image
+        return "image_unreadable", f"{rid}: {', '.join(unreadable)}"
     return {"item": item, "id": rid, "options": options, "answers": answers, "variation": variation,
             "family": known or family, "paths": paths}
 
@@ -71,7 +74,8 @@ def build_parc(
     ``options_invalid`` (fewer than 2 options, or keys that are not letters
     A-Z), ``answer_missing``, ``answer_not_an_option``, ``variation_unknown``
     (a variation outside PARC's names without a ``family`` field),
-    ``image_missing``. A source item without its original prompt ``O`` is
+    ``image_missing``, ``image_unreadable`` (a file Pillow cannot decode, when
+    Pillow is installed). A source item without its original prompt ``O`` is
     kept; the core counts ``no_original_prompt``. ``limit`` keeps the first
     N usable records.
     """

@@ -9,7 +9,9 @@ command runs.
   and tasks registered first (where the startup hook is off);
 * ``judgecp bench capture``: forward passes and wall time of the judge models;
 * ``--format lm-eval``: the judgecp records in ``samples_<task>_<date>.jsonl``
-  (every metric of a sample holds the document's record; the first is taken).
+  (a sample holds the document's record under the task's first metric and
+  ``null`` under the others; in files written before, every metric holds it:
+  the first record found is taken).
   A line that is not JSON, a sample without a record and a repeated sample
   are counted (``malformed_json_line``, ``no_record_in_sample``,
   ``duplicate_record``), never a traceback.

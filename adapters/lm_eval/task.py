@@ -23,7 +23,9 @@ Documents are normalised to ``id``, ``label`` (raw), ``group``;
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from lm_eval.api.task import ConfigurableTask
@@ -46,6 +48,25 @@ EXCLUDE_IMAGE = "image_load_failed"
 EXCLUDE_NOT_JSON = "response_not_json"
 
 
+class _CustomKwargsHint(logging.Filter):
+    """Drops lm-eval's "Custom kwargs can be passed to `--metadata`" hint (docs/lm_eval.md lists the settings)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Custom kwargs can be passed to `--metadata`" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _without_custom_kwargs_hint() -> Iterator[None]:
+    """lm-eval 0.4.13 logs that hint once per task with a ``custom_dataset`` (four lines for ``judgecp_demo``)."""
+    task_logger = logging.getLogger(ConfigurableTask.__module__)
+    hint = _CustomKwargsHint()
+    task_logger.addFilter(hint)
+    try:
+        yield
+    finally:
+        task_logger.removeFilter(hint)
+
+
 class JudgeReportTask(ConfigurableTask):
     """An lm-eval task whose metrics are read from one judgecp report over all its records."""
 
@@ -57,7 +78,8 @@ class JudgeReportTask(ConfigurableTask):
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         config = dict(config or {})
         config.pop("class", None)  # the factory's marker; not a TaskConfig field
-        super().__init__(config=config, **kwargs)
+        with _without_custom_kwargs_hint():
+            super().__init__(config=config, **kwargs)
         try:
             self.read_settings(self.config.metadata or {})
         except InputError as exc:

@@ -49,7 +49,8 @@ def pairwise_recording(path: Path, data: Path) -> Path:
     return path
 
 
-def test_a_pairwise_task_computes_its_report_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pairwise_task_computes_its_report_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
     from judgecp.adapters.lm_eval import metrics
     from tests.lm_eval import fixtures
     from tests.lm_eval.helpers import task_metrics
@@ -72,5 +73,6 @@ def test_a_pairwise_task_computes_its_report_once(tmp_path: Path, monkeypatch: p
     assert got["n_pairs"] == 16 and got["excluded"] == 4 and not math.isnan(got["risk_scope_0.1"])
     for sample in samples:  # the record once per sample line, whatever the number of metrics
         assert sample["metrics"] == names and [m for m in names if sample[m] is not None] == ["n_pairs"]
+    assert not [r for r in caplog.records if "Custom kwargs" in r.getMessage()]  # lm-eval's hint: not for judgecp tasks
     records = [s["n_pairs"] for s in samples]
     assert task_metrics("pairwise", records, PAIRWISE_METADATA) == pytest.approx(got, nan_ok=True)

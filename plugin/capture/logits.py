@@ -5,7 +5,7 @@ Two paths, both from the model's raw logits (never sampling-warped scores):
 * **direct scoring** (``multiple_choice`` over the labels): all of a
   document's label continuations share its context, so one forward pass over
   the context plus the continuations' common prefix gives every label's
-  log-likelihood at once (:func:`plan_document`). Choices that differ in more
+  log-likelihood at once (:func:`plan_document`, :func:`read_continuations`). Choices that differ in more
   than their last token fall back to one pass per choice, counted.
 * **chain of thought** (``generate_until``): ``generate(output_logits=True,
   return_dict_in_generate=True)``; at each generated position the
@@ -82,19 +82,42 @@ def plan_document(continuations: Sequence[Sequence[int]], *, one_pass: bool = Tr
     return DocumentPlan([c[:-1] for c in conts], [(i, c) for i, c in enumerate(conts)])
 
 
-def read_continuation(row_logits: Any, first: int, tokens: Sequence[int]) -> tuple[float, bool]:
-    """Log-likelihood and greediness of ``tokens`` from one row's logits (positions x vocab).
+def read_continuations(logits: Any, reads: Sequence[tuple[int, int, Sequence[int]]]) -> list[tuple[float, bool]]:
+    """Log-likelihood and greediness of every continuation read from one batch's logits.
 
-    ``row_logits[first + k]`` are the logits that predict token ``k`` of the
-    continuation (``first`` is the context's last position in the row).
+    ``logits`` is ``[rows, positions, vocabulary]``; each read is ``(row, first,
+    tokens)``: ``logits[row, first + k]`` predict token ``k`` of the
+    continuation. The log-softmax runs once per distinct position in float32
+    (a document's labels share theirs), and the values reach the host in one
+    copy, whatever the number of reads.
     """
     import torch
 
-    logprobs = torch.log_softmax(row_logits[first : first + len(tokens)].float(), dim=-1)
-    targets = torch.tensor(list(tokens), device=logprobs.device)
-    picked = logprobs[torch.arange(len(tokens), device=logprobs.device), targets]
-    greedy = bool((logprobs.argmax(dim=-1) == targets).all())
-    return float(picked.sum()), greedy
+    if not reads:
+        return []
+    slots: dict[tuple[int, int], int] = {}
+    slot_of: list[int] = []
+    targets: list[int] = []
+    for row, first, tokens in reads:
+        for k, token in enumerate(tokens):
+            slot_of.append(slots.setdefault((row, first + k), len(slots)))
+            targets.append(int(token))
+    where = [row for row, _ in slots] + [position for _, position in slots] + slot_of + targets
+    index = torch.tensor(where, dtype=torch.long).to(logits.device, non_blocking=True)
+    n_slots, n_tokens = len(slots), len(targets)
+    rows, positions = index[:n_slots], index[n_slots : 2 * n_slots]
+    slot, target = index[2 * n_slots : 2 * n_slots + n_tokens], index[2 * n_slots + n_tokens :]
+    selected = logits[rows, positions].float()  # [slots, vocabulary]
+    logprob = selected[slot, target] - torch.logsumexp(selected, dim=-1)[slot]
+    greedy = selected.argmax(dim=-1)[slot] == target
+    values, hits = torch.stack((logprob.double(), greedy.double())).tolist()
+    out: list[tuple[float, bool]] = []
+    start = 0
+    for _row, _first, tokens in reads:
+        end = start + len(tokens)
+        out.append((float(sum(values[start:end])), all(h == 1.0 for h in hits[start:end])))
+        start = end
+    return out
 
 
 # -- chain of thought -----------------------------------------------------------------

@@ -98,6 +98,58 @@ def test_direct_scoring_one_pass_per_document_equals_manual_forward(text_judge: 
     assert [g for _, g in ours[:25]] == [g for _, g in stock]
 
 
+def manual_reads(model: Any, context: list[int], continuation: list[int]) -> tuple[float, bool]:
+    """One unpadded forward pass over context + continuation[:-1]: the continuation's log-likelihood and greediness."""
+    with torch.no_grad():
+        lp = torch.log_softmax(model(torch.tensor([context + continuation[:-1]])).logits[0].float(), -1)
+    rows = lp[len(context) - 1 : len(context) - 1 + len(continuation)]
+    return float(sum(rows[k, t] for k, t in enumerate(continuation))), bool((rows.argmax(-1) == torch.tensor(continuation)).all())
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 8, "auto"])
+def test_batched_direct_scoring_equals_a_manual_pass_per_continuation(text_judge: Any, batch_size: Any) -> None:
+    """Rows of different lengths share batches (right padding, logits kept from the earliest context end);
+    documents whose choices differ before their last token take one row per choice."""
+    import random
+
+    rng = random.Random(0)
+    vocab = len(text_judge.tokenizer)
+    documents: list[Any] = []
+    for d in range(11):
+        context = [rng.randrange(5, vocab) for _ in range(rng.randrange(3, 40))]
+        if d % 3 == 2:  # "10" against "2": one row per choice
+            continuations = [[rng.randrange(5, vocab), rng.randrange(5, vocab)], [rng.randrange(5, vocab)]]
+        else:
+            prefix = [rng.randrange(5, vocab)] * (d % 2)
+            continuations = [prefix + [t] for t in rng.sample(range(5, vocab), 5)]
+        documents.append((context, continuations, None))
+    saved = (text_judge.batch_size_per_gpu, text_judge.max_batch_size)
+    text_judge.batch_size_per_gpu, text_judge.max_batch_size = batch_size, 8
+    try:
+        got = text_judge._judgecp_score(documents)
+    finally:
+        text_judge.batch_size_per_gpu, text_judge.max_batch_size = saved
+    for (context, continuations, _), values in zip(documents, got, strict=True):
+        for continuation, (ll, greedy) in zip(continuations, values, strict=True):
+            want, want_greedy = manual_reads(text_judge.model, context, continuation)
+            assert ll == pytest.approx(want, abs=1e-4) and greedy == want_greedy
+
+
+def test_requests_are_encoded_as_lm_eval_encodes_them(text_judge: Any, text_tasks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each distinct string tokenised once, in one call: the same ids as lm-eval's own per-request encoding."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    reqs = instances(["judge_text"], text_tasks)
+    bos = text_judge.tokenizer.decode(text_judge.prefix_token_id)
+    odd = [("", " 3"), ("Score:  ", "4"), (bos + "Judge this. Score:", " 5"), ("Score: 1", "0"), ("x", "")]
+    reqs += [Instance("loglikelihood", {}, args, 0) for args in odd]
+    captured: list[Any] = []
+    monkeypatch.setattr(text_judge, "_loglikelihood_tokens", lambda encoded, **_: captured.extend(encoded) or [(0.0, True)] * len(encoded))
+    HFLM.loglikelihood(text_judge, reqs, disable_tqdm=True)  # lm-eval's own encoding
+    assert text_judge._judgecp_encode_pairs([r.args for r in reqs]) == captured
+
+
 def test_per_label_scoring_gives_the_same_numbers(text_tasks: Path, tiny_llama: Path, text_judge: Any) -> None:
     from judgecp.adapters.lm_eval.models import HFJudgeLM
 

@@ -270,6 +270,10 @@ class JudgeCaptureMixin(GenerationPairingMixin):
         if not self._judgecp_capturing:
             return generate(**kwargs)
         out = generate(output_logits=True, return_dict_in_generate=True, **kwargs)
+        # lm-eval pairs a batch's answers right after its call: captures still queued from an earlier
+        # call keep their values but let go of that call's logits (memory stays at one call's).
+        for capture in self._judgecp_pending:
+            capture.release()
         self._judgecp_pending.extend(
             capture_generation(out, prompt_length, self._judgecp_vocab(), self._judgecp_stop_ids())
         )

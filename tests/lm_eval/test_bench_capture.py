@@ -89,3 +89,18 @@ def test_a_stopped_run_leaves_nothing_behind(tmp_path: Path, signum: int, code: 
     assert proc.returncode == code, stderr[-3000:]
     assert "Traceback" not in stderr
     assert leftovers(tmp_path) == []
+
+
+def test_the_judge_is_built_in_the_dtype_asked_and_its_language_model_is_the_text_judge() -> None:
+    import torch
+
+    from judgecp.tiny_models import text_model_of, tiny_judge
+
+    llava, processor = tiny_judge(vision=True, dtype="bfloat16")
+    assert {p.dtype for p in llava.parameters()} == {torch.bfloat16} and torch.get_default_dtype() == torch.float32
+    llava.float()
+    text = text_model_of(llava)
+    assert text.lm_head.weight.data_ptr() == llava.lm_head.weight.data_ptr()  # the same weights, no copy
+    ids = processor.tokenizer("Judge it. Score:", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert torch.equal(text(ids).logits, llava(input_ids=ids).logits)

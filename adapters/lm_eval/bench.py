@@ -165,7 +165,7 @@ class _Bench:
 
     def ratio(self, label: str, a: tuple[float, float], b: tuple[float, float], target: str) -> None:
         cpu = f", CPU time {a[1] / b[1]:.3f}x" if self.on_cpu else ""
-        self.w(f"  {label}: wall time {a[0] / b[0]:.3f}x{cpu} ({target})\n")
+        self.w(f"  {label} wall time {a[0] / b[0]:.3f}x{cpu} ({target})\n")
 
     def image(self, batch_size: int | str) -> None:
         from lm_eval.models.hf_vlms import HFMultimodalLM
@@ -185,8 +185,8 @@ class _Bench:
         for name, (passes, wall, cpu) in results.items():
             self.row(name, passes, wall, cpu, n)
         (p1, *one), (p5, *five) = results.values()
-        self.w(f"  one pass per label / one per document: passes {p5 / p1:.2f}x\n")
-        self.ratio("one pass per label / one per document", tuple(five), tuple(one), "lm-eval's way, on the same model")  # type: ignore[arg-type]
+        self.ratio(f"one pass per label / one per document: passes {p5 / p1:.2f}x,", tuple(five), tuple(one),  # type: ignore[arg-type]
+                   "lm-eval's way, on the same model")
         try:
             HFMultimodalLM(**args).loglikelihood(requests[:1], disable_tqdm=True)
         except NotImplementedError:
@@ -212,7 +212,7 @@ class _Bench:
         for name, (passes, wall, cpu) in results.items():
             self.row(name, passes, wall, cpu, n)
         (_, *ours), (_, *theirs) = results.values()
-        self.ratio("hf-judge / stock hf", tuple(ours), tuple(theirs), "target: at most 1.05x on a GPU, 1.1x on a CPU")  # type: ignore[arg-type]
+        self.ratio("hf-judge / stock hf:", tuple(ours), tuple(theirs), "target: at most 1.05x on a GPU, 1.1x on a CPU")  # type: ignore[arg-type]
 
     def cot(self, batch_size: int | str) -> None:
         from lm_eval.models.hf_vlms import HFMultimodalLM

@@ -104,3 +104,21 @@ def test_the_judge_is_built_in_the_dtype_asked_and_its_language_model_is_the_tex
     ids = processor.tokenizer("Judge it. Score:", return_tensors="pt")["input_ids"]
     with torch.no_grad():
         assert torch.equal(text(ids).logits, llava(input_ids=ids).logits)
+
+
+def test_the_gpu_script_runs_verbatim_with_options_the_bench_takes(tmp_path: Path) -> None:
+    """scripts/bench_capture_gpu.sh with its judgecp replaced by one that only parses the options (no GPU here)."""
+    repo = Path(__file__).resolve().parents[2]
+    stub = tmp_path / "judgecp"
+    stub.write_text(f"#!{sys.executable}\nimport sys\nfrom judgecp.cli import build_parser\n"
+                    "args = build_parser().parse_args(sys.argv[1:])\nprint('parsed', args.device, args.dtype, args.batch_size)\n")
+    stub.chmod(0o755)
+    out = tmp_path / "table.txt"
+    env = {**bench_env(tmp_path), "JUDGECP": str(stub), "PYTHON": sys.executable}
+    proc = subprocess.run(["bash", str(repo / "scripts" / "bench_capture_gpu.sh"), str(out)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "lm_eval 0.4" in text and "judgecp " in text
+    assert text.count("parsed cuda bfloat16") == 2 and "--hidden 4096 --layers 8 --vocab 32000" in text
+    assert "--hidden 4096 --layers 24 --vocab 32000" in text and "parsed cuda bfloat16 1,8,auto" in text

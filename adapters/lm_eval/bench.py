@@ -266,6 +266,10 @@ def bench_capture(
     unknown = sorted(set(sections) - set(SECTIONS))
     if unknown:
         raise InputError(f"--only: unknown section {unknown[0]!r}; choose from {', '.join(SECTIONS)}")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError(f"--device {device}: torch {torch.__version__} sees no CUDA device here")
+    if not isinstance(getattr(torch, dtype or "float32", None), torch.dtype):
+        raise InputError(f"--dtype: {dtype!r} is not a torch dtype (bfloat16, float16, float32)")
     dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
     register()
     with scratch_dir() as root, quiet_harness():

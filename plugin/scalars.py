@@ -100,6 +100,13 @@ class Entry(str):
     __slots__ = ()
 
 
+class Skippable(str):
+    """A method of the protocol: absent from the report means undefined only when the report lists it in
+    ``skipped`` (a method the data cannot serve, e.g. a set method on continuous labels)."""
+
+    __slots__ = ()
+
+
 class LabelsOrInterval(str):
     """A Likert method entry's label set, or its interval where labels are continuous (no label set)."""
 
@@ -122,6 +129,8 @@ def _pick(*keys: str) -> Callable[[Mapping[str, Any]], Any]:
                 key = "interval"
             if not isinstance(node, Mapping) or key not in node:
                 if isinstance(key, Entry) and isinstance(node, Mapping):
+                    return None
+                if isinstance(key, Skippable) and key in {e.get("method") for e in report.get("skipped") or ()}:
                     return None
                 raise MetricError(f"the report has no {'.'.join(keys[: depth + 1])!r}")
             node = node[key]
@@ -151,11 +160,12 @@ def likert_metrics(protocol: Protocol, interval: Mapping[str, bool] | None = Non
     metrics = _counts()
     for spec in protocol.method_specs("likert"):
         s = metric_suffix(spec)
-        metrics += _with_stderr(f"coverage_{s}", ("methods", spec, LabelsOrInterval(), "coverage"), None)
-        metrics += _with_stderr(f"width_{s}", ("methods", spec, LabelsOrInterval(), "width"), False)
+        method = Skippable(spec)
+        metrics += _with_stderr(f"coverage_{s}", ("methods", method, LabelsOrInterval(), "coverage"), None)
+        metrics += _with_stderr(f"width_{s}", ("methods", method, LabelsOrInterval(), "width"), False)
         if interval[spec]:
-            metrics += _with_stderr(f"interval_width_{s}", ("methods", spec, "interval", "width"), False)
-        metrics.append(Metric(f"full_range_{s}", _pick("methods", spec, "full_range"), False))
+            metrics += _with_stderr(f"interval_width_{s}", ("methods", method, "interval", "width"), False)
+        metrics.append(Metric(f"full_range_{s}", _pick("methods", method, "full_range"), False))
     metrics += [Metric(key, _pick("point", key), key != "mae") for key in POINT_METRICS]
     return metrics
 

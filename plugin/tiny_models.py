@@ -2,8 +2,12 @@
 
 ``build_tiny_llama`` writes a 2-layer LlamaForCausalLM with a byte-level BPE
 tokenizer trained on the spot; ``build_tiny_llava`` adds a 2-layer CLIP vision
-tower and an image processor that works without torchvision. Their judgements
-are noise: they exist to exercise the harness path, never to be evaluated.
+tower and an image processor that works without torchvision. ``tiny_judge``
+builds either in memory, straight on a device and in a dtype (a GPU bench
+builds a billion-parameter random judge in seconds, with nothing written to
+disk), and ``text_model_of`` gives a LLaVA's language model as a text-only
+causal LM sharing its weights. Their judgements are noise: they exist to
+exercise the harness path, never to be evaluated.
 
 No harness is imported (the lm-eval tests, the core's tests and the lm-eval
 adapter's ``judgecp bench capture`` use it); torch, transformers and
@@ -47,6 +51,7 @@ def train_tokenizer(extra_text: Iterable[str] = (), vocab_size: int = 400) -> An
         vocab_size=vocab_size,
         special_tokens=list(SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     tok.train_from_iterator([*_CORPUS, *extra_text], trainer=trainer)
     return transformers.PreTrainedTokenizerFast(
@@ -98,28 +103,66 @@ def build_tiny_llava(path: str | Path, *, image_size: int = 32, patch_size: int 
     return _build(Path(path), {"image_size": image_size, "patch_size": patch_size}, **options)
 
 
-def _build(path: Path, vision: dict[str, int] | None, *, hidden: int = 64, layers: int = 2, max_positions: int = 2048,
-           seed: int = 0, prepare: Callable[[Any, Any], None] | None = None, vocab: int | None = None) -> Path:
-    """A tiny Llama, or with ``vision`` a tiny LLaVA around it: built, prepared and widened (both
-    optional), saved with its tokenizer or processor."""
+def tiny_judge(
+    *, vision: bool = False, hidden: int = 64, layers: int = 2, max_positions: int = 2048, seed: int = 0,
+    prepare: Callable[[Any, Any], None] | None = None, vocab: int | None = None, device: str = "cpu",
+    dtype: Any = None, image_size: int = 32, patch_size: int = 8,
+) -> tuple[Any, Any]:
+    """A random tiny Llama (or with ``vision`` a tiny LLaVA around it) and its tokenizer (or processor), in memory.
+
+    The weights are created on ``device`` in ``dtype`` (a torch dtype or its
+    name; default float32), never on the host first. ``prepare`` and
+    ``vocab`` as in :func:`build_tiny_llama`.
+    """
     require("torch", "torch", "building a tiny local judge")
     import torch
 
     tokenizer = train_tokenizer()
     text = _llama_config(tokenizer, hidden, layers, max_positions)
-    if vision is None:
-        from transformers import LlamaForCausalLM
+    wanted = getattr(torch, dtype) if isinstance(dtype, str) else (dtype or torch.float32)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(wanted)
+    try:
+        with torch.device(device):
+            if not vision:
+                from transformers import LlamaForCausalLM
 
-        torch.manual_seed(seed)
-        model: Any = LlamaForCausalLM(text)
-        processor: Any = tokenizer
-    else:
-        model, processor = _llava(tokenizer, text, layers, seed, **vision)
-    if prepare is not None:
-        prepare(model, tokenizer)
-    if vocab is not None:
-        pad_vocabulary(model, tokenizer, vocab)
+                torch.manual_seed(seed)
+                model: Any = LlamaForCausalLM(text)
+                processor: Any = tokenizer
+            else:
+                model, processor = _llava(tokenizer, text, layers, seed, image_size=image_size, patch_size=patch_size)
+            if prepare is not None:
+                prepare(model, tokenizer)
+            if vocab is not None:
+                pad_vocabulary(model, tokenizer, vocab)
+    finally:
+        torch.set_default_dtype(previous)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.train(False)
+    return model, processor
+
+
+def text_model_of(llava: Any) -> Any:
+    """A LLaVA's language model and output layer as a text-only ``LlamaForCausalLM`` (the same weights, no copy)."""
+    import copy
+
+    import torch
+    from transformers import LlamaForCausalLM
+
+    with torch.device("meta"):
+        text = LlamaForCausalLM(llava.config.text_config)
+    text.model = llava.model.language_model
+    text.lm_head = llava.lm_head
+    text.generation_config = copy.deepcopy(llava.generation_config)
+    text.train(False)
+    return text
+
+
+def _build(path: Path, vision: dict[str, Any] | None, **options: Any) -> Path:
+    """A tiny Llama, or with ``vision`` a tiny LLaVA around it (:func:`tiny_judge`), saved with its tokenizer or processor."""
+    settings: dict[str, Any] = {**(vision or {}), **options}
+    model, processor = tiny_judge(vision=vision is not None, **settings)
     model.save_pretrained(path)
     processor.save_pretrained(path)
     return path

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgecp.adapters.lm_eval.metrics import cached_report, counted
+from judgecp.adapters.lm_eval.metrics import by_id, counted
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.scale import LikertScale
 
@@ -53,9 +53,8 @@ def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
 
 def calibrated_report(records: Sequence[Mapping[str, Any]], cal: Any, kind: str, *, task: str = "",
                       scale: LikertScale | None = None) -> Mapping[str, Any]:
-    """:func:`judgecp.calibrators.apply`'s summary of the task's records, cached per content."""
-    settings = ["calibrated", kind, id(cal), cal.source, cal.method, cal.alpha, bool(cal.extra.get("force")), str(scale)]
-    return cached_report(records, settings, lambda ordered: _compute(ordered, cal, kind, task, scale))
+    """:func:`judgecp.calibrators.apply`'s summary of the task's records (in id order)."""
+    return _compute(by_id(records), cal, kind, task, scale)
 
 
 def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,

@@ -37,7 +37,7 @@ from typing import Any
 
 from judgecp import datasources
 from judgecp.adapters.lm_eval import model_name
-from judgecp.adapters.lm_eval.metrics import cached_report, counted
+from judgecp.adapters.lm_eval.metrics import by_id, counted
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.ensemble.prompts import JudgePrompt
 from judgecp.ensemble.sources import PreferenceItem
@@ -136,8 +136,8 @@ def task_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def records_report(records: Sequence[Mapping[str, Any]], settings: Mapping[str, Any], task: str = "") -> dict[str, Any]:
-    """The ensemble report of a task's records (sorted by id), cached by content; ``error`` when undefined."""
-    return cached_report(records, [dict(settings)], lambda ordered: _report(ordered, settings, task))
+    """The ensemble report of a task's records (sorted by id); ``error`` when undefined."""
+    return _report(by_id(records), settings, task)
 
 
 def _report(ordered: list[Mapping[str, Any]], settings: Mapping[str, Any], task: str) -> dict[str, Any]:
@@ -162,38 +162,6 @@ class PromptEnsembleTask(JudgeReportTask):
         self.settings = task_settings(metadata)
         self.check_output_type()
         self.calibrator = None
-        self._judgecp_records: dict[str, Mapping[str, Any]] = {}
-
-    # A task of this family has items x prompts documents: the samples file keeps each record once, under
-    # the first metric (``n_items``), and only its id under the others (a record under each of the ~40
-    # metrics made the samples file ~23 KB a document). lm-eval aggregates the metrics in the order
-    # process_results returns them, so the first aggregation sees (and stores) every record, gathered on
-    # rank 0 under accelerate; the others find theirs by id. A record not found is never guessed: the
-    # metric is NaN and the log says why.
-
-    def process_results(self, doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
-        record = self.record(doc, results)
-        self._judgecp_records[record["id"]] = record
-        first, *rest = (m.name for m in self._judgecp_metrics)
-        return {first: record, **{name: record["id"] for name in rest}}
-
-    def report_of_values(self, values: Sequence[Any]) -> dict[str, Any]:
-        """The report of a metric's values: records (the first metric) or record ids (the others)."""
-        records, missing = [], 0
-        for value in values:
-            if isinstance(value, Mapping):
-                self._judgecp_records[str(value.get("id"))] = value
-                records.append(value)
-            elif str(value) in self._judgecp_records:
-                records.append(self._judgecp_records[str(value)])
-            else:
-                missing += 1
-        if missing:
-            message = (f"{missing} record(s) of this metric were not among the task's records "
-                       "(lm-eval aggregated it before n_items?); recompute with judgecp evaluate --kind ensemble")
-            logger.warning("judgecp: %s: %s", self.config.task, message)
-            return {"error": message, "n_items": 0, "n_prompts": 0, "excluded": [], "n_excluded": 0}
-        return self.report(records)
 
     def metrics(self) -> list[Metric]:
         return ensemble_metrics(with_mixture=bool(self.settings.get("embeddings")))

@@ -1,9 +1,20 @@
 """Task-level metrics: one judgecp report over a task's records, read into the scalars lm-eval prints.
 
-lm-eval calls one aggregation per metric with the task's list of records
-(gathered on rank 0 under ``accelerate``). Every metric of a task receives
-the same records, so the report is computed once per content (records sorted
-by id, and the protocol) and cached; each metric reads one number from it.
+lm-eval calls one aggregation per metric with the list of values that
+``process_results`` returned for it, one per document (gathered on rank 0
+under ``accelerate``), and writes every returned value into the document's
+line of the samples file. So a task returns its document's record **once**,
+under its first metric, and ``None`` under the others
+(:func:`document_values`): a samples line holds the record once, whatever the
+number of metrics. lm-eval aggregates the metrics in the order
+``process_results`` returned them, so the first aggregation receives the
+records and computes the task's report (records sorted by id, so the ranks'
+order does not matter); every later metric reads that same report
+(:class:`TaskReport`): one computation per task, no re-sorting or hashing per
+metric. A metric whose values are placeholders and that finds no report of
+as many documents is NaN, with a warning: never a guess. Samples files written
+before (the record under every metric) still read, offline and here.
+
 The report is the core's (:func:`judgecp.evaluate`): the records go through
 the same reader as ``judgecp evaluate``, so a task's numbers and the post-hoc
 command's are the same; the metrics' names and how each is read from the
@@ -19,11 +30,8 @@ error naming ``metadata <key>``.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -56,40 +64,65 @@ def task_protocol(metadata: Mapping[str, Any] | None, kind: str) -> Protocol:
     return parse_settings(meta, kind=kind, spell=lambda name: f"metadata {name}", other_kinds="ignore")
 
 
-# -- the report, computed once per content -----------------------------------
-
-_CACHE: OrderedDict[str, dict[str, Any]] = OrderedDict()
-_CACHE_SIZE = 8
+# -- the report, computed once per task -------------------------------------
 
 
-def cached_report(
-    records: Sequence[Mapping[str, Any]], settings: Sequence[Any],
-    compute: Callable[[list[Mapping[str, Any]]], dict[str, Any]],
-) -> dict[str, Any]:
-    """``compute(records sorted by id)``, once per content: every metric of a task reads the same report.
+def by_id(records: Sequence[Record]) -> list[Record]:
+    """The records sorted by id: the order of lm-eval's ranks does not change a report."""
+    return sorted(records, key=lambda r: str(r.get("id")))
 
-    ``settings`` (JSON-able) is what else the report depends on. Sorted by id,
-    so the order of lm-eval's ranks does not matter.
+
+class TaskReport:
+    """A task's report, computed from the values of its record-carrying metric and read by every metric.
+
+    ``compute`` turns the task's records into its report. :meth:`of` is
+    given each metric's values in lm-eval's order: records (the first
+    metric's) compute the report; placeholders (``None``, every other metric)
+    read the last report computed, which must cover as many documents.
+    ``computations`` counts the reports computed. A metric that finds no such
+    report is NaN, warned about once per task.
     """
-    ordered = sorted(records, key=lambda r: str(r.get("id")))
-    digest = hashlib.sha256(json.dumps(list(settings), default=str).encode())
-    for r in ordered:
-        digest.update(json.dumps(r, sort_keys=True, default=str).encode())
-    key = digest.hexdigest()
-    if key not in _CACHE:
-        _CACHE[key] = compute(ordered)
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    _CACHE.move_to_end(key)
-    return _CACHE[key]
+
+    def __init__(self, compute: Callable[[Sequence[Record]], dict[str, Any]], task: str = "") -> None:
+        self.compute = compute
+        self.task = task or "task"
+        self.computations = 0
+        self._last: tuple[int, dict[str, Any]] | None = None
+        self._warned = False
+
+    def of(self, values: Sequence[Any]) -> dict[str, Any] | None:
+        """The report for one metric's values; ``None`` (every value NaN) when there is none to read."""
+        if any(isinstance(v, Mapping) for v in values):
+            self._last = None
+            if not all(isinstance(v, Mapping) for v in values):
+                self._warn(f"{sum(not isinstance(v, Mapping) for v in values)} document(s) without a record")
+                return None
+            self.computations += 1
+            self._last = (len(values), self.compute(values))
+            return self._last[1]
+        if self._last is None or self._last[0] != len(values):
+            self._warn(f"a metric of {len(values)} documents was aggregated before the task's records")
+            return None
+        return self._last[1]
+
+    def _warn(self, what: str) -> None:
+        if not self._warned:
+            logger.warning("judgecp: %s: %s; those metrics are NaN (judgecp evaluate --format lm-eval on the "
+                           "samples file recomputes them)", self.task, what)
+        self._warned = True
+
+
+def document_values(metrics: Sequence[Metric], record: Mapping[str, Any]) -> dict[str, Any]:
+    """``process_results``'s value: the record under the first metric, ``None`` under the others."""
+    first, *rest = (m.name for m in metrics)
+    return {first: record, **dict.fromkeys(rest)}
 
 
 def task_report(
     records: Sequence[Record], kind: str, protocol: Protocol, *, task: str = "", scale: LikertScale | None = None
 ) -> dict[str, Any]:
-    """The core's report of a task's records, cached (:func:`cached_report`)."""
-    return cached_report(records, [kind, repr(protocol), str(scale)],
-                         lambda ordered: _compute(ordered, kind, protocol, task, scale))
+    """The core's report of a task's records (in id order)."""
+    return _compute(by_id(records), kind, protocol, task, scale)
 
 
 def _compute(records: list[Record], kind: str, protocol: Protocol, task: str, scale: LikertScale | None) -> dict[str, Any]:
@@ -128,14 +161,17 @@ def undefined_report(message: str, n_read: int, n: int, excluded: list[dict[str,
 
 
 def aggregations(
-    metrics: Sequence[Metric], report_of: Callable[[Sequence[Record]], dict[str, Any]]
-) -> dict[str, Callable[[Sequence[Record]], float]]:
-    """lm-eval aggregation functions, metric name -> (records -> the metric's value in ``report_of(records)``)."""
-    out: dict[str, Callable[[Sequence[Record]], float]] = {}
+    metrics: Sequence[Metric], report_of: Callable[[Sequence[Any]], dict[str, Any] | None]
+) -> dict[str, Callable[[Sequence[Any]], float]]:
+    """lm-eval aggregation functions, metric name -> (values -> the metric's value in ``report_of(values)``;
+    NaN when that is ``None``)."""
+    out: dict[str, Callable[[Sequence[Any]], float]] = {}
     for metric in metrics:
 
-        def aggregate(records: Sequence[Record], metric: Metric = metric) -> float:
-            report = report_of(records)
+        def aggregate(values: Sequence[Any], metric: Metric = metric) -> float:
+            report = report_of(values)
+            if report is None:
+                return math.nan
             if isinstance(report, Result) and metric.name in report.untrusted():
                 return math.nan  # a degenerate or withheld estimate: undefined, and logged with the summary
             return read_metric(report, metric)

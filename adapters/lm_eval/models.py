@@ -6,7 +6,12 @@ They are lm-eval's ``hf`` and ``hf-multimodal`` with two changes:
   and reads every label's log-likelihood from **one forward pass** per
   document (``scoring=per_label`` restores one pass per choice, for
   comparison). Identical documents in several tasks (a category task and the
-  pooled task) are scored once.
+  pooled task) are scored once. The per-document work stays below the stock
+  model's on the same requests: each distinct string is tokenised once (lm-eval
+  encodes a document's context twice per choice), the model computes logits
+  only at the positions that predict a label, and each batch's values reach
+  the host in one copy. ``batch_size`` N and ``auto`` batch documents of
+  different lengths (right-padded).
 * ``generate_until`` generates with ``output_logits=True,
   return_dict_in_generate=True`` and returns a JSON judge response: the text
   and the rating-token logprobs at the score position found by judgecp's
@@ -28,7 +33,7 @@ from typing import Any
 import torch
 from lm_eval.models.hf_vlms import DEFAULT_IMAGE_PLACEHOLDER, HFMultimodalLM
 from lm_eval.models.huggingface import HFLM
-from lm_eval.models.utils import replace_placeholders, resize_image
+from lm_eval.models.utils import has_bos_prefix, replace_placeholders, resize_image
 
 from judgecp import images
 from judgecp.adapters.lm_eval import set_model_name
@@ -39,7 +44,7 @@ from judgecp.capture.logits import (
     capture_generation,
     judge_response_from_ids,
     plan_document,
-    read_continuation,
+    read_continuations,
 )
 
 logger = logging.getLogger("lm_eval.judgecp")
@@ -69,6 +74,7 @@ class JudgeCaptureMixin(GenerationPairingMixin):
         #: forward_passes (model calls of direct scoring), documents, per_label_documents (fallbacks)
         self.judgecp_stats: Counter[str] = Counter()
         self._judgecp_vocabulary: RatingVocabulary | None = None
+        self._judgecp_auto_sizes: dict[int, int] = {}
         self._pairing_init(record, scale, floor)
         self._judgecp_cpu_data_parallel()
         set_model_name(self._judgecp_model_name())
@@ -108,11 +114,14 @@ class JudgeCaptureMixin(GenerationPairingMixin):
         ``documents``: (context ids, continuation ids, extra model inputs such as
         pixel values, batch dimension 1). Rows (one per document, or one per
         choice when the choices differ in more than their last token) run in
-        batches of ``batch_size``, right-padded; each batch's logits are read
-        and released before the next, and only the positions that predict
-        continuation tokens are computed when the rows have equal lengths.
+        batches of ``batch_size`` (``auto``: lm-eval's detection on the longest
+        row), longest first, right-padded. The model computes logits only from
+        the earliest context end of the batch on (right padding keeps every
+        row's positions there), and each batch's reads reach the host in one
+        copy (:func:`~judgecp.capture.logits.read_continuations`).
         """
         one_pass = self.judgecp_scoring == "one_pass"
+        max_length = self.max_length
         rows: list[tuple[int, list[int], int]] = []  # (document, input ids, context length)
         reads: list[list[tuple[int, list[int]]]] = []  # per row: (read index in its document, tokens)
         results: list[list[tuple[float, bool] | None]] = []
@@ -122,36 +131,49 @@ class JudgeCaptureMixin(GenerationPairingMixin):
                 self.judgecp_stats["per_label_documents"] += 1
             first = len(rows)
             for extension in plan.rows:
-                ids, context_length = self._judgecp_fit(context, extension, multimodal=extra is not None)
+                ids, context_length = self._judgecp_fit(context, extension, max_length, multimodal=extra is not None)
                 rows.append((d, ids, context_length))
                 reads.append([])
             for k, (row, tokens) in enumerate(plan.reads):
                 reads[first + row].append((k, tokens))
             results.append([None] * len(plan.reads))
         self.judgecp_stats["documents"] += len(documents)
-        batch_size = self.batch_size if isinstance(self.batch_size, int) and self.batch_size > 0 else 1
         order = sorted(range(len(rows)), key=lambda i: -len(rows[i][1]))
+        batch_size = self._judgecp_batch_size(rows[order[0]][1]) if rows else 1
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            lengths = {len(rows[i][1]) for i in batch}
-            width = max(lengths)
+            width = len(rows[batch[0]][1])
             inputs = torch.tensor(
-                [rows[i][1] + [pad] * (width - len(rows[i][1])) for i in batch], dtype=torch.long, device=self.device
-            )
+                [rows[i][1] + [pad] * (width - len(rows[i][1])) for i in batch], dtype=torch.long
+            ).to(self.device)
             extras = [documents[rows[i][0]][2] for i in batch]
             extra = None if extras[0] is None else {k: torch.cat([e[k] for e in extras], dim=0) for k in extras[0]}  # type: ignore[index]
-            # Without padding, only the last positions are needed: from the context's last token on.
-            keep = max(width - rows[i][2] + 1 for i in batch) if len(lengths) == 1 else None
-            logits = self._judgecp_forward(inputs, extra, keep)
+            # Only the positions from the earliest context end on predict continuation tokens.
+            keep = max(width - rows[i][2] + 1 for i in batch)
+            logits = self._judgecp_forward(inputs, extra, keep if keep < width else None)
             self.judgecp_stats["forward_passes"] += 1
             offset = width - logits.shape[1]  # positions not computed (logits_to_keep)
-            for b, i in enumerate(batch):
-                d, _ids, context_length = rows[i]
-                for k, tokens in reads[i]:
-                    results[d][k] = read_continuation(logits[b], context_length - 1 - offset, tokens)
+            wanted = [(b, rows[i][2] - 1 - offset, tokens) for b, i in enumerate(batch) for _k, tokens in reads[i]]
+            owners = [(rows[i][0], k) for i in batch for k, _tokens in reads[i]]
+            for (d, k), value in zip(owners, read_continuations(logits, wanted), strict=True):
+                results[d][k] = value
             del logits
         return results  # type: ignore[return-value]
+
+    def _judgecp_batch_size(self, longest: list[int]) -> int:
+        """``batch_size``, or with ``auto`` the size lm-eval's own detection finds for the longest row (once per length)."""
+        size = self.batch_size
+        if isinstance(size, int) and size > 0:
+            return size
+        if not str(size).startswith("auto"):
+            return 1
+        detected = self._judgecp_auto_sizes.get(len(longest))
+        if detected is None:
+            detected = int(self._detect_batch_size([(None, longest, [0])], 0))
+            self._judgecp_auto_sizes[len(longest)] = detected
+            logger.info("judgecp: batch_size auto: %d rows of %d tokens", detected, len(longest))
+        return max(detected, 1)
 
     def _judgecp_forward(self, inputs: torch.Tensor, extra: dict[str, Any] | None, keep: int | None) -> torch.Tensor:
         """The model's logits for ``inputs`` (the last ``keep`` positions when the model can limit them)."""
@@ -175,17 +197,18 @@ class JudgeCaptureMixin(GenerationPairingMixin):
             self._judgecp_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         return self._judgecp_logits_to_keep
 
-    def _judgecp_fit(self, context: list[int], extension: list[int], *, multimodal: bool) -> tuple[list[int], int]:
+    @staticmethod
+    def _judgecp_fit(context: list[int], extension: list[int], max_length: int, *, multimodal: bool) -> tuple[list[int], int]:
         """Context + extension within the model's length (left-truncating text contexts, like lm-eval)."""
         ids = context + extension
-        if len(ids) <= self.max_length:
+        if len(ids) <= max_length:
             return ids, len(context)
         if multimodal:
             raise ValueError(
-                f"a judge prompt with its image is {len(ids)} tokens, longer than max_length={self.max_length}; "
+                f"a judge prompt with its image is {len(ids)} tokens, longer than max_length={max_length}; "
                 "pass a larger max_length in --model_args"
             )
-        cut = len(ids) - self.max_length
+        cut = len(ids) - max_length
         return ids[cut:], len(context) - cut
 
     def _loglikelihood_tokens(
@@ -247,6 +270,10 @@ class JudgeCaptureMixin(GenerationPairingMixin):
         if not self._judgecp_capturing:
             return generate(**kwargs)
         out = generate(output_logits=True, return_dict_in_generate=True, **kwargs)
+        # lm-eval pairs a batch's answers right after its call: captures still queued from an earlier
+        # call keep their values but let go of that call's logits (memory stays at one call's).
+        for capture in self._judgecp_pending:
+            capture.release()
         self._judgecp_pending.extend(
             capture_generation(out, prompt_length, self._judgecp_vocab(), self._judgecp_stop_ids())
         )
@@ -267,6 +294,61 @@ class JudgeCaptureMixin(GenerationPairingMixin):
 
 class HFJudgeLM(JudgeCaptureMixin, HFLM):
     """``hf-judge``: lm-eval's ``hf`` with one-pass direct scoring and logprob capture."""
+
+    def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple[float, bool]]:
+        """lm-eval's ``loglikelihood`` with each distinct string tokenised once, in one call
+        (:meth:`_judgecp_encode_pairs`); other backends and settings keep lm-eval's own path."""
+        if self.backend != "causal" or getattr(self, "enable_thinking", False):
+            return super().loglikelihood(requests, disable_tqdm=disable_tqdm)
+        encoded = self._judgecp_encode_pairs([req.args for req in requests])
+        results = self._loglikelihood_tokens(encoded, disable_tqdm=disable_tqdm)
+        self._judgecp_write_record("direct", requests, results)
+        return results
+
+    def _judgecp_encode_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[tuple[str, str], list[int], list[int]]]:
+        """The requests as lm-eval 0.4.13 encodes them (``TemplateLM.loglikelihood``, ``_encode_pair``,
+        ``HFLM.tok_encode``: trailing context spaces move to the continuation; the continuation's tokens
+        are those of context + continuation past the context's), each distinct string encoded once.
+
+        A document's choices share its context: lm-eval encodes that context twice per choice; here it
+        is encoded once, and every string in one batched tokenizer call. An empty context keeps
+        lm-eval's own encoding (the prefix token).
+        """
+        splits: list[tuple[str, str] | None] = []
+        for context, continuation in pairs:
+            if context == "":
+                splits.append(None)
+                continue
+            stripped = context.rstrip()
+            splits.append((stripped, context[len(stripped) :] + continuation))
+        strings = list(dict.fromkeys(x for split in splits if split for x in (split[0], split[0] + split[1])))
+        ids = dict(zip(strings, self._judgecp_tok_encode_many(strings), strict=True))
+        out = []
+        for (context, continuation), split in zip(pairs, splits, strict=True):
+            if split is None:  # lm-eval's empty context: the prefix token, unless the continuation starts with it
+                tokens = self.tok_encode(continuation, add_special_tokens=False)
+                prefix = self.prefix_token_id
+                head, tail = ([prefix], tokens) if prefix != tokens[0] else (tokens[:1], tokens[1:])
+                out.append(((context, continuation), head, tail))
+                continue
+            context_ids = ids[split[0]]
+            out.append(((context, continuation), context_ids, ids[split[0] + split[1]][len(context_ids) :]))
+        return out
+
+    def _judgecp_tok_encode_many(self, strings: Sequence[str]) -> list[list[int]]:
+        """``[self.tok_encode(s) for s in strings]`` in one tokenizer call per special-token setting."""
+        bos = self.tokenizer.decode(self.prefix_token_id)
+        default = {} if self.add_bos_token is None else {"add_special_tokens": self.add_bos_token}
+        groups: dict[bool, list[int]] = {}
+        for i, string in enumerate(strings):
+            groups.setdefault(has_bos_prefix(string, bos), []).append(i)
+        out: list[list[int]] = [[] for _ in strings]
+        for starts_with_bos, idx in groups.items():
+            kwargs = {"add_special_tokens": False} if starts_with_bos else default
+            encoded = self.tokenizer([strings[i] for i in idx], **kwargs)["input_ids"]
+            for i, row in zip(idx, encoded, strict=True):
+                out[i] = list(row)
+        return out
 
 
 class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
@@ -319,19 +401,16 @@ class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
             stripped = context.rstrip()
             spaces = context[len(stripped) :]
             ids, text, extra = self._judgecp_encode_image_document(stripped, list(aux["visual"]))
+            # The continuation's tokens as lm-eval splits them: context + continuation's, past the context's.
+            context_length = len(self.tok_encode(text))
             continuations = {}
             for i in idx:
                 continuation = requests[i].args[1]
                 if continuation not in continuations:
-                    continuations[continuation] = self._judgecp_continuation_ids(text, spaces + continuation)
+                    continuations[continuation] = self.tok_encode(text + spaces + continuation)[context_length:]
             unique = list(continuations)
             documents.append((ids, [continuations[c] for c in unique], extra))
             members.append((idx, unique))
         results = self._judgecp_scatter(documents, members, len(requests), lambda i: requests[i].args[1])
         self._judgecp_write_record("direct", requests, results)
         return results
-
-    def _judgecp_continuation_ids(self, context_text: str, continuation: str) -> list[int]:
-        """The continuation's tokens as lm-eval splits them: encode context + continuation, drop the context's."""
-        whole = self.tok_encode(context_text + continuation)
-        return whole[len(self.tok_encode(context_text)) :]

@@ -7,9 +7,11 @@ command runs.
 * ``judgecp tasks-path``: the folder of judgecp's tasks (for ``--include_path``);
 * ``judgecp lm-eval ARGS``: lm-eval's own command line with judgecp's models
   and tasks registered first (where the startup hook is off);
-* ``judgecp bench capture``: forward passes and wall time of the judge models;
+* ``judgecp bench capture``: judgecp's scoring paths against lm-eval's own, one random judge;
 * ``--format lm-eval``: the judgecp records in ``samples_<task>_<date>.jsonl``
-  (every metric of a sample holds the document's record; the first is taken).
+  (a sample holds the document's record under the task's first metric and
+  ``null`` under the others; in files written before, every metric holds it:
+  the first record found is taken).
   A line that is not JSON, a sample without a record and a repeated sample
   are counted (``malformed_json_line``, ``no_record_in_sample``,
   ``duplicate_record``), never a traceback.
@@ -43,13 +45,17 @@ def register_commands(commands: Any, benchmarks: Any) -> None:
     p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: run_lm_eval(args.args))
     c = benchmarks.add_parser(
-        "capture", help="forward passes and wall time of the lm-eval judge models on tiny local models (needs judgecp[lm-eval])")
+        "capture", help="judgecp's scoring paths against lm-eval's own on one random judge (needs judgecp[lm-eval])")
     c.add_argument("--documents", type=int, default=24, help="documents per measurement (default 24)")
     c.add_argument("--gen-tokens", type=int, default=64, help="tokens generated per document for chain of thought (default 64)")
     c.add_argument("--repeats", type=int, default=3, help="timed repetitions; the median is reported (default 3)")
+    c.add_argument("--batch-size", default="1",
+                   help="batch sizes, comma-separated, each measured with the judge built once (e.g. 1,8,auto; default 1)")
+    c.add_argument("--only", default=",".join(("image", "text", "cot")),
+                   help="sections to run: image (direct scoring), text (hf-judge against stock hf), cot (capture); default all")
     c.add_argument("--device", default="cpu", help="torch device: cpu (default), cuda, cuda:1")
-    c.add_argument("--dtype", default="float32", help="model dtype (default float32; bfloat16 on a GPU)")
-    c.add_argument("--hidden", type=int, default=64, help="language model width (default 64)")
+    c.add_argument("--dtype", default=None, help="model dtype (default bfloat16 on a GPU, float32 on a CPU)")
+    c.add_argument("--hidden", type=int, default=64, help="language model width (default 64; 4096 for a real judge's)")
     c.add_argument("--layers", type=int, default=2, help="layers of the language model and the vision tower (default 2)")
     c.add_argument("--vocab", type=int, default=None,
                    help="widen the output layer to this many tokens, as a real judge's (e.g. 32000; default: the tokenizer's ~400)")
@@ -89,10 +95,17 @@ def run_lm_eval(argv: Sequence[str]) -> int:
 
 
 def run_bench_capture(args: argparse.Namespace) -> int:
-    from judgecp.adapters.lm_eval.bench import bench_capture
+    from judgecp.adapters.lm_eval.bench import bench_capture, parse_batch_sizes
 
-    bench_capture(documents=args.documents, gen_tokens=args.gen_tokens, repeats=args.repeats, device=args.device,
-                  dtype=args.dtype, hidden=args.hidden, layers=args.layers, vocab=args.vocab, out=sys.stdout)
+    sizes = parse_batch_sizes(args.batch_size)
+    sections = [s.strip() for s in str(args.only).split(",") if s.strip()]
+    try:
+        bench_capture(documents=args.documents, gen_tokens=args.gen_tokens, repeats=args.repeats, device=args.device,
+                      dtype=args.dtype, hidden=args.hidden, layers=args.layers, vocab=args.vocab, batch_sizes=sizes,
+                      sections=sections, out=sys.stdout)
+    except KeyboardInterrupt:
+        print("judgecp bench capture: interrupted (its temporary files are removed)", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -4,9 +4,11 @@
 from ``--metadata`` before the model loads (a bad value is one line naming
 ``metadata <key>``), one aggregation per metric over the whole task's records,
 and ``process_results`` returning the document's ``judgecp.record/1`` record
-under every metric name (each aggregation needs all the records; the samples
-file keeps them, so ``judgecp evaluate --format lm-eval`` recomputes every
-metric offline). The metrics depend on the settings (the methods, the levels),
+once, under the first metric (``None`` under the others): the first
+aggregation computes the task's report from the records and every other
+metric reads it (:class:`judgecp.adapters.lm_eval.metrics.TaskReport`); the
+samples file keeps each record once, so ``judgecp evaluate --format lm-eval``
+recomputes every metric offline. The metrics depend on the settings (the methods, the levels),
 so they cannot be a static ``metric_list``: the class overrides lm-eval's
 documented ``Task`` methods ``aggregation()``, ``higher_is_better()`` and
 ``process_results()``, and sets none of its private attributes.
@@ -21,14 +23,22 @@ Documents are normalised to ``id``, ``label`` (raw), ``group``;
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from lm_eval.api.task import ConfigurableTask
 
 from judgecp import images
 from judgecp.adapters.lm_eval import calibrated, model_name
-from judgecp.adapters.lm_eval.metrics import aggregations, task_protocol, task_report
+from judgecp.adapters.lm_eval.metrics import (
+    TaskReport,
+    aggregations,
+    document_values,
+    task_protocol,
+    task_report,
+)
 from judgecp.errors import InputError
 from judgecp.records import complete, likeliest, parse_judge_output, score_record
 from judgecp.scalars import Metric, calibrated_metrics, likert_metrics
@@ -36,6 +46,25 @@ from judgecp.scale import LikertScale
 
 EXCLUDE_IMAGE = "image_load_failed"
 EXCLUDE_NOT_JSON = "response_not_json"
+
+
+class _CustomKwargsHint(logging.Filter):
+    """Drops lm-eval's "Custom kwargs can be passed to `--metadata`" hint (docs/lm_eval.md lists the settings)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Custom kwargs can be passed to `--metadata`" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _without_custom_kwargs_hint() -> Iterator[None]:
+    """lm-eval 0.4.13 logs that hint once per task with a ``custom_dataset`` (four lines for ``judgecp_demo``)."""
+    task_logger = logging.getLogger(ConfigurableTask.__module__)
+    hint = _CustomKwargsHint()
+    task_logger.addFilter(hint)
+    try:
+        yield
+    finally:
+        task_logger.removeFilter(hint)
 
 
 class JudgeReportTask(ConfigurableTask):
@@ -49,14 +78,17 @@ class JudgeReportTask(ConfigurableTask):
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         config = dict(config or {})
         config.pop("class", None)  # the factory's marker; not a TaskConfig field
-        super().__init__(config=config, **kwargs)
+        with _without_custom_kwargs_hint():
+            super().__init__(config=config, **kwargs)
         try:
             self.read_settings(self.config.metadata or {})
         except InputError as exc:
             raise InputError(f"task {self.config.task}: {exc}") from None
         metrics = self.metrics() if self.calibrator is None else calibrated_metrics(self.KIND)
         self._judgecp_metrics = metrics
-        self._judgecp_aggregations = aggregations(metrics, self.report_of_values)
+        #: The task's report, computed once per aggregation round and read by every metric.
+        self.judgecp_report = TaskReport(self.report, task=str(self.config.task))
+        self._judgecp_aggregations = aggregations(metrics, self.judgecp_report.of)
 
     # -- what a subclass may change --------------------------------------------------
 
@@ -87,10 +119,6 @@ class JudgeReportTask(ConfigurableTask):
             return calibrated.calibrated_report(records, self.calibrator, self.KIND, task=str(self.config.task), scale=self.scale())
         return task_report(records, self.KIND, self.protocol, task=str(self.config.task), scale=self.scale())
 
-    def report_of_values(self, values: Sequence[Any]) -> dict[str, Any]:
-        """The report of one metric's values (here the records themselves)."""
-        return self.report(values)
-
     def aggregation(self) -> dict[str, Callable[[Sequence[Any]], float]]:
         return self._judgecp_aggregations
 
@@ -98,7 +126,7 @@ class JudgeReportTask(ConfigurableTask):
         return {m.name: m.higher_is_better for m in self._judgecp_metrics}
 
     def process_results(self, doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
-        """The document's record under every metric name (each aggregation needs the records).
+        """The document's record under the first metric, ``None`` under the others (module docstring).
 
         Records name the judge (the model a judgecp model class loaded), so a
         calibrator fitted on them refuses another judge's run.
@@ -107,7 +135,7 @@ class JudgeReportTask(ConfigurableTask):
         judge = model_name()
         if record.get("judge") is None and judge != "model":
             record = {**record, "judge": judge}
-        return {m.name: record for m in self._judgecp_metrics}
+        return document_values(self._judgecp_metrics, record)
 
     # -- shared by the subclasses ------------------------------------------------------
 

@@ -5,13 +5,14 @@ Two paths, both from the model's raw logits (never sampling-warped scores):
 * **direct scoring** (``multiple_choice`` over the labels): all of a
   document's label continuations share its context, so one forward pass over
   the context plus the continuations' common prefix gives every label's
-  log-likelihood at once (:func:`plan_document`). Choices that differ in more
+  log-likelihood at once (:func:`plan_document`, :func:`read_continuations`). Choices that differ in more
   than their last token fall back to one pass per choice, counted.
 * **chain of thought** (``generate_until``): ``generate(output_logits=True,
-  return_dict_in_generate=True)``; at each generated position the
-  log-softmax of the logits is kept for the rating-token ids only
-  (:class:`RatingVocabulary`), and the core's extractor finds the score
-  position; the model returns the ``score`` judge output as JSON
+  return_dict_in_generate=True)``; the core's extractor finds the score
+  position in each row's tokens and reads the rating tokens' log-softmax
+  there (:class:`RatingVocabulary`, :class:`GenerationCapture`: computed
+  for the positions read, not for every step, batched rows each from their
+  own tokens); the model returns the ``score`` judge output as JSON
   (:func:`judge_response_from_ids`), because lm-eval keeps ``str()`` of each
   response in the samples file.
 
@@ -23,8 +24,8 @@ torch only when logits are read.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from judgecp.extraction import DEFAULT_FLOOR, label_token_ids, score_output
@@ -82,52 +83,127 @@ def plan_document(continuations: Sequence[Sequence[int]], *, one_pass: bool = Tr
     return DocumentPlan([c[:-1] for c in conts], [(i, c) for i, c in enumerate(conts)])
 
 
-def read_continuation(row_logits: Any, first: int, tokens: Sequence[int]) -> tuple[float, bool]:
-    """Log-likelihood and greediness of ``tokens`` from one row's logits (positions x vocab).
+def read_continuations(logits: Any, reads: Sequence[tuple[int, int, Sequence[int]]]) -> list[tuple[float, bool]]:
+    """Log-likelihood and greediness of every continuation read from one batch's logits.
 
-    ``row_logits[first + k]`` are the logits that predict token ``k`` of the
-    continuation (``first`` is the context's last position in the row).
+    ``logits`` is ``[rows, positions, vocabulary]``; each read is ``(row, first,
+    tokens)``: ``logits[row, first + k]`` predict token ``k`` of the
+    continuation. The log-softmax runs once per distinct position in float32
+    (a document's labels share theirs), and the values reach the host in one
+    copy, whatever the number of reads.
     """
     import torch
 
-    logprobs = torch.log_softmax(row_logits[first : first + len(tokens)].float(), dim=-1)
-    targets = torch.tensor(list(tokens), device=logprobs.device)
-    picked = logprobs[torch.arange(len(tokens), device=logprobs.device), targets]
-    greedy = bool((logprobs.argmax(dim=-1) == targets).all())
-    return float(picked.sum()), greedy
+    if not reads:
+        return []
+    slots: dict[tuple[int, int], int] = {}
+    slot_of: list[int] = []
+    targets: list[int] = []
+    for row, first, tokens in reads:
+        for k, token in enumerate(tokens):
+            slot_of.append(slots.setdefault((row, first + k), len(slots)))
+            targets.append(int(token))
+    where = [row for row, _ in slots] + [position for _, position in slots] + slot_of + targets
+    index = torch.tensor(where, dtype=torch.long).to(logits.device, non_blocking=True)
+    n_slots, n_tokens = len(slots), len(targets)
+    rows, positions = index[:n_slots], index[n_slots : 2 * n_slots]
+    slot, target = index[2 * n_slots : 2 * n_slots + n_tokens], index[2 * n_slots + n_tokens :]
+    selected = logits[rows, positions].float()  # [slots, vocabulary]
+    logprob = selected[slot, target] - torch.logsumexp(selected, dim=-1)[slot]
+    greedy = selected.argmax(dim=-1)[slot] == target
+    values, hits = torch.stack((logprob.double(), greedy.double())).tolist()
+    out: list[tuple[float, bool]] = []
+    start = 0
+    for _row, _first, tokens in reads:
+        end = start + len(tokens)
+        out.append((float(sum(values[start:end])), all(h == 1.0 for h in hits[start:end])))
+        start = end
+    return out
 
 
 # -- chain of thought -----------------------------------------------------------------
 
 
-@dataclass
 class GenerationCapture:
-    """One generated row: its new token ids and, per position, the rating tokens' logprobs."""
+    """One generated row: its new token ids, and its rating tokens' logprobs per position, read on demand.
 
-    ids: list[int]
-    rating_logprobs: list[list[float]] = field(repr=False)
+    It holds the call's raw per-step logits (``[batch, vocabulary]`` each, as
+    ``generate`` returned them) and its row; :meth:`rating_logprobs` normalises
+    one position (the rating tokens' logits minus the log-sum-exp over the
+    vocabulary, in float32). The extractor reads the position it picks, so a
+    generation costs one normalisation, not one per step. :meth:`release`
+    computes every position and drops the logits.
+    """
+
+    def __init__(self, ids: list[int], logits: Sequence[Any], row: int, vocabulary: RatingVocabulary) -> None:
+        self.ids = ids
+        self._logits: Sequence[Any] | None = logits
+        self._row = row
+        self._vocabulary = vocabulary
+        self._done: dict[int, list[float]] = {}
+
+    def rating_logprobs(self, position: int) -> list[float]:
+        """log P of every rating token (:attr:`RatingVocabulary.tokens` order) at one generated position."""
+        if position not in self._done:
+            if self._logits is None:
+                raise IndexError(f"position {position} was not kept")
+            self._done[position] = _normalised(self._logits[position][self._row], self._vocabulary)
+        return self._done[position]
+
+    def release(self) -> None:
+        """Compute every position and drop the logits (memory back to one call's worth)."""
+        if self._logits is not None:
+            for position in range(len(self.ids)):
+                self.rating_logprobs(position)
+            self._logits = None
+
+
+def _normalised(step: Any, vocabulary: RatingVocabulary) -> list[float]:
+    import torch
+
+    step = step.float()  # no copy for float32 logits (transformers keeps them so)
+    ids = torch.tensor(vocabulary.ids, device=step.device)
+    return (step.index_select(-1, ids) - torch.logsumexp(step, dim=-1)).tolist()  # type: ignore[no-any-return]
+
+
+class RatingPosition(Mapping[str, float]):
+    """One generated position's rating-token logprobs, computed when first read."""
+
+    def __init__(self, capture: GenerationCapture, position: int) -> None:
+        self._capture = capture
+        self._position = position
+        self._tokens = capture._vocabulary.tokens
+
+    def __getitem__(self, token: str) -> float:
+        values = self._capture.rating_logprobs(self._position)
+        return values[self._tokens.index(token)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tokens)
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def items(self) -> Any:
+        return list(zip(self._tokens, self._capture.rating_logprobs(self._position), strict=True))
 
 
 def capture_generation(output: Any, prompt_length: int, vocabulary: RatingVocabulary, stop_ids: set[int]) -> list[GenerationCapture]:
-    """Per batch row, the generated ids up to the first stop id and the rating-token logprobs.
+    """Per batch row, the generated ids up to the first stop id, with the call's logits to read from.
 
     ``output`` is ``generate(..., output_logits=True, return_dict_in_generate=True)``'s result.
-    The log-softmax runs step by step over the full vocabulary in float32 and
-    keeps only the rating-token columns, so memory stays at one step.
+    Batched generation works as lm-eval runs it: prompts left-padded to
+    ``prompt_length``, rows that stopped early padded after their stop id,
+    and every row's score position read from its own tokens. Nothing is
+    computed here (:class:`GenerationCapture` reads a position when asked);
+    the captures keep the logits, not the rest of the output (its cache).
     """
-    import torch
-
-    ids = torch.tensor(vocabulary.ids, device=output.sequences.device)
-    per_step = [torch.log_softmax(step.float(), dim=-1).index_select(-1, ids.to(step.device)) for step in output.logits]
-    if per_step:
-        rating = torch.stack(per_step, dim=1).cpu()  # [batch, steps, variants]
-    else:
-        rating = torch.empty((output.sequences.shape[0], 0, len(vocabulary.ids)))
+    logits = tuple(output.logits)
     new = output.sequences[:, prompt_length:].tolist()
     captures = []
     for row, row_ids in enumerate(new):
         end = next((i for i, t in enumerate(row_ids) if t in stop_ids), len(row_ids))
-        captures.append(GenerationCapture(row_ids[:end], rating[row, :end].tolist()))
+        captures.append(GenerationCapture(row_ids[:end], logits, row, vocabulary))
     return captures
 
 
@@ -160,14 +236,14 @@ def judge_response_from_ids(
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     keep = [i for i in range(n) if capture.ids[i] not in special]
     tokens = tokenizer.convert_ids_to_tokens([capture.ids[i] for i in keep])
-    positions = [dict(zip(vocabulary.tokens, capture.rating_logprobs[i], strict=True)) for i in keep]
+    positions = [RatingPosition(capture, i) for i in keep]
     return response_from_candidates(text, tokens, positions, vocabulary.scale, floor=floor)
 
 
 def response_from_candidates(
     text: str,
     tokens: Sequence[str],
-    position_logprobs: Sequence[dict[str, float]],
+    position_logprobs: Sequence[Mapping[str, float]],
     scale: LikertScale,
     *,
     floor: float = DEFAULT_FLOOR,

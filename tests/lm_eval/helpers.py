@@ -112,8 +112,22 @@ def task_metrics(kind: str, records: list[dict[str, Any]], metadata: dict[str, A
     from judgecp.adapters.lm_eval import metrics
 
     protocol = metrics.task_protocol(metadata, kind)
-    metrics._CACHE.clear()
     report = metrics.task_report(records, kind, protocol, **options)
     if metric_list is None:
         metric_list = {"likert": scalars.likert_metrics, "pairwise": scalars.pairwise_metrics}[kind](protocol)
     return scalars.metric_values(report, metric_list)
+
+
+def aggregate_as_lm_eval(metric_list: Sequence[Any], compute: Any, records: Sequence[dict[str, Any]]) -> tuple[dict[str, float], Any]:
+    """Every metric's value as lm-eval computes it: each document's ``process_results`` values
+    (:func:`~judgecp.adapters.lm_eval.metrics.document_values`) collected per metric, then one aggregation
+    per metric in that order. Returns the values and the task's :class:`~judgecp.adapters.lm_eval.metrics.TaskReport`."""
+    from judgecp.adapters.lm_eval.metrics import TaskReport, aggregations, document_values
+
+    per_metric: dict[str, list[Any]] = {}
+    for record in records:
+        for name, value in document_values(metric_list, record).items():
+            per_metric.setdefault(name, []).append(value)
+    report = TaskReport(compute, task="t")
+    aggs = aggregations(metric_list, report.of)
+    return {name: aggs[name](values) for name, values in per_metric.items()}, report

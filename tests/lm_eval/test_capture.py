@@ -98,6 +98,58 @@ def test_direct_scoring_one_pass_per_document_equals_manual_forward(text_judge: 
     assert [g for _, g in ours[:25]] == [g for _, g in stock]
 
 
+def manual_reads(model: Any, context: list[int], continuation: list[int]) -> tuple[float, bool]:
+    """One unpadded forward pass over context + continuation[:-1]: the continuation's log-likelihood and greediness."""
+    with torch.no_grad():
+        lp = torch.log_softmax(model(torch.tensor([context + continuation[:-1]])).logits[0].float(), -1)
+    rows = lp[len(context) - 1 : len(context) - 1 + len(continuation)]
+    return float(sum(rows[k, t] for k, t in enumerate(continuation))), bool((rows.argmax(-1) == torch.tensor(continuation)).all())
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 8, "auto"])
+def test_batched_direct_scoring_equals_a_manual_pass_per_continuation(text_judge: Any, batch_size: Any) -> None:
+    """Rows of different lengths share batches (right padding, logits kept from the earliest context end);
+    documents whose choices differ before their last token take one row per choice."""
+    import random
+
+    rng = random.Random(0)
+    vocab = len(text_judge.tokenizer)
+    documents: list[Any] = []
+    for d in range(11):
+        context = [rng.randrange(5, vocab) for _ in range(rng.randrange(3, 40))]
+        if d % 3 == 2:  # "10" against "2": one row per choice
+            continuations = [[rng.randrange(5, vocab), rng.randrange(5, vocab)], [rng.randrange(5, vocab)]]
+        else:
+            prefix = [rng.randrange(5, vocab)] * (d % 2)
+            continuations = [[*prefix, t] for t in rng.sample(range(5, vocab), 5)]
+        documents.append((context, continuations, None))
+    saved = (text_judge.batch_size_per_gpu, text_judge.max_batch_size)
+    text_judge.batch_size_per_gpu, text_judge.max_batch_size = batch_size, 8
+    try:
+        got = text_judge._judgecp_score(documents)
+    finally:
+        text_judge.batch_size_per_gpu, text_judge.max_batch_size = saved
+    for (context, continuations, _), values in zip(documents, got, strict=True):
+        for continuation, (ll, greedy) in zip(continuations, values, strict=True):
+            want, want_greedy = manual_reads(text_judge.model, context, continuation)
+            assert ll == pytest.approx(want, abs=1e-4) and greedy == want_greedy
+
+
+def test_requests_are_encoded_as_lm_eval_encodes_them(text_judge: Any, text_tasks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each distinct string tokenised once, in one call: the same ids as lm-eval's own per-request encoding."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    reqs = instances(["judge_text"], text_tasks)
+    bos = text_judge.tokenizer.decode(text_judge.prefix_token_id)
+    odd = [("", " 3"), ("Score:  ", "4"), (bos + "Judge this. Score:", " 5"), ("Score: 1", "0"), ("x", "")]
+    reqs += [Instance("loglikelihood", {}, args, 0) for args in odd]
+    captured: list[Any] = []
+    monkeypatch.setattr(text_judge, "_loglikelihood_tokens", lambda encoded, **_: captured.extend(encoded) or [(0.0, True)] * len(encoded))
+    HFLM.loglikelihood(text_judge, reqs, disable_tqdm=True)  # lm-eval's own encoding
+    assert text_judge._judgecp_encode_pairs([r.args for r in reqs]) == captured
+
+
 def test_per_label_scoring_gives_the_same_numbers(text_tasks: Path, tiny_llama: Path, text_judge: Any) -> None:
     from judgecp.adapters.lm_eval.models import HFJudgeLM
 
@@ -126,6 +178,87 @@ def test_cot_capture_equals_manual_forward_at_the_score_position(text_judge: Any
         for label in "12345":
             ids = [i for i, t in zip(vocab.ids, vocab.tokens, strict=True) if t.lstrip("Ġ") == label]
             assert response["logprobs"][label] == pytest.approx(float(torch.logsumexp(lp[ids], 0)), abs=1e-4)
+
+
+def greedy_reference(model: Any, tokenizer: Any, prompt: str, steps: int) -> tuple[list[int], list[Any]]:
+    """Greedy decoding by hand, one unpadded full forward pass per step: the new ids (up to end of
+    sequence) and each step's log-softmax."""
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    new: list[int] = []
+    logprobs: list[Any] = []
+    with torch.no_grad():
+        for _ in range(steps):
+            lp = torch.log_softmax(model(torch.tensor([ids + new])).logits[0, -1].float(), -1)
+            token = int(lp.argmax())
+            if token == tokenizer.eos_token_id:
+                break
+            new.append(token)
+            logprobs.append(lp)
+    return new, logprobs
+
+
+def test_batched_cot_capture_equals_a_manual_pass_per_row(text_judge: Any) -> None:
+    """Eight rows a batch, as lm-eval batches generation: prompts of different lengths (left padding),
+    rows that end after 1 to 7 tokens beside longer ones (padding after their end), a stop string that
+    cuts a row's text while the batch goes on generating, and each row's score position found in its own
+    tokens. Every captured value equals an unpadded greedy pass by hand; batch 1 gives the same responses."""
+    from lm_eval.api.instance import Instance
+
+    endings = [".", ". Fine", ". Fine Score:", " what?"]  # the scripted judge continues " Fine Score: 3" from "."
+    reqs = []
+    for i in range(24):
+        until = ["\n\n"] if i < 16 else [" Score"]  # a separate batch: lm-eval batches one set of settings
+        gen_kwargs = {"until": until, "max_gen_toks": 12, "do_sample": False}
+        reqs.append(Instance("generate_until", {"id": str(i)}, (f"Case {i}{'x' * (i % 5)}: rate it{endings[i % 4]}", gen_kwargs), i))
+    vocab = RatingVocabulary(text_judge.tokenizer, LikertScale())
+    saved = text_judge.batch_size_per_gpu
+    try:
+        text_judge.batch_size_per_gpu = 8
+        batched = [parse_judge_output(r, "score") for r in text_judge.generate_until(reqs, disable_tqdm=True)]
+        text_judge.batch_size_per_gpu = 1
+        single = [parse_judge_output(r, "score") for r in text_judge.generate_until(reqs, disable_tqdm=True)]
+    finally:
+        text_judge.batch_size_per_gpu = saved
+    positions, lengths, cut = set(), set(), 0
+    for req, got, alone in zip(reqs, batched, single, strict=True):
+        assert got is not None and alone is not None
+        new, logprobs = greedy_reference(text_judge.model, text_judge.tokenizer, req.args[0], 12)
+        text = text_judge.tokenizer.decode(new, skip_special_tokens=True).split(req.args[1]["until"][0])[0]
+        cut += len(text) < len(text_judge.tokenizer.decode(new, skip_special_tokens=True))
+        lengths.add(len(new))
+        assert got["meta"]["text"] == alone["meta"]["text"] == text
+        assert got["meta"]["position"] == alone["meta"]["position"] and got["meta"]["n_tokens"] == alone["meta"]["n_tokens"]
+        if got["logprobs"] is None:
+            assert alone["logprobs"] is None
+            continue
+        position = got["meta"]["position"]
+        positions.add((position, req.args[1]["until"][0]))
+        for label in "12345":
+            ids = [i for i, t in zip(vocab.ids, vocab.tokens, strict=True) if t.lstrip("Ġ") == label]
+            want = float(torch.logsumexp(logprobs[position][ids], 0))
+            assert got["logprobs"][label] == pytest.approx(want, abs=1e-4)
+            assert alone["logprobs"][label] == pytest.approx(want, abs=1e-4)
+    # score at 6, 2, 0 after ".", ". Fine", ". Fine Score:"; a stop string " Score" leaves only the last
+    assert {(6, "\n\n"), (2, "\n\n"), (0, "\n\n"), (0, " Score")} <= positions
+    assert (6, " Score") not in positions and (2, " Score") not in positions and cut >= 4
+    assert len(lengths) >= 3
+
+
+def test_a_capture_reads_positions_on_demand_and_can_let_go_of_its_logits() -> None:
+    from judgecp.capture.logits import GenerationCapture, RatingPosition
+
+    tokenizer = SimpleNamespace(get_vocab=lambda: {"x": 0, "1": 1, "y": 2, "Ġ3": 3, "z": 4})
+    vocab = RatingVocabulary(tokenizer, LikertScale())
+    logits = tuple(torch.randn(2, 5, generator=torch.Generator().manual_seed(k)) for k in range(3))
+    capture = GenerationCapture([7, 8, 9], logits, 1, vocab)
+    want = [torch.log_softmax(step[1], -1)[[1, 3]].tolist() for step in logits]
+    position = RatingPosition(capture, 2)
+    assert list(position) == ["1", "Ġ3"] and position["Ġ3"] == pytest.approx(want[2][1])
+    assert capture._done.keys() == {2}  # only the position read was computed
+    capture.release()
+    assert capture._logits is None
+    for i in range(3):
+        assert capture.rating_logprobs(i) == pytest.approx(want[i])
 
 
 def test_identical_generation_requests_run_once(text_judge: Any, text_tasks: Path) -> None:

@@ -11,11 +11,12 @@ import pytest
 
 from judgecp import Protocol, evaluate, from_records
 from judgecp.adapters.lm_eval import metrics
-from judgecp.adapters.lm_eval.metrics import aggregations, task_protocol, task_report
+from judgecp.adapters.lm_eval.metrics import task_protocol, task_report
 from judgecp.errors import InputError
 from judgecp.records import choice_record, pair_record
 from judgecp.scalars import excluded_count, mcq_metrics, pairwise_metrics, parc_metrics, read_metric
 from judgecp.simulate import simulate_mcq_records, simulate_pairwise_judge, simulate_parc_records
+from tests.lm_eval.helpers import aggregate_as_lm_eval
 
 
 def pairwise_records(n: int = 120, seed: int = 0) -> list[dict]:
@@ -38,13 +39,12 @@ def mcq_records(raw: list[dict], **fields: object) -> list[dict]:
 
 
 def values(kind: str, metric_list: list, settings: dict, records: list[dict]) -> dict[str, float]:
+    """Every metric as lm-eval aggregates it (the record under the first metric, one report read by all)."""
     protocol = task_protocol(settings, kind)
-    metrics._CACHE.clear()
-    return {name: agg(records) for name, agg in aggregations(metric_list, lambda r: task_report(r, kind, protocol)).items()}
+    return aggregate_as_lm_eval(metric_list, lambda r: task_report(r, kind, protocol), records)[0]
 
 
 def report(kind: str, records: list[dict], settings: dict) -> dict:
-    metrics._CACHE.clear()
     return task_report(records, kind, task_protocol(settings, kind))
 
 

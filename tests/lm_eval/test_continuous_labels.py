@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.adapters.lm_eval import metrics
 from judgecp.adapters.lm_eval.metrics import task_protocol, task_report
 from judgecp.records import score_record
 from judgecp.scalars import likert_metrics, read_metric
@@ -37,7 +36,6 @@ def unit_records(n: int, seed: int, label_scale: tuple[float, float] | None = (0
 def test_metadata_label_scale_reaches_the_report() -> None:
     protocol = task_protocol({"label_scale": "0:1", "methods": "naive,lac", "seeds": 3}, "likert")
     assert protocol.label_scale == LabelScale(0, 1)
-    metrics._CACHE.clear()
     report = task_report(unit_records(300, 1), "likert", protocol, task="t", scale=SCALE)
     assert report["label_scale"]["continuous"] and [s["method"] for s in report["skipped"]] == ["lac"]
     values = {m.name: read_metric(report, m) for m in likert_metrics(protocol)}
@@ -49,7 +47,6 @@ def test_metadata_label_scale_reaches_the_report() -> None:
 
 def test_records_without_the_setting_are_an_error_not_silent() -> None:
     """Integer records that do not carry the protocol's label scale (another task's): undefined, said so."""
-    metrics._CACHE.clear()
     protocol = task_protocol({"label_scale": "0:1", "methods": "naive", "seeds": 2}, "likert")
     records = [{**r, "label": round(1 + 4 * r["label"])} for r in unit_records(40, 2, label_scale=None)]
     report = task_report(records, "likert", protocol, task="t", scale=SCALE)

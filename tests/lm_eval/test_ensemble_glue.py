@@ -195,19 +195,14 @@ def test_hpdv2_from_the_hub_and_from_a_local_copy(tmp_path, monkeypatch) -> None
     assert "dataset_path: ymhao/HPDv2" in (tasks_path() / "image_pref_ensemble_cp" / "image_pref_ensemble_cp_hpdv2.yaml").read_text()
 
 
-def test_metrics_after_the_first_find_their_records_by_id_and_never_guess() -> None:
-    import types
-
-    from judgecp.adapters.lm_eval.ensemble_task import PromptEnsembleTask
+def test_metrics_after_the_first_read_its_report_and_never_guess() -> None:
+    from judgecp.adapters.lm_eval.metrics import TaskReport
 
     records, _ = simulated(n_items=60, n_prompts=3)
     settings = task_settings({"validation": 20, "seeds": 2})
-    fake = types.SimpleNamespace(_judgecp_records={}, config=types.SimpleNamespace(task="t"),
-                                 report=lambda rs: records_report(rs, settings, task="t"))
-    first = PromptEnsembleTask.report_of_values(fake, records)  # the first metric: the records themselves
-    by_id = PromptEnsembleTask.report_of_values(fake, [r["id"] for r in records])  # the others: ids
-    assert by_id is first and "error" not in first
-    fake._judgecp_records.clear()
-    lost = PromptEnsembleTask.report_of_values(fake, [r["id"] for r in records])
-    assert "not among the task's records" in lost["error"]
-    assert math.isnan(metric_values(lost, ensemble_metrics(False))["ece_uniform"])
+    task = TaskReport(lambda rs: records_report(rs, settings, task="t"), task="t")
+    first = task.of(records)  # the first metric: the records themselves
+    later = task.of([None] * len(records))  # the others: placeholders
+    assert later is first and "error" not in first and task.computations == 1
+    lost = TaskReport(lambda rs: records_report(rs, settings, task="t"), task="t").of([None] * len(records))
+    assert lost is None

@@ -17,6 +17,7 @@ from judgecp.records import judge_output, parse_judge_output, score_record
 from judgecp.scalars import excluded_count, likert_metrics, read_metric
 from judgecp.scale import LikertScale
 from judgecp.simulate import simulate_likert_judge
+from tests.lm_eval.helpers import aggregate_as_lm_eval
 
 SCALE = LikertScale()
 
@@ -33,7 +34,6 @@ def synthetic_records(n: int = 200, seed: int = 0) -> list[dict]:
 
 
 def report(records: list[dict], settings: dict) -> dict:
-    metrics._CACHE.clear()
     return task_report(records, "likert", task_protocol(settings, "likert"), scale=SCALE)
 
 
@@ -80,15 +80,32 @@ def test_aggregation_equals_the_core_report_and_is_computed_once(monkeypatch: py
     calls = []
     real = metrics._compute
     monkeypatch.setattr(metrics, "_compute", lambda *a: calls.append(1) or real(*a))
-    metrics._CACHE.clear()
-    aggs = aggregations(likert_metrics(protocol), lambda r: task_report(r, "likert", protocol, scale=SCALE))
-    values = {name: agg(records) for name, agg in aggs.items()}
-    assert len(calls) == 1, "the report must be computed once per content, not once per metric"
+    values, task_report_ = aggregate_as_lm_eval(likert_metrics(protocol), lambda r: task_report(r, "likert", protocol, scale=SCALE), records)
+    assert len(calls) == 1 == task_report_.computations, "the report must be computed once per task, not once per metric"
     assert values["coverage_naive"] == core["methods"]["naive"]["labels"]["coverage"]
     assert values["coverage_naive_stderr"] == core["methods"]["naive"]["labels"]["coverage_std"]
     assert values["interval_width_naive"] == core["methods"]["naive"]["interval"]["width"]
     assert values["width_lac"] == core["methods"]["lac"]["labels"]["width"]
     assert values["pearson"] == core["point"]["pearson"] and values["n"] == 200 and values["excluded"] == 0
+
+
+def test_each_document_holds_its_record_once_and_metrics_never_guess(caplog: pytest.LogCaptureFixture) -> None:
+    from judgecp.adapters.lm_eval.metrics import TaskReport, document_values
+
+    records = synthetic_records(40)
+    metric_list = likert_metrics(task_protocol({"seeds": 2}, "likert"))
+    one = document_values(metric_list, records[0])
+    assert list(one) == [m.name for m in metric_list] and one["n"] is records[0]
+    assert all(v is None for k, v in one.items() if k != "n")
+    task = TaskReport(lambda r: report(r, {"seeds": 2}), task="t")
+    aggs = aggregations(metric_list, task.of)
+    # a placeholder metric before the records, or of another number of documents: NaN and one warning
+    assert math.isnan(aggs["coverage_naive"]([None] * 40)) and math.isnan(aggs["n"]([None] * 40))
+    assert aggs["n"](records) == 40 and aggs["coverage_naive"]([None] * 40) == report(records, {"seeds": 2})["methods"]["naive"]["labels"]["coverage"]
+    assert math.isnan(aggs["pearson"]([None] * 39))
+    assert math.isnan(aggs["n"]([*records[:39], None]))  # a document without its record: never guessed
+    assert task.computations == 1
+    assert sum("NaN" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_record_order_does_not_change_the_metrics() -> None:
@@ -146,3 +163,18 @@ def test_records_from_samples(tmp_path: Path) -> None:
     path.write_text(json.dumps({"doc_id": 0, "metrics": ["acc"], "acc": 1}) + "\n")
     with pytest.raises(InputError, match="no judgecp record"):
         read_samples(path)
+
+
+def test_records_from_samples_written_once_and_before(tmp_path: Path) -> None:
+    """Samples files now hold the record under the first metric; files written before hold it under every metric."""
+    from judgecp.adapters.lm_eval.metrics import document_values
+
+    records = synthetic_records(6)
+    metric_list = likert_metrics(task_protocol({}, "likert"))
+    now, before = tmp_path / "samples_now_2026.jsonl", tmp_path / "samples_before_2026.jsonl"
+    now.write_text("".join(json.dumps({"doc_id": i, "metrics": [m.name for m in metric_list], **document_values(metric_list, r)}) + "\n"
+                           for i, r in enumerate(records)))
+    before.write_text("".join(json.dumps({"doc_id": i, "metrics": [m.name for m in metric_list], **{m.name: r for m in metric_list}}) + "\n"
+                              for i, r in enumerate(records)))
+    assert read_samples(now).records == read_samples(before).records == sorted(records, key=lambda r: r["id"])
+    assert now.stat().st_size * 5 < before.stat().st_size

@@ -177,12 +177,21 @@ def test_all_judgecp_tasks_listed_without_flags(tmp_path: Path) -> None:
 
 
 def test_embedded_demo_runs_with_plain_lm_eval(tmp_path: Path) -> None:
-    run_lm_eval(tmp_path, "--model", "judgecp-replay", "--tasks", "judgecp_demo", "--output_path", str(tmp_path))
+    proc = run_lm_eval(tmp_path, "--model", "judgecp-replay", "--tasks", "judgecp_demo", "--output_path", str(tmp_path),
+                       "--log_samples")
     results = results_file(tmp_path)
     for task, n in (("judgecp_demo_all", 600), ("judgecp_demo_easy", 205), ("judgecp_demo_medium", 212), ("judgecp_demo_hard", 183)):
         assert metric(results, task, "n") == n and metric(results, task, "excluded") == 0
         assert 0.85 <= metric(results, task, "coverage_naive") <= 0.95
     assert metric(results, "judgecp_demo_easy", "width_naive") < metric(results, "judgecp_demo_hard", "width_naive")
+    assert "Custom kwargs" not in proc.stderr  # lm-eval's hint, once per task before: not for judgecp's tasks
+    # The samples file holds each record once: at most 1.5x the same samples without judgecp's fields.
+    lines = samples(tmp_path, "judgecp_demo_all")
+    assert len(lines) == 600 and all([m for m in s["metrics"] if s[m] is not None] == ["n"] for s in lines)
+    size = sum(len(json.dumps(s, ensure_ascii=False)) for s in lines)
+    plain = sum(len(json.dumps({**{k: v for k, v in s.items() if k not in s["metrics"]}, "metrics": []}, ensure_ascii=False))
+                for s in lines)
+    assert size <= 1.5 * plain, f"samples {size} bytes, {size / plain:.2f}x the {plain} bytes without judgecp's fields"
 
 
 def test_autoload_switch_and_the_wrapper(tmp_path: Path) -> None:

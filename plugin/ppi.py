@@ -53,8 +53,6 @@ from judgecp.conformal import check_alpha
 from judgecp.errors import InputError
 
 FloatArray = NDArray[np.float64]
-TARGETS = {"likert": "mean human score", "pairwise": "human win rate of response A", "mcq": "accuracy",
-           "parc": "accuracy"}
 
 
 @dataclass(frozen=True)
@@ -198,28 +196,13 @@ def ppi_mean(
 
 
 def proxy_and_target(data: Any) -> tuple[FloatArray, FloatArray, str]:
-    """The judge's proxy of every item, the human target (NaN where unlabeled), and the target's name."""
-    from judgecp.data import ChoiceData, PairData, ScoreData
+    """The judge's proxy of every item, the human target (NaN where unlabeled), and the target's name: the
+    data's kind says what they are (:meth:`judgecp.kinds.Kind.proxy_and_target`)."""
+    from judgecp.kinds import calibration_kind
 
-    if isinstance(data, ScoreData):
-        from judgecp.features import expected_score, judge_probabilities
-
-        f = expected_score(judge_probabilities(data.logprobs, data.scale), data.scale)
-        return f, data.labels.astype(np.float64), TARGETS["likert"]
-    if isinstance(data, PairData):
-        pbar = np.nanmean(np.column_stack([data.p_fwd, data.p_rev]), axis=1)
-        y = np.where(data.labeled, data.labels.astype(np.float64), np.nan)
-        return pbar, y, TARGETS["pairwise"]
-    if isinstance(data, ChoiceData):
-        from judgecp.calibrators import _choice_probabilities
-
-        p = _choice_probabilities(data)
-        rows = np.arange(data.n)
-        f = p[rows, data.prediction]
-        correct = data.correct[rows, data.prediction].astype(np.float64)
-        y = np.where(data.labeled, correct, np.nan)
-        return f, y, TARGETS["mcq"]
-    raise InputError(f"PPI: no proxy for {type(data).__name__}")
+    kind = calibration_kind(data.kind)
+    f, y = kind.proxy_and_target(data)
+    return np.asarray(f, dtype=np.float64), np.asarray(y, dtype=np.float64), kind.ppi_target
 
 
 def no_proxy_labels(data: Any) -> FloatArray:

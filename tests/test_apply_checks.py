@@ -426,12 +426,12 @@ def test_any_history_file_is_read_or_refused_in_one_line(tmp_path: Path, text: s
     and a refused file is left as it was."""
     cal = _history_calibrator()
     path = tmp_path / "h.jsonl"
-    path.write_text(text, encoding="utf-8")
+    path.write_bytes(text.encode("utf-8"))  # bytes: a "\r" must come back as written
     try:
         out = record_night(path, cal, np.linspace(2.0, 4.0, 20), level=0.01)
     except InputError as exc:
         assert "\n" not in str(exc)
-        assert path.read_text(encoding="utf-8") == text
+        assert path.read_bytes() == text.encode("utf-8")
     else:
         assert out["night"] == len([line for line in text.splitlines() if line.strip()]) + 1
 

@@ -60,22 +60,17 @@ from judgecp.calibrators.applying import (
 )
 from judgecp.calibrators.fileformat import (
     IDENTITY_FIELDS,
-    KINDS,
     SCHEMA,
     SUMMARY_QUANTILES,
     Calibrator,
     content_digest,
 )
 from judgecp.calibrators.fitting import calibrate
-from judgecp.calibrators.statistics import (
-    _choice_probabilities as _choice_probabilities,  # for judgecp.ppi
-)
 from judgecp.calibrators.statistics import conformity_scores, drift_statistic
 
 __all__ = [
     "DRIFT_LEVEL",
     "IDENTITY_FIELDS",
-    "KINDS",
     "SCHEMA",
     "SUMMARY_QUANTILES",
     "Applied",

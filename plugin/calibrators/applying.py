@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,31 +39,60 @@ DRIFT_LEVEL = 0.01
 
 
 @dataclass
+class ApplyParts:
+    """What one kind's calibrator gives on a run (:meth:`judgecp.kinds.Kind.apply_calibrator`); :func:`apply`
+    adds the checks every kind shares."""
+
+    #: The kind's summary fields (set sizes, or the accepted share), in the summary's order.
+    summary: dict[str, Any]
+    #: The run's labeled items: coverage or the error among accepted, with the calibration-conditional check.
+    labeled: dict[str, Any] | None = None
+    sets: list[list[Any]] | None = None
+    lower: NDArray[np.float64] | None = None
+    upper: NDArray[np.float64] | None = None
+    accept: NDArray[np.bool_] | None = None
+    #: The fields added to each applied record, by its key (:meth:`judgecp.kinds.Kind.record_key`).
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The fields a record the calibrator could not use gets (``{"set": None}``), besides ``"applied": false``.
+    unused: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class Applied:
     """What :func:`apply` found: per-item outputs (in the data's row order) and the summary."""
 
     data: Any
-    sets: list[list[Any]] | None
-    lower: NDArray[np.float64] | None
-    upper: NDArray[np.float64] | None
-    accept: NDArray[np.bool_] | None
+    parts: ApplyParts
     summary: dict[str, Any]
+
+    @property
+    def sets(self) -> list[list[Any]] | None:
+        return self.parts.sets
+
+    @property
+    def lower(self) -> NDArray[np.float64] | None:
+        return self.parts.lower
+
+    @property
+    def upper(self) -> NDArray[np.float64] | None:
+        return self.parts.upper
+
+    @property
+    def accept(self) -> NDArray[np.bool_] | None:
+        return self.parts.accept
+
+    def _key(self, record: dict[str, Any]) -> str:
+        from judgecp.kinds import get_kind
+
+        return get_kind(self.data.kind).record_key(record)
 
     def records(self) -> list[dict[str, Any]]:
         """The applied items as ``judgecp.record/1`` records with ``set`` (and ``interval``) or ``accept``."""
         from judgecp.data.export import to_records
 
         out: list[dict[str, Any]] = to_records(self.data)
-        if self.accept is not None:
-            by_pair = dict(zip(self.data.pair_ids.tolist(), self.accept.tolist(), strict=True))
-            for rec in out:
-                rec["accept"] = bool(by_pair[rec["pair_id"]])
-            return out
-        assert self.sets is not None
-        for i, rec in enumerate(out):
-            rec["set"] = self.sets[i]
-            if self.lower is not None and self.upper is not None and math.isfinite(self.lower[i]):
-                rec["interval"] = [float(self.lower[i]), float(self.upper[i])]
+        for rec in out:
+            rec.update(self.parts.outputs[self._key(rec)])
         return out
 
 
@@ -72,40 +101,52 @@ def annotate(raw: list[dict[str, Any]], applied: Applied) -> list[dict[str, Any]
 
     A record judgecp used gets ``set`` (and ``interval``) or ``accept``; one it
     could not use (excluded, counted in the summary) gets ``set`` / ``accept``
-    null and ``"applied": false``. Records are matched by ``id`` (pairs by
-    ``pair_id`` and ``order``); a repeated id is applied once, at its first record.
+    null and ``"applied": false``. Records are matched by the kind's key
+    (``id``; pairs by ``pair_id`` and ``order``); a repeated id is applied once, at its first record.
     """
-    pairs = applied.accept is not None
-    out_key = "accept" if pairs else "set"
-    done: dict[Any, dict[str, Any]] = {}
-    for rec in applied.records():
-        key = (str(rec.get("pair_id")), str(rec.get("order"))) if pairs else str(rec.get("id"))
-        done[key] = {k: rec[k] for k in ("set", "interval", "accept") if k in rec}
+    done = dict(applied.parts.outputs)
     out: list[dict[str, Any]] = []
     for rec in raw:
-        key = (str(rec.get("pair_id")), str(rec.get("order"))) if pairs else str(rec.get("id"))
-        added = done.pop(key, None)
-        out.append({**rec, **added} if added is not None else {**rec, out_key: None, "applied": False})
+        added = done.pop(applied._key(rec), None)
+        out.append({**rec, **added} if added is not None else {**rec, **applied.parts.unused, "applied": False})
     return out
+
+
+def set_outputs(ids: Any, sets: list[list[Any]], lower: NDArray[np.float64] | None = None,
+                upper: NDArray[np.float64] | None = None) -> dict[str, dict[str, Any]]:
+    """Each item's ``set`` (and finite ``interval``), by id: the records' fields of a set calibrator."""
+    out: dict[str, dict[str, Any]] = {}
+    for i, rid in enumerate(ids.tolist()):
+        entry: dict[str, Any] = {"set": sets[i]}
+        if lower is not None and upper is not None and math.isfinite(lower[i]):
+            entry["interval"] = [float(lower[i]), float(upper[i])]
+        out[str(rid)] = entry
+    return out
+
+
+def set_summary(size: NDArray[Any], n: int) -> dict[str, Any]:
+    """Mean set size, share of singletons, empty sets."""
+    return {"mean_set_size": float(size.mean()) if n else None,
+            "singleton_share": float((size == 1).mean()) if n else None, "empty_sets": int((size == 0).sum())}
+
+
+def coverage_section(covered: NDArray[np.bool_], labeled: NDArray[np.bool_], alpha: float,
+                     check: dict[str, Any]) -> dict[str, Any]:
+    """Coverage on the run's labeled items and its calibration-conditional check."""
+    k, n = int(covered[labeled].sum()), int(labeled.sum())
+    # One-sided: P(K <= k) for K ~ BetaBinomial(n, k*, n_cal + 1 - k*): coverage given the calibration set.
+    return {"n": n, "coverage": k / n, "target": 1.0 - alpha, "p_value_below_target": check["p_value"], "check": check}
 
 
 def check_compatible(cal: Calibrator, data: Any, *, force: bool = False) -> list[str]:
     """Problems that make ``cal`` unfit for ``data``: an InputError, or warnings when ``force``."""
-    problems: list[str] = []
-    ckind = {"likert": "likert", "pairwise": "pairwise", "mcq": "mcq", "parc": "mcq"}[data.kind]
-    if ckind != cal.kind:
+    from judgecp.kinds import calibration_kind
+
+    kind = calibration_kind(data.kind)
+    if kind.name != cal.kind:
         raise InputError(f"the calibrator is for {cal.kind} judges, the records are {data.kind} records "
                          "(no --force: the state cannot apply to another kind)")
-    if cal.kind == "likert" and cal.scale and (data.scale.minimum, data.scale.maximum) != tuple(cal.scale):
-        problems.append(f"scale {data.scale.minimum}:{data.scale.maximum} differs from the calibrator's "
-                        f"{cal.scale[0]}:{cal.scale[1]}")
-    if cal.kind == "mcq":
-        width = int(cal.estimator.width_)
-        if data.k > width:
-            raise InputError(f"items with {data.k} options; the calibrator saw at most {width}")
-        letters = sorted({o for opts in data.options for o in opts} - set(cal.options or []))
-        if letters:
-            problems.append(f"options {letters} never seen in calibration (options {cal.options})")
+    problems = kind.compatibility(cal, data)
     run_identity = _identity(data)
     for name in IDENTITY_FIELDS:
         want, got = cal.identity.get(name), run_identity.get(name)
@@ -123,8 +164,7 @@ def judge_check(cal: Calibrator, data: Any) -> dict[str, Any]:
 
 
 def _drift_values(cal: Calibrator, data: Any) -> tuple[str, NDArray[np.float64]]:
-    signal = cal.estimator.signal if cal.kind == "pairwise" else "bpe"
-    name, values = drift_statistic(data, signal)
+    name, values = drift_statistic(data, getattr(cal.estimator, "signal", "bpe"))
     return name, values[np.isfinite(values)]
 
 
@@ -259,55 +299,12 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
         "n_applied": int(data.n), "excluded": data.excluded.to_json(), "n_calibration": cal.n_calibration,
         "calibrator": {"schema": SCHEMA, "digest": cal.digest}, "judge": judge_check(cal, data),
     }
-    labeled = data.labeled
-    sets = lower = upper = accept = None
-    check: dict[str, Any] | None = None
-    if cal.kind == "pairwise":
-        pred = cal.estimator.predict(data)
-        accept = pred.accept
-        summary.update(threshold=float(cal.estimator.threshold_), accepted=int(accept.sum()),
-                       abstention_rate=float(1.0 - accept.mean()) if data.n else None)
-        if labeled.any():
-            acc = accept & labeled
-            err = pred.prediction[acc] != data.labels[acc]
-            check = pairwise_risk_check(cal, data)
-            summary["labeled"] = {"n": int(labeled.sum()), "accepted": int(acc.sum()),
-                                  "error_among_accepted": float(err.mean()) if acc.any() else None,
-                                  "risk_level": cal.alpha, "p_value_above_risk": check["p_value"], "check": check}
-    else:
-        if cal.kind == "likert":
-            by = groups or cal.groups
-            prediction = cal.estimator.predict(data, groups=by) if cal.estimator.mondrian_ is not None else \
-                cal.estimator.predict(data)
-            sets = prediction.label_sets()
-            size = prediction.sets.sum(axis=1)
-            if prediction.has_interval:
-                lower, upper = prediction.lower, prediction.upper
-                summary["mean_interval_width"] = float(np.mean(upper - lower)) if data.n else None
-            summary["full_range"] = int(prediction.full_range.sum())
-            covered = np.zeros(data.n, bool)
-            covered[labeled] = prediction.take(np.flatnonzero(labeled)).covers(data.labels[labeled])
-            if not prediction.has_interval and data.continuous_labels:
-                labeled = np.zeros_like(labeled)  # label sets cannot hold continuous labels: no coverage to check
-                summary["labeled"] = {"n": int(data.labeled.sum()), "coverage": None, "target": 1.0 - cal.alpha,
-                                      "reason": "continuous labels, and the calibrator's method predicts label sets"}
-            if labeled.any():
-                check = likert_coverage_check(cal, data, covered, by)
-        else:
-            choice = cal.estimator.predict(data)
-            sets = choice.option_sets()
-            size = choice.size
-            covered = (choice.sets & data.correct[:, : choice.sets.shape[1]]).any(axis=1)
-            if labeled.any():
-                check = choice_coverage_check(cal, data, covered)
-        summary.update(mean_set_size=float(size.mean()) if data.n else None,
-                       singleton_share=float((size == 1).mean()) if data.n else None,
-                       empty_sets=int((size == 0).sum()))
-        if labeled.any() and check is not None:
-            k, n = int(covered[labeled].sum()), int(labeled.sum())
-            # One-sided: P(K <= k) for K ~ BetaBinomial(n, k*, n_cal + 1 - k*): coverage given the calibration set.
-            summary["labeled"] = {"n": n, "coverage": k / n, "target": 1.0 - cal.alpha,
-                                  "p_value_below_target": check["p_value"], "check": check}
+    from judgecp.kinds import get_kind
+
+    parts: ApplyParts = get_kind(cal.kind).apply_calibrator(cal, data, groups=groups)
+    summary.update(parts.summary)
+    if parts.labeled is not None:
+        summary["labeled"] = parts.labeled
     drift = drift_test(cal, data, drift_level)
     summary["drift"] = drift
     summary["label_check"] = label_check(cal, data, drift_level)
@@ -323,7 +320,7 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
         summary["estimate_withheld"] = withheld
     summary["strict_false_alarm_bound"] = _strict_bound(summary, drift_level)
     summary["warnings"] = raised
-    return Applied(data, sets, lower, upper, accept, summary)
+    return Applied(data, parts, summary)
 
 
 def _check_warnings(summary: dict[str, Any], cal: Calibrator, level: float) -> list[dict[str, str]]:

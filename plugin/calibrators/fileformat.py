@@ -28,8 +28,6 @@ from judgecp.saved_state import RANGE_SLACK, StateReader, encode_floats
 SCHEMA = "judgecp.calibrator/2"
 #: Earlier schemas: read as far as to say they cannot be verified.
 OLD_SCHEMAS = ("judgecp.calibrator/1",)
-#: Calibration kinds: what the estimator is (``parc`` records are calibrated as ``mcq``).
-KINDS = ("likert", "mcq", "pairwise")
 #: Identity fields compared at apply time.
 IDENTITY_FIELDS = ("judge", "prompt", "task")
 #: Quantiles of the drift statistic (and of the conformity scores) stored for people reading the file.
@@ -72,7 +70,7 @@ def _quantiles(values: NDArray[np.float64]) -> dict[str, float]:
 
 
 class KindParts(NamedTuple):
-    """What one kind's fields of a calibrator file give (:data:`KIND_PARTS`)."""
+    """What one kind's fields of a calibrator file give (:meth:`judgecp.kinds.Kind.calibrator_parts`)."""
 
     estimator: Any
     scale: tuple[int, int] | None
@@ -92,7 +90,7 @@ def _null(r: StateReader, *keys: str) -> None:
             r.fail(key, f"a {r.obj.get('kind')} calibrator has no {key} (null)")
 
 
-def _likert_parts(r: StateReader, method: str, alpha: float, n: int) -> KindParts:
+def likert_parts(r: StateReader, method: str, alpha: float, n: int) -> KindParts:
     """Likert: ``scale`` [min, max], ``groups`` (the Mondrian field or null), a ScoreIntervals state."""
     from judgecp.estimators import ScoreIntervals
     from judgecp.plugins import check_method_spec
@@ -114,7 +112,7 @@ def _likert_parts(r: StateReader, method: str, alpha: float, n: int) -> KindPart
     return KindParts(est, (scale.minimum, scale.maximum), None, groups, "expected_score", span, span)
 
 
-def _choice_parts(r: StateReader, method: str, alpha: float, n: int) -> KindParts:
+def choice_parts(r: StateReader, method: str, alpha: float, n: int) -> KindParts:
     """Multiple choice: ``options`` (every letter seen in calibration), a ChoiceSets state."""
     from judgecp.estimators import ChoiceSets
     from judgecp.plugins import check_method_spec
@@ -129,7 +127,7 @@ def _choice_parts(r: StateReader, method: str, alpha: float, n: int) -> KindPart
     return KindParts(est, None, options, None, "top_option_probability", (0.0, 1.0), (0.0, 1.0))
 
 
-def _pairwise_parts(r: StateReader, method: str, alpha: float, n: int) -> KindParts:
+def pairwise_parts(r: StateReader, method: str, alpha: float, n: int) -> KindParts:
     """Pairwise: a SelectiveJudge state (the controller is the calibrator's ``method``)."""
     from judgecp.estimators import SelectiveJudge
     from judgecp.selective import controller_classes
@@ -141,11 +139,6 @@ def _pairwise_parts(r: StateReader, method: str, alpha: float, n: int) -> KindPa
                                     where=r.path("state"))
     low, high, _ = RANGES[est.signal]
     return KindParts(est, None, None, None, f"uncertainty:{est.signal}", (low, high), (0.0, 1.0), est.uncertainty_)
-
-
-KIND_PARTS: dict[str, Callable[[StateReader, str, float, int], KindParts]] = {
-    "likert": _likert_parts, "mcq": _choice_parts, "pairwise": _pairwise_parts,
-}
 
 
 def _spec(r: StateReader, check: Callable[[], str]) -> None:
@@ -228,9 +221,9 @@ class Calibrator:
             name, values = self.conformity
             out["conformity"] = {"score": name, "n": int(values.size), "quantiles": _quantiles(np.sort(values))}
         if self.ppi_labels is not None and self.ppi_proxy is not None:
-            from judgecp.ppi import TARGETS
+            from judgecp.kinds import get_kind
 
-            out["ppi"] = {"target": TARGETS[self.kind], "labels": encode_floats(self.ppi_labels),
+            out["ppi"] = {"target": get_kind(self.kind).ppi_target, "labels": encode_floats(self.ppi_labels),
                           "proxy": encode_floats(self.ppi_proxy)}
         out.update(self.extra)
         strict: dict[str, Any] = to_strict(out)
@@ -263,6 +256,7 @@ class Calibrator:
     @classmethod
     def _from_dict(cls, obj: Any, source: str) -> Calibrator:
         from judgecp.calibrators.statistics import calibration_conformity
+        from judgecp.kinds import calibration_kinds, get_kind
 
         found = obj.get("schema") if isinstance(obj, dict) else type(obj).__name__
         if found in OLD_SCHEMAS:
@@ -274,11 +268,11 @@ class Calibrator:
         if r.text("digest") != content_digest(obj):
             r.fail("digest", "does not match the content: the file was edited or corrupted "
                    "(re-run `judgecp calibrate`)")
-        kind = r.text("kind", KINDS)
+        kind = r.text("kind", calibration_kinds())
         method = r.text("method")
         alpha = r.number("alpha", low=0.0, high=1.0, open_interval=True)
         n = r.integer("n_calibration", low=1, high=MAX_ITEMS)
-        parts = KIND_PARTS[kind](r, method, alpha, n)
+        parts = get_kind(kind).calibrator_parts(r, method, alpha, n)
         ident = r.child("identity")
         identity = {name: ident.texts(name) for name in IDENTITY_FIELDS if ident.has(name)}
         ident.finish()
@@ -332,10 +326,10 @@ def _check_quantiles(r: StateReader, values: NDArray[np.float64]) -> None:
 
 
 def _read_ppi(r: StateReader, kind: str, n: int, bounds: tuple[float, float]) -> tuple[NDArray[np.float64], ...]:
-    from judgecp.ppi import TARGETS
+    from judgecp.kinds import get_kind
 
     ppi = r.child("ppi")
-    ppi.text("target", (TARGETS[kind],))
+    ppi.text("target", (get_kind(kind).ppi_target,))
     low, high = bounds[0] - RANGE_SLACK, bounds[1] + RANGE_SLACK
     labels = ppi.floats("labels", size=n, low=low, high=high)
     proxy = ppi.floats("proxy", size=n, low=low, high=high)

@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from judgecp.calibrators.fileformat import KINDS, Calibrator
-from judgecp.calibrators.statistics import _identity, calibration_conformity, drift_statistic
+from judgecp.calibrators.fileformat import Calibrator
+from judgecp.calibrators.statistics import _identity, calibration_conformity
 from judgecp.errors import InputError
 
 
-def _calibration_kind(data: Any, kind: str | None) -> str:
-    own = {"likert": "likert", "pairwise": "pairwise", "mcq": "mcq", "parc": "mcq"}[data.kind]
-    if kind is not None and kind not in KINDS and kind != "parc":
-        raise InputError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
-    if kind is not None and {"parc": "mcq"}.get(kind, kind) != own:
+@dataclass
+class Fitted:
+    """A kind's fitted estimator for a calibrator (:meth:`judgecp.kinds.Kind.fit_calibrator`)."""
+
+    estimator: Any
+    #: The method as the file names it (a canonical conformal method spec, or a risk controller).
+    method: str
+    scale: tuple[int, int] | None = None
+    options: list[str] | None = None
+
+
+def _calibration_kind(data: Any, kind: str | None) -> Any:
+    """The kind whose calibrator serves ``data`` (``--kind``, when given, must be the data's or serve it)."""
+    from judgecp.kinds import calibration_kind, get_kind
+
+    own = calibration_kind(data.kind)
+    if kind is not None and calibration_kind(get_kind(kind).name).name != own.name:
         raise InputError(f"--kind {kind}: the records are {data.kind} records")
     return own
 
@@ -28,7 +41,7 @@ def label_scale_entry(data: Any) -> dict[str, Any]:
     return {} if own is None else {"label_scale": own.to_json()}
 
 
-def _check_size(alpha: float, n: int) -> None:
+def check_size(alpha: float, n: int) -> None:
     """A level no calibration of ``n`` items can reach is refused before fitting (every set would be the full range)."""
     from judgecp.conformal import min_calibration_size
 
@@ -39,7 +52,17 @@ def _check_size(alpha: float, n: int) -> None:
                          f"and there are {n}: every set would be the full range; choose a larger alpha")
 
 
-def _check_conformal_part(spec: str, alpha: float, method: Any, n: int) -> None:
+def check_saveable(spec: str, alpha: float, scale: Any) -> None:
+    """A method whose fitted state is a model (not numbers) is refused before any fitting."""
+    from judgecp.plugins import build_method
+    from judgecp.saved_state import not_data, saved_method_class
+
+    saved_method_class(spec)
+    if not build_method(spec, alpha=alpha, scale=scale).is_saveable():
+        raise not_data(spec)
+
+
+def check_conformal_part(spec: str, alpha: float, method: Any, n: int) -> None:
     """A method that fits a model conformalizes on part of the items: too few there for the level is refused too."""
     from judgecp.conformal import min_calibration_size
 
@@ -86,49 +109,28 @@ def calibrate(
     ('likert', 300)
     """
     from judgecp.conformal import check_alpha
-    from judgecp.estimators import ChoiceSets, ScoreIntervals, SelectiveJudge
-    from judgecp.plugins import check_method_spec
+    from judgecp.ppi import proxy_and_target
 
     if isinstance(data, (str, Path)):
         from judgecp.data import load
 
         data = load(data, kind if kind != "mcq" else None)
     alpha = check_alpha(alpha)
-    ckind = _calibration_kind(data, kind)
+    calibration = _calibration_kind(data, kind)
     if data.n == 0 or not data.labeled.all():
         raise InputError(f"calibrate needs labeled records; {int((~data.labeled).sum())} of {data.n} are unlabeled")
-    scale: tuple[int, int] | None = None
-    options: list[str] | None = None
-    name, sample = drift_statistic(data, signal)
-    if ckind == "likert":
-        _check_size(alpha, data.n)
-        spec = check_method_spec(method or "naive")
-        est: Any = ScoreIntervals(spec, confidence_level=1.0 - alpha, random_state=random_state)
-        est.calibrate(data, groups=groups)
-        _check_conformal_part(spec, alpha, est.method_ if est.mondrian_ is None else None, data.n)
-        scale = (data.scale.minimum, data.scale.maximum)
-    elif ckind == "mcq":
-        if groups:
-            raise InputError("groups (Mondrian) are for Likert calibrators")
-        _check_size(alpha, data.n)
-        spec = check_method_spec(method or "lac", kind="mcq", flag="--method")
-        est = ChoiceSets(spec, confidence_level=1.0 - alpha, random_state=random_state).calibrate(data)
-        options = sorted({o for opts in data.options for o in opts})
-    else:
-        if groups:
-            raise InputError("groups (Mondrian) are for Likert calibrators")
-        spec = method or "scope"
-        est = SelectiveJudge(spec, risk_level=alpha, signal=signal, delta=delta).calibrate(data)
-    from judgecp.ppi import proxy_and_target
-
+    name, sample = calibration.drift_statistic(data, signal)
+    fitted = calibration.fit_calibrator(data, method=method, alpha=alpha, groups=groups, random_state=random_state,
+                                        signal=signal, delta=delta)
+    spec, est = fitted.method, fitted.estimator
     proxy, target, _ = proxy_and_target(data)
     try:
         est.state_dict()  # refuse now, not at save time, a fitted state that is not plain data
     except InputError as exc:
         raise InputError(f"{spec}: {str(exc).partition(': ')[2]}") from None
     # Sorted, as the file stores it: a fitted and a loaded calibrator test drift on the same sequence.
-    return Calibrator(kind=ckind, method=spec, alpha=alpha, estimator=est, n_calibration=int(data.n),
+    return Calibrator(kind=calibration.name, method=spec, alpha=alpha, estimator=est, n_calibration=int(data.n),
                       identity=_identity(data), drift_sample=np.sort(np.asarray(sample, dtype=np.float64)),
-                      drift_statistic=name, scale=scale, options=options, groups=groups, source=str(data.source),
-                      ppi_labels=target, ppi_proxy=proxy, conformity=calibration_conformity(est),
-                      extra=label_scale_entry(data))
+                      drift_statistic=name, scale=fitted.scale, options=fitted.options, groups=groups,
+                      source=str(data.source), ppi_labels=target, ppi_proxy=proxy,
+                      conformity=calibration_conformity(est), extra=label_scale_entry(data))

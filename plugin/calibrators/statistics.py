@@ -8,26 +8,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.calibrators.fileformat import IDENTITY_FIELDS
-from judgecp.data import ChoiceData, PairData, ScoreData
-from judgecp.errors import InputError
+from judgecp.data import ChoiceData
 
 
 def drift_statistic(data: Any, signal: str = "bpe") -> tuple[str, NDArray[np.float64]]:
-    """The label-free judge statistic of each item the drift test compares (name, values)."""
-    if isinstance(data, ScoreData):
-        from judgecp.features import expected_score, judge_probabilities
+    """The label-free judge statistic of each item the drift test compares (name, values): the data's kind's."""
+    from judgecp.kinds import calibration_kind
 
-        return "expected_score", expected_score(judge_probabilities(data.logprobs, data.scale), data.scale)
-    if isinstance(data, ChoiceData):
-        return "top_option_probability", _choice_probabilities(data).max(axis=1)
-    if isinstance(data, PairData):
-        from judgecp.signals import signals
-
-        return f"uncertainty:{signal}", np.asarray(signals(data)[signal].uncertainty, dtype=np.float64)
-    raise InputError(f"no drift statistic for {type(data).__name__}")
+    name, values = calibration_kind(data.kind).drift_statistic(data, signal)
+    return name, np.asarray(values, dtype=np.float64)
 
 
-def _choice_probabilities(data: ChoiceData) -> NDArray[np.float64]:
+def choice_probabilities(data: ChoiceData) -> NDArray[np.float64]:
+    """The model's probability of each option of each item (softmax over the valid options)."""
     lp = np.where(data.valid, data.logprobs, -np.inf)
     lp = lp - lp.max(axis=1, keepdims=True)
     p = np.exp(lp)

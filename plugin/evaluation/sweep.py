@@ -78,21 +78,22 @@ def choice_sweep(
 
 def write_sweep(report: dict[str, Any], out: Any) -> None:
     """The console table of a sweep: coverage / width (Likert: label sets) per method and level."""
-    from judgecp.evaluation.metrics import headline_entry
 
     sweep = report.get(SWEEP_KEY)
     if not sweep:
         return
     keys = [level_key(a) for a in sweep["alphas"]]
-    likert = report.get("kind") == "likert"
-    what = "label-set coverage / width" if likert else "coverage / set size"
-    if likert and (report.get("label_scale") or {}).get("continuous"):
+    from judgecp.kinds import get_kind
+
+    kind = get_kind(str(report.get("kind", "likert")))
+    what = "label-set coverage / width" if report.get("scale") is not None else "coverage / set size"
+    if (report.get("label_scale") or {}).get("continuous"):
         what = "interval coverage / width: continuous labels"
     out.write(f"\nAlpha sweep ({what}; target coverage 1 - alpha)\n")
     out.write(f"  {'method':40s}" + "".join(f" {'alpha ' + k:>15s}" for k in keys) + "\n")
     for spec, per in sweep["methods"].items():
         cells = []
         for k in keys:
-            e = headline_entry(per[k]) if likert else per[k]
-            cells.append(f" {e['coverage']:7.3f} / {e['width' if likert else 'set_size']:5.2f}")
+            coverage, size = kind.sweep_entry(per[k])
+            cells.append(f" {coverage:7.3f} / {size:5.2f}")
         out.write(f"  {spec:40s}" + "".join(cells) + "\n")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from judgecp.evaluation.metrics import headline_entry
 from judgecp.scale import LikertScale, label_scale_hint
 
 #: Share of rows read that may be excluded before a report warns.
@@ -36,7 +35,7 @@ def excluded_share(report: dict[str, Any]) -> list[dict[str, Any]]:
     top = ", ".join(f"{e['reason']} {e['count']}" for e in report["excluded"][:3])
     off_scale = sum(int(e["count"]) for e in report["excluded"] if e["reason"] == "label_off_scale")
     hint = "check the columns and the scale"
-    if report.get("kind") == "likert" and 2 * off_scale > excluded:
+    if report.get("scale") is not None and 2 * off_scale > excluded:  # a rating scale: labels may sit off it
         scale = LikertScale(*(report.get("scale") or (1, 5)))
         hint = (f"{off_scale} labels ({off_scale / n_read:.0%} of the rows) are not integers of the judge's scale "
                 f"{scale}; {label_scale_hint(scale)}")
@@ -66,22 +65,13 @@ def group_warnings(report: dict[str, Any]) -> list[dict[str, Any]]:
     target = 1.0 - float(report.get("alpha", 0.1))
     protocol = report.get("protocol") or {}
     test_share = 1.0 - float(protocol.get("cal_fraction", 0.5))
+    from judgecp.kinds import get_kind
+
     out = []
-    if report.get("kind") == "likert":
-        mondrian = bool(protocol.get("mondrian"))
-        for g, entry in (report.get("groups") or {}).items():
-            for method, m in entry["methods"].items():
-                found = _under(g, method, headline_entry(m)["coverage"], target, entry["n"] * test_share, mondrian)
-                if found:
-                    out.append(found)
-    elif report.get("kind") == "mcq":
-        for key, table in report.items():
-            if key.startswith("by_") and isinstance(table, dict):
-                for g, entry in table.items():
-                    for method, m in entry.get("methods", {}).items():
-                        found = _under(g, method, m["coverage"], target, entry["n"] * test_share, False)
-                        if found:
-                            out.append(found)
+    for g, method, coverage, n, mondrian in get_kind(str(report.get("kind", "likert"))).group_coverages(report):
+        found = _under(g, method, coverage, target, n * test_share, mondrian)
+        if found:
+            out.append(found)
     return out
 
 

@@ -129,6 +129,64 @@ class Kind:
             raise InputError(f"--detail goes with --kind likert, not with --kind {self.name}")
         return None
 
+    # -- calibrators (a kind that is its own ``calibrated_as``) -----------------------------------------
+    #: What PPI++ estimates for this kind's judges (a calibrator file's ``ppi.target``).
+    ppi_target: ClassVar[str] = ""
+    #: The calibrator's method when none is asked for (a conformal method, or a risk controller).
+    default_calibration_method: ClassVar[str] = ""
+
+    def proxy_and_target(self, data: Any) -> tuple[Any, Any]:
+        """The judge's proxy of every item and the human target (NaN where unlabeled), for PPI++."""
+        raise InputError(f"judges of kind {self.name!r} have no PPI proxy")
+
+    def drift_statistic(self, data: Any, signal: str) -> tuple[str, Any]:
+        """The label-free judge statistic of each item the drift tests compare: (name, values)."""
+        raise InputError(f"judges of kind {self.name!r} have no drift statistic")
+
+    def fit_calibrator(self, data: Any, *, method: str | None, alpha: float, groups: str | None,
+                       random_state: int | None, signal: str, delta: float) -> Any:
+        """A fitted estimator for a saved calibrator (:class:`judgecp.calibrators.fitting.Fitted`)."""
+        raise InputError(f"judges of kind {self.name!r} cannot be calibrated")
+
+    def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
+        """The estimator and this kind's fields of a calibrator file, read and checked
+        (:class:`judgecp.calibrators.fileformat.KindParts`)."""
+        raise InputError(f"judges of kind {self.name!r} have no calibrator file")
+
+    def compatibility(self, cal: Any, data: Any) -> list[str]:
+        """What makes a calibrator unfit for these records (warnings under ``--force``); raise when nothing can help."""
+        return []
+
+    def apply_calibrator(self, cal: Any, data: Any, *, groups: str | None) -> Any:
+        """The calibrator's per-item output on ``data`` and its summary
+        (:class:`judgecp.calibrators.applying.ApplyParts`)."""
+        raise InputError(f"judges of kind {self.name!r} cannot be calibrated")
+
+    def record_key(self, record: Any) -> str:
+        """The key an applied item's output is matched to its records by (``id``; pairs: ``pair_id`` and order)."""
+        return str(record.get("id"))
+
+    # -- reports ---------------------------------------------------------------------------------
+    #: The section whose entries the report's figures follow one of when judges are side by side
+    #: (``methods``; pairwise ``controllers``), or None when they show everything.
+    report_focus: ClassVar[str | None] = "methods"
+
+    def report_tables(self, runs: Any) -> list[Any]:
+        """``judgecp report``'s tables of this kind's reports (:class:`judgecp.reports.render.Table`)."""
+        return []
+
+    def report_figures(self) -> tuple[Any, ...]:
+        """``judgecp report``'s figure builders of this kind, in order (:mod:`judgecp.reports.figures`)."""
+        return ()
+
+    def group_coverages(self, body: Mapping[str, Any]) -> list[tuple[str, str, Any, int, bool]]:
+        """``(group, method, coverage, n, mondrian)`` per group table of a report, for the coverage warnings."""
+        return []
+
+    def sweep_entry(self, entry: Mapping[str, Any]) -> tuple[float, float]:
+        """An alpha-sweep entry's (coverage, width or set size) for the console."""
+        return float(entry["coverage"]), float(entry["set_size"])
+
     # -- the command line ------------------------------------------------------------------------
     def run_evaluate_command(self, args: argparse.Namespace) -> int | None:
         """Run ``judgecp evaluate --kind NAME`` itself (a kind with its own flags), or None for the common path."""
@@ -196,6 +254,12 @@ def calibration_kind(name: str) -> Kind:
 
 
 @hookimpl
+def calibration_kinds() -> list[str]:
+    """The kinds a saved calibrator can be of (each its own ``calibrated_as``)."""
+    return [name for name, cls in kind_classes().items() if cls.calibrated_as == name]
+
+
+@hookimpl
 def register_kinds() -> list[type[Kind]]:
     """The built-in kinds (this package is a plugin of judgecp, like the methods)."""
     from judgecp.kinds.choice import ChoiceKind, ParcKind
@@ -206,5 +270,5 @@ def register_kinds() -> list[type[Kind]]:
     return [LikertKind, PairwiseKind, ChoiceKind, ParcKind, EnsembleKind]
 
 
-__all__ = ["Kind", "calibration_kind", "get_kind", "kind_classes", "kind_names", "kind_of_shape", "kinds_of_shape",
+__all__ = ["Kind", "calibration_kind", "calibration_kinds", "get_kind", "kind_classes", "kind_names", "kind_of_shape", "kinds_of_shape",
            "record_shapes"]

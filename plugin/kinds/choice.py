@@ -25,6 +25,9 @@ class ChoiceKind(Kind):
     default_methods: ClassVar[tuple[str, ...]] = ("lac", "aps", "aps(randomized=False)", "raps", "margin")
     settings = frozenset({"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "group"})
 
+    ppi_target = "accuracy"
+    default_calibration_method = "lac"
+
     def read(self, table: Table, fields: Fields | None, *, require_label: bool = True, detect: bool = False,
              **options: Any) -> Any:
         from judgecp.data.choice import choice_data
@@ -84,6 +87,86 @@ class ChoiceKind(Kind):
         write_mcq_table(body, out)
 
 
+    # -- reports ---------------------------------------------------------------------------------
+    def report_tables(self, runs: Any) -> list[Any]:
+        from judgecp.reports import mcq_tables
+
+        return mcq_tables(runs)
+
+    def report_figures(self) -> tuple[Any, ...]:
+        from judgecp.reports import figures as f
+
+        return (f.mcq_methods, f.mcq_sweep, f.mcq_groups, f.set_size_hist)
+
+    def group_coverages(self, body: Mapping[str, Any]) -> list[tuple[str, str, Any, int, bool]]:
+        return [(g, method, m["coverage"], entry["n"], False)
+                for key, table in body.items() if key.startswith("by_") and isinstance(table, Mapping)
+                for g, entry in table.items() for method, m in entry.get("methods", {}).items()]
+
+    # -- calibrators ------------------------------------------------------------------------------
+    def proxy_and_target(self, data: Any) -> tuple[Any, Any]:
+        """The probability of the predicted option and whether it is correct."""
+        import numpy as np
+
+        from judgecp.calibrators.statistics import choice_probabilities
+
+        rows = np.arange(data.n)
+        f = choice_probabilities(data)[rows, data.prediction]
+        correct = data.correct[rows, data.prediction].astype(np.float64)
+        return f, np.where(data.labeled, correct, np.nan)
+
+    def drift_statistic(self, data: Any, signal: str) -> tuple[str, Any]:
+        from judgecp.calibrators.statistics import choice_probabilities
+
+        return "top_option_probability", choice_probabilities(data).max(axis=1)
+
+    def fit_calibrator(self, data: Any, *, method: str | None, alpha: float, groups: str | None,
+                       random_state: int | None, signal: str, delta: float) -> Any:
+        from judgecp.calibrators.fitting import Fitted, check_saveable, check_size
+        from judgecp.estimators import ChoiceSets
+        from judgecp.plugins import check_method_spec
+        from judgecp.scale import LikertScale
+
+        if groups:
+            raise InputError("groups (Mondrian) are for Likert calibrators")
+        check_size(alpha, data.n)
+        spec = check_method_spec(method or self.default_calibration_method, kind="mcq", flag="--method")
+        check_saveable(spec, alpha, LikertScale(1, max(data.k, 2)))
+        est = ChoiceSets(spec, confidence_level=1.0 - alpha, random_state=random_state).calibrate(data)
+        return Fitted(est, spec, options=sorted({o for opts in data.options for o in opts}))
+
+    def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
+        from judgecp.calibrators.fileformat import choice_parts
+
+        return choice_parts(reader, method, alpha, n)
+
+    def compatibility(self, cal: Any, data: Any) -> list[str]:
+        width = int(cal.estimator.width_)
+        if data.k > width:
+            raise InputError(f"items with {data.k} options; the calibrator saw at most {width}")
+        letters = sorted({o for opts in data.options for o in opts} - set(cal.options or []))
+        return [f"options {letters} never seen in calibration (options {cal.options})"] if letters else []
+
+    def apply_calibrator(self, cal: Any, data: Any, *, groups: str | None) -> Any:
+        """Option sets per item; coverage (a correct option in the set) on the run's labeled items."""
+        from judgecp.calibrators.applying import (
+            ApplyParts,
+            choice_coverage_check,
+            coverage_section,
+            set_outputs,
+            set_summary,
+        )
+
+        choice = cal.estimator.predict(data)
+        sets = choice.option_sets()
+        covered = (choice.sets & data.correct[:, : choice.sets.shape[1]]).any(axis=1)
+        labeled = data.labeled
+        section = coverage_section(covered, labeled, cal.alpha, choice_coverage_check(cal, data, covered)) \
+            if labeled.any() else None
+        return ApplyParts(set_summary(choice.size, data.n), section, sets=sets,
+                          outputs=set_outputs(data.ids, sets), unused={"set": None})
+
+
 class ParcKind(ChoiceKind):
     """PARC: multiple-choice records across prompt variations (``source_id``, ``variation``, ``dataset``)."""
 
@@ -116,6 +199,21 @@ class ParcKind(ChoiceKind):
             families = tuple(reliability.get("family") or ())
             datasets = tuple(reliability.get("dataset") or ())
         return parc_metrics(variations, families, datasets)
+
+    report_focus = None
+
+    def report_tables(self, runs: Any) -> list[Any]:
+        from judgecp.reports import parc_tables
+
+        return parc_tables(runs)
+
+    def report_figures(self) -> tuple[Any, ...]:
+        from judgecp.reports import figures as f
+
+        return (f.parc_heatmaps,)
+
+    def group_coverages(self, body: Mapping[str, Any]) -> list[tuple[str, str, Any, int, bool]]:
+        return []
 
     def headline(self, body: Mapping[str, Any], protocol: Protocol) -> dict[str, Any]:
         out = Kind.headline(self, body, protocol)

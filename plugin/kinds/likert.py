@@ -33,6 +33,9 @@ class LikertKind(Kind):
     settings = frozenset({"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction",
                           "mondrian", "group", "jobs", "label_scale"})
 
+    ppi_target = "mean human score"
+    default_calibration_method = "naive"
+
     def read(self, table: Table, fields: Fields | None, *, require_label: bool = True, detect: bool = False,
              **options: Any) -> Any:
         from judgecp.data.score import score_data
@@ -93,6 +96,110 @@ class LikertKind(Kind):
         if detail is not None and detail not in body["methods"]:
             raise InputError(f"--detail {detail!r} is not among the methods run: {', '.join(methods)}")
         return detail
+
+
+    # -- reports ---------------------------------------------------------------------------------
+    def report_tables(self, runs: Any) -> list[Any]:
+        from judgecp.reports import likert_tables
+
+        return likert_tables(runs)
+
+    def report_figures(self) -> tuple[Any, ...]:
+        from judgecp.reports import figures as f
+
+        return (f.reliability_map, f.likert_methods, f.likert_sweep, f.group_coverage, f.coverage_by_label,
+                f.coverage_by_error, f.width_distribution, f.confusion, f.judge_reliability, f.rsg)
+
+    def group_coverages(self, body: Mapping[str, Any]) -> list[tuple[str, str, Any, int, bool]]:
+        from judgecp.evaluation.metrics import headline_entry
+
+        mondrian = bool((body.get("protocol") or {}).get("mondrian"))
+        return [(g, method, headline_entry(m)["coverage"], entry["n"], mondrian)
+                for g, entry in (body.get("groups") or {}).items() for method, m in entry["methods"].items()]
+
+    def sweep_entry(self, entry: Mapping[str, Any]) -> tuple[float, float]:
+        from judgecp.evaluation.metrics import headline_entry
+
+        head = headline_entry(entry)  # label sets; the interval for continuous labels
+        return float(head["coverage"]), float(head["width"])
+
+    # -- calibrators ------------------------------------------------------------------------------
+    def proxy_and_target(self, data: Any) -> tuple[Any, Any]:
+        """The judge's expected score ``sum_k k p_k`` and the human score."""
+        import numpy as np
+
+        from judgecp.features import expected_score, judge_probabilities
+
+        return expected_score(judge_probabilities(data.logprobs, data.scale), data.scale), data.labels.astype(np.float64)
+
+    def drift_statistic(self, data: Any, signal: str) -> tuple[str, Any]:
+        return "expected_score", self.proxy_and_target(data)[0]
+
+    def fit_calibrator(self, data: Any, *, method: str | None, alpha: float, groups: str | None,
+                       random_state: int | None, signal: str, delta: float) -> Any:
+        from judgecp.calibrators.fitting import (
+            Fitted,
+            check_conformal_part,
+            check_saveable,
+            check_size,
+        )
+        from judgecp.estimators import ScoreIntervals
+        from judgecp.plugins import check_method_spec
+
+        check_size(alpha, data.n)
+        spec = check_method_spec(method or self.default_calibration_method)
+        check_saveable(spec, alpha, data.scale)
+        est = ScoreIntervals(spec, confidence_level=1.0 - alpha, random_state=random_state)
+        est.calibrate(data, groups=groups)
+        check_conformal_part(spec, alpha, est.method_ if est.mondrian_ is None else None, data.n)
+        return Fitted(est, spec, scale=(data.scale.minimum, data.scale.maximum))
+
+    def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
+        from judgecp.calibrators.fileformat import likert_parts
+
+        return likert_parts(reader, method, alpha, n)
+
+    def compatibility(self, cal: Any, data: Any) -> list[str]:
+        if cal.scale and (data.scale.minimum, data.scale.maximum) != tuple(cal.scale):
+            return [f"scale {data.scale.minimum}:{data.scale.maximum} differs from the calibrator's "
+                    f"{cal.scale[0]}:{cal.scale[1]}"]
+        return []
+
+    def apply_calibrator(self, cal: Any, data: Any, *, groups: str | None) -> Any:
+        """Label sets (and intervals) per item; coverage on the run's labeled items, checked against the
+        calibration-conditional law (none for continuous labels and a set method: said so)."""
+        import numpy as np
+
+        from judgecp.calibrators.applying import (
+            ApplyParts,
+            coverage_section,
+            likert_coverage_check,
+            set_outputs,
+            set_summary,
+        )
+
+        by = groups or cal.groups
+        est = cal.estimator
+        prediction = est.predict(data, groups=by) if est.mondrian_ is not None else est.predict(data)
+        sets = prediction.label_sets()
+        summary: dict[str, Any] = {}
+        lower = upper = None
+        if prediction.has_interval:
+            lower, upper = prediction.lower, prediction.upper
+            summary["mean_interval_width"] = float(np.mean(upper - lower)) if data.n else None
+        summary["full_range"] = int(prediction.full_range.sum())
+        summary.update(set_summary(prediction.sets.sum(axis=1), data.n))
+        labeled = data.labeled
+        section = None
+        if not prediction.has_interval and data.continuous_labels:  # label sets cannot hold continuous labels
+            section = {"n": int(labeled.sum()), "coverage": None, "target": 1.0 - cal.alpha,
+                       "reason": "continuous labels, and the calibrator's method predicts label sets"}
+        elif labeled.any():
+            covered = np.zeros(data.n, bool)
+            covered[labeled] = prediction.take(np.flatnonzero(labeled)).covers(data.labels[labeled])
+            section = coverage_section(covered, labeled, cal.alpha, likert_coverage_check(cal, data, covered, by))
+        return ApplyParts(summary, section, sets=sets, lower=lower, upper=upper,
+                          outputs=set_outputs(data.ids, sets, lower, upper), unused={"set": None})
 
 
 def record_scale(table: Table) -> Any:

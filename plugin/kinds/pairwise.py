@@ -27,6 +27,9 @@ class PairwiseKind(Kind):
     settings = frozenset({"alpha", "alphas", "splits", "random_state", "cal_fraction", "group", "signal",
                           "controllers", "delta"})
 
+    ppi_target = "human win rate of response A"
+    default_calibration_method = "scope"
+
     def read(self, table: Table, fields: Fields | None, *, require_label: bool = True, detect: bool = False,
              **options: Any) -> Any:
         from judgecp.data.pair import pair_data
@@ -54,6 +57,62 @@ class PairwiseKind(Kind):
             protocol = protocol.with_(controllers=controllers or None, alphas=levels or None, alpha=None)
         return pairwise_metrics(protocol)
 
+    # -- calibrators ------------------------------------------------------------------------------
+    def proxy_and_target(self, data: Any) -> tuple[Any, Any]:
+        """P(original A preferred), averaged over the orders, and 1 when humans prefer A."""
+        import numpy as np
+
+        pbar = np.nanmean(np.column_stack([data.p_fwd, data.p_rev]), axis=1)
+        return pbar, np.where(data.labeled, data.labels.astype(np.float64), np.nan)
+
+    def drift_statistic(self, data: Any, signal: str) -> tuple[str, Any]:
+        import numpy as np
+
+        from judgecp.signals import signals
+
+        return f"uncertainty:{signal}", np.asarray(signals(data)[signal].uncertainty, dtype=np.float64)
+
+    def fit_calibrator(self, data: Any, *, method: str | None, alpha: float, groups: str | None,
+                       random_state: int | None, signal: str, delta: float) -> Any:
+        from judgecp.calibrators.fitting import Fitted
+        from judgecp.errors import InputError
+        from judgecp.estimators import SelectiveJudge
+
+        if groups:
+            raise InputError("groups (Mondrian) are for Likert calibrators")
+        spec = method or self.default_calibration_method
+        return Fitted(SelectiveJudge(spec, risk_level=alpha, signal=signal, delta=delta).calibrate(data), spec)
+
+    def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
+        from judgecp.calibrators.fileformat import pairwise_parts
+
+        return pairwise_parts(reader, method, alpha, n)
+
+    def apply_calibrator(self, cal: Any, data: Any, *, groups: str | None) -> Any:
+        """Accept or abstain per pair (both orders share the pair's decision); the error among accepted
+        labeled pairs, with the permutation check of the controller."""
+        from judgecp.calibrators.applying import ApplyParts, pairwise_risk_check
+
+        pred = cal.estimator.predict(data)
+        accept = pred.accept
+        summary = {"threshold": float(cal.estimator.threshold_), "accepted": int(accept.sum()),
+                   "abstention_rate": float(1.0 - accept.mean()) if data.n else None}
+        labeled = data.labeled
+        section = None
+        if labeled.any():
+            acc = accept & labeled
+            err = pred.prediction[acc] != data.labels[acc]
+            check = pairwise_risk_check(cal, data)
+            section = {"n": int(labeled.sum()), "accepted": int(acc.sum()),
+                       "error_among_accepted": float(err.mean()) if acc.any() else None,
+                       "risk_level": cal.alpha, "p_value_above_risk": check["p_value"], "check": check}
+        outputs = {f"{pair}|{order}": {"accept": bool(ok)}
+                   for pair, ok in zip(data.pair_ids.tolist(), accept.tolist(), strict=True) for order in ("fwd", "rev")}
+        return ApplyParts(summary, section, accept=accept, outputs=outputs, unused={"accept": None})
+
+    def record_key(self, record: Any) -> str:
+        return f"{record.get('pair_id')}|{record.get('order')}"
+
     def applied_metrics(self) -> list[Metric]:
         from judgecp.calibrators.results import accept_summary_metrics
 
@@ -73,6 +132,18 @@ class PairwiseKind(Kind):
             out[protocol.signal] = {k: signal.get(k) for k in ("accuracy", "auroc", "auprc", "ece")}
         out["single_order"] = sum(int(f["count"]) for f in body.get("flags", []) if f.get("flag") == "single_order")
         return out
+
+    report_focus = "controllers"
+
+    def report_tables(self, runs: Any) -> list[Any]:
+        from judgecp.reports import pairwise_tables
+
+        return pairwise_tables(runs)
+
+    def report_figures(self) -> tuple[Any, ...]:
+        from judgecp.reports import figures as f
+
+        return (f.risk_coverage, f.risk_vs_alpha, f.accepted_share, f.signal_reliability)
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
         from judgecp.report import write_pairwise_table

@@ -20,18 +20,12 @@ from typing import Any
 
 from judgecp.errors import InputError
 from judgecp.evaluation.metrics import headline_entry
+from judgecp.kinds import get_kind
 from judgecp.outputs import building_directory
 from judgecp.report import fmt as text_cell
-from judgecp.reports.figures import BUILDERS, Missing, Plot
-from judgecp.reports.load import KINDS, Run, load_runs
+from judgecp.reports.figures import Missing, Plot
+from judgecp.reports.load import Run, load_runs, report_kinds
 from judgecp.reports.render import Document, Table, to_html, to_markdown, write_figures
-
-KIND_TITLES = {"likert": "Likert judges: conformal label sets and intervals",
-               "pairwise": "Pairwise judges: selective risk control",
-               "mcq": "Multiple choice: conformal option sets", "parc": "PARC: reliability across prompt variations"}
-
-#: Parts of the seed papers' figures that no report section holds yet, per kind.
-NEVER_IN_REPORT: dict[str, list[str]] = {"likert": [], "pairwise": [], "mcq": [], "parc": []}
 
 
 @dataclass
@@ -143,9 +137,6 @@ def parc_tables(runs: Sequence[Run]) -> list[Table]:
     return [Table(["judge", *datasets], rows, "Calibrated reliability, mean over the prompt variations, judges as rows.")]
 
 
-TABLES = {"likert": likert_tables, "pairwise": pairwise_tables, "mcq": mcq_tables, "parc": parc_tables}
-
-
 def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Document, list[Missing]]:
     doc = Document()
     doc.add("h1", "judgecp report")
@@ -154,29 +145,30 @@ def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Docum
             "over exchangeable items. Widths are in scale points.")
     doc.add("table", _runs_table(runs))
     missing: list[Missing] = []
-    for kind in KINDS:
-        group = [r for r in runs if r.kind == kind]
+    for name in report_kinds():
+        group = [r for r in runs if r.kind == name]
         if not group:
             continue
-        doc.add("h2", KIND_TITLES[kind])
+        kind = get_kind(name)
+        doc.add("h2", kind.title)
         if len(group) > 1:
             doc.add("p", f"{len(group)} reports side by side: {', '.join(r.name for r in group)}.")
-        for t in TABLES[kind](group):
+        for t in kind.report_tables(group):
             doc.add("table", t)
-        section = "controllers" if kind == "pairwise" else "methods"
-        f = choose_focus(group, focus if kind != "parc" else None, section) if kind != "parc" else ""
+        section = kind.report_focus
+        f = choose_focus(group, focus, section) if section is not None else ""
         if len(group) > 1 and f:
-            doc.add("p", f"Figures with one line per report show {'controller' if kind == 'pairwise' else 'method'} "
+            doc.add("p", f"Figures with one line per report show {section.rstrip('s') if section else ''} "
                     f"`{f}` (`--method` picks another).")
         kind_missing: list[Missing] = []
-        for builder in BUILDERS[kind]:
+        for builder in kind.report_figures():
             result = builder(group, f)
             if isinstance(result, Plot):
                 doc.add("h3", result.title)
                 doc.add("figure", result)
             else:
                 kind_missing.append(result)
-        items = [f"{m.title}: {m.reason}." for m in kind_missing] + NEVER_IN_REPORT[kind]
+        items = [f"{m.title}: {m.reason}." for m in kind_missing]
         if items:
             doc.add("h3", "Not drawn (missing from the report)")
             doc.add("list", items)

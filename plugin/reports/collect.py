@@ -73,7 +73,9 @@ def evaluate_batch(batch: Any, alphas: Sequence[float] | None, group: str | None
     table = batch.table()
     data = from_table(table, batch.kind, Fields(group=group))
     values: dict[str, Any] = {"group": group}
-    if alphas and data.kind in ("likert", "mcq", "pairwise"):
+    from judgecp.kinds import get_kind
+
+    if alphas and "alphas" in get_kind(data.kind).settings:
         values["alphas"] = list(alphas)
     return evaluate(data, parse_settings(values, kind=data.kind), **table.info)
 

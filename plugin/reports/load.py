@@ -10,7 +10,12 @@ from typing import Any
 
 from judgecp.errors import InputError
 
-KINDS = ("likert", "pairwise", "mcq", "parc")
+
+def report_kinds() -> list[str]:
+    """The kinds ``judgecp report`` draws: those whose kind names figures (:meth:`judgecp.kinds.Kind.report_figures`)."""
+    from judgecp.kinds import get_kind, kind_names
+
+    return [name for name in kind_names() if get_kind(name).report_figures()]
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ def infer_kind(report: dict[str, Any]) -> str | None:
     if other_file(report) is not None:
         return None
     kind = report.get("kind")
-    if kind in KINDS:
+    if isinstance(kind, str) and kind in report_kinds():
         return str(kind)
     if isinstance(kind, str):  # a kind with no figures yet (e.g. ensemble)
         return None
@@ -96,7 +101,7 @@ def read_report(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: {what}, not a report; {TAKES}")
     if infer_kind(report) is None:
         if isinstance(report.get("kind"), str):
-            raise InputError(f"{path}: a {report['kind']} report; judgecp report draws {', '.join(KINDS)} reports")
+            raise InputError(f"{path}: a {report['kind']} report; judgecp report draws {', '.join(report_kinds())} reports")
         raise InputError(f"{path}: not a judgecp evaluate report (no kind, methods or controllers)")
     return report
 

@@ -17,12 +17,10 @@ on the Agg canvas (no pyplot, no display, no global state).
 Modules: :mod:`~judgecp.reports.figures.common` (what every figure shares),
 :mod:`~judgecp.reports.figures.likert`, :mod:`~judgecp.reports.figures.pairwise`
 and :mod:`~judgecp.reports.figures.choice` (multiple choice and PARC); this
-package's :data:`BUILDERS` lists the figures of each kind.
+kind (:meth:`judgecp.kinds.Kind.report_figures`) lists its figures.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable, Sequence
 
 from judgecp.reports.figures.choice import (
     FAMILY_ORDER,
@@ -55,19 +53,8 @@ from judgecp.reports.figures.pairwise import (
     risk_vs_alpha,
     signal_reliability,
 )
-from judgecp.reports.load import Run
-
-#: The figures of each kind, in the report's order.
-BUILDERS: dict[str, tuple[Callable[[Sequence[Run], str], Result], ...]] = {
-    "likert": (reliability_map, likert_methods, likert_sweep, group_coverage, coverage_by_label, coverage_by_error,
-               width_distribution, confusion, judge_reliability, rsg),
-    "pairwise": (risk_coverage, risk_vs_alpha, accepted_share, signal_reliability),
-    "mcq": (mcq_methods, mcq_sweep, mcq_groups, set_size_hist),
-    "parc": (parc_heatmaps,),
-}
 
 __all__ = [
-    "BUILDERS",
     "FAMILY_ORDER",
     "Missing",
     "Plot",

@@ -114,7 +114,7 @@ def calibrate(
     if isinstance(data, (str, Path)):
         from judgecp.data import load
 
-        data = load(data, kind if kind != "mcq" else None)
+        data = load(data)  # its kind from the file; checked against ``kind`` below
     alpha = check_alpha(alpha)
     calibration = _calibration_kind(data, kind)
     if data.n == 0 or not data.labeled.all():

@@ -3,7 +3,7 @@
 ``--label``, ``--id``, ``--logprobs``, ``--prediction`` (``--parsed``),
 ``--group`` and ``--join`` mean the same for every kind. Left out, each
 field is found under its record name (a ``judgecp.record/1`` file needs no
-flag) or a kind's usual alternatives (:data:`CANDIDATES`). A named column
+flag) or a kind's usual alternatives (:attr:`judgecp.kinds.Kind.columns`). A named column
 that is not there is an error naming the flag, with "did you mean".
 
 ``--logprobs`` is either a column of ``{token: log-probability}`` objects
@@ -29,16 +29,13 @@ from judgecp.errors import InputError, did_you_mean, unknown
 from judgecp.tables import ArrowColumn, Table, arrow_pool, read_table
 
 ID_CANDIDATES = ("id", "sample_id", "doc_id", "index")
-CANDIDATES: dict[str, dict[str, tuple[str, ...]]] = {
-    "likert": {
-        "label": ("label", "gt_score", "human_score", "human_label"),
-        "prediction": ("prediction", "parsed", "parsed_score", "judge_score"),
-        "logprobs": ("logprobs", "score_logprobs"),
-    },
-    "pairwise": {"label": ("label", "winner", "preference"), "prediction": ("prediction",), "logprobs": ("logprobs",)},
-    "mcq": {"label": ("label", "correct", "answer"), "prediction": ("prediction",), "logprobs": ("logprobs",)},
-}
-CANDIDATES["parc"] = CANDIDATES["mcq"]
+
+
+def column_candidates(kind: str, name: str) -> tuple[str, ...]:
+    """The columns a kind's tables usually name a record field by (the kind's ``columns``; else the name)."""
+    from judgecp.kinds import get_kind
+
+    return tuple(get_kind(kind).columns.get(name, (name,)))
 
 
 class Rows:
@@ -80,7 +77,7 @@ class Fields:
         if given is not None:
             table.column(given, self.flag(name))
             return str(given)
-        candidates = ID_CANDIDATES if name == "id" else CANDIDATES[kind].get(name, (name,))
+        candidates = ID_CANDIDATES if name == "id" else column_candidates(kind, name)
         return next((c for c in candidates if c in table.columns), None)
 
     def label_column(self, table: Table, kind: str, *, required: bool) -> str | None:
@@ -89,7 +86,7 @@ class Fields:
         if column is None and required:
             columns = [c for c in table.columns if not c.startswith("_")]
             shown = ", ".join(columns[:12]) + (" ..." if len(columns) > 12 else "")
-            raise InputError(f"{table.source}: no label column (looked for {', '.join(CANDIDATES[kind]['label'])}; "
+            raise InputError(f"{table.source}: no label column (looked for {', '.join(column_candidates(kind, 'label'))}; "
                              f"read as a table with columns {shown}); pass {self.flag('label')} COLUMN")
         return column
 

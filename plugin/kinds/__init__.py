@@ -54,6 +54,10 @@ class Kind:
     default_splits: ClassVar[int] = 10
     #: Methods run when the protocol names none (the command line may ask for more).
     default_methods: ClassVar[tuple[str, ...]] = ()
+    #: The columns a plain table usually names each record field by (``--label``, ``--prediction``,
+    #: ``--logprobs`` override them), the first found wins.
+    columns: ClassVar[Mapping[str, tuple[str, ...]]] = {"label": ("label",), "prediction": ("prediction",),
+                                                        "logprobs": ("logprobs",)}
     #: Reader options only this kind takes (Likert: ``scale``, ``floor``, ``nan``).
     reader_options: ClassVar[frozenset[str]] = frozenset()
     #: Whether a protocol's ``alphas`` are levels every controller runs at (pairwise), not a sweep.

@@ -22,6 +22,7 @@ class ChoiceKind(Kind):
     record_shape = "choice"
     title = "Multiple choice: conformal option sets"
     calibrated_as = "mcq"
+    columns: ClassVar[Mapping[str, tuple[str, ...]]] = {"label": ("label", "correct", "answer"), "prediction": ("prediction",), "logprobs": ("logprobs",)}
     default_methods: ClassVar[tuple[str, ...]] = ("lac", "aps", "aps(randomized=False)", "raps", "margin")
     settings = frozenset({"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "group"})
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from judgecp.errors import InputError
 from judgecp.kinds import Kind
@@ -27,6 +27,9 @@ class LikertKind(Kind):
     noun = "rows"
     calibrated_as = "likert"
     default_methods = ("naive", "lac")
+    columns: ClassVar[Mapping[str, tuple[str, ...]]] = {"label": ("label", "gt_score", "human_score", "human_label"),
+               "prediction": ("prediction", "parsed", "parsed_score", "judge_score"),
+               "logprobs": ("logprobs", "score_logprobs")}
     reader_options = frozenset({"scale", "floor", "nan", "label_scale"})
     row_features = True
     example_group = "group"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from judgecp.kinds import Kind
 
@@ -22,6 +22,7 @@ class PairwiseKind(Kind):
     title = "Pairwise judges: selective risk control"
     noun = "pairs"
     calibrated_as = "pairwise"
+    columns: ClassVar[Mapping[str, tuple[str, ...]]] = {"label": ("label", "winner", "preference"), "prediction": ("prediction",), "logprobs": ("logprobs",)}
     default_splits = 1000
     levels_are_controller_levels = True
     settings = frozenset({"alpha", "alphas", "splits", "random_state", "cal_fraction", "group", "signal",

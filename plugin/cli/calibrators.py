@@ -20,8 +20,11 @@ from judgecp.cli.flags import level
 from judgecp.errors import InputError
 
 
-def _input_flags(p: argparse.ArgumentParser, *, kinds: tuple[str, ...] = ("likert", "pairwise", "mcq", "parc")) -> None:
-    p.add_argument("--kind", choices=kinds, help="the records' kind (default: their shape, else likert)")
+def _input_flags(p: argparse.ArgumentParser) -> None:
+    from judgecp.kinds import table_kinds
+
+    p.add_argument("--kind", choices=table_kinds(),
+                   help="the records' kind (default: their shape, else likert)")
     p.add_argument("--format", default="auto",
                    help="auto (default: recognised by content), table, or a registered harness format (lm-eval, vlmeval)")
     p.add_argument("--sidecar", action="append", default=[], metavar="FILE", help="--format vlmeval: extra sidecar")

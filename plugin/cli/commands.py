@@ -18,7 +18,9 @@ def add_records(sub: Any) -> None:
     )
     p.add_argument("input")
     p.add_argument("-o", "--output", required=True, help="records JSONL to write")
-    p.add_argument("--kind", choices=("likert", "pairwise", "mcq", "parc"))
+    from judgecp.kinds import table_kinds
+
+    p.add_argument("--kind", choices=table_kinds())
     p.add_argument("--format", default="auto",
                    help="auto (default: recognised by content), table, or a registered harness format (lm-eval, vlmeval)")
     p.add_argument("--sidecar", action="append", default=[], metavar="FILE", help="--format vlmeval: extra sidecar")

@@ -31,32 +31,49 @@ def _log(p: float) -> float:
     return math.log(p) if p > 0 else -math.inf
 
 
-def to_records(data: ScoreData | PairData | ChoiceData) -> list[dict[str, Any]]:
-    """One record per row (per pair and order for pairwise data)."""
+def to_records(data: Any) -> list[dict[str, Any]]:
+    """One record per row (per pair and order for pairwise data): the data's kind writes them
+    (:meth:`judgecp.kinds.Kind.to_records`)."""
+    from judgecp.kinds import get_kind
+
+    records: list[dict[str, Any]] = get_kind(data.kind).to_records(data)
+    return records
+
+
+def score_records(data: ScoreData) -> list[dict[str, Any]]:
+    """Likert rows as ``score`` records (labels on their own scale go back to it)."""
     out: list[dict[str, Any]] = []
-    if isinstance(data, ScoreData):
-        tokens = data.scale.tokens
-        skip = tuple(c for c in (data.columns.get("id"), data.columns.get("label"), data.columns.get("parsed")) if c)
-        own = data.label_scale
-        # Labels on their own scale go back to it (the records say which); others are integers of the scale.
-        labels = data.labels if own is None else own.from_judge(data.labels, data.scale)
-        for i in range(data.n):
-            label = None if np.isnan(labels[i]) else int(labels[i]) if own is None else float(labels[i])
-            out.append(score_record(
-                data.ids[i], label=label, logprobs=dict(zip(tokens, data.logprobs[i].tolist(), strict=True)),
-                prediction=int(data.parsed[i]), scale=(data.scale.minimum, data.scale.maximum),
-                label_scale=None if own is None else own.to_json(), **_fields(data, i, skip=skip),
-            ))
-        return out
-    if isinstance(data, PairData):
-        for i, pid in enumerate(data.pair_ids.tolist()):
-            verdict = None if data.labels[i] < 0 else "A" if data.labels[i] == 1 else "B"
-            for order, p_a in (("fwd", data.p_fwd[i]), ("rev", 1.0 - data.p_rev[i])):
-                if np.isnan(p_a):
-                    continue
-                out.append(pair_record(f"{pid}/{order}", pair_id=pid, order=order, label=verdict,
-                                       logprobs={"A": _log(p_a), "B": _log(1.0 - p_a)}, **_fields(data, i)))
-        return out
+    tokens = data.scale.tokens
+    skip = tuple(c for c in (data.columns.get("id"), data.columns.get("label"), data.columns.get("parsed")) if c)
+    own = data.label_scale
+    # Labels on their own scale go back to it (the records say which); others are integers of the scale.
+    labels = data.labels if own is None else own.from_judge(data.labels, data.scale)
+    for i in range(data.n):
+        label = None if np.isnan(labels[i]) else int(labels[i]) if own is None else float(labels[i])
+        out.append(score_record(
+            data.ids[i], label=label, logprobs=dict(zip(tokens, data.logprobs[i].tolist(), strict=True)),
+            prediction=int(data.parsed[i]), scale=(data.scale.minimum, data.scale.maximum),
+            label_scale=None if own is None else own.to_json(), **_fields(data, i, skip=skip),
+        ))
+    return out
+
+
+def pair_records(data: PairData) -> list[dict[str, Any]]:
+    """Pairs as ``pair`` records, one per order judged (probabilities as the verdicts' log-probabilities)."""
+    out: list[dict[str, Any]] = []
+    for i, pid in enumerate(data.pair_ids.tolist()):
+        verdict = None if data.labels[i] < 0 else "A" if data.labels[i] == 1 else "B"
+        for order, p_a in (("fwd", data.p_fwd[i]), ("rev", 1.0 - data.p_rev[i])):
+            if np.isnan(p_a):
+                continue
+            out.append(pair_record(f"{pid}/{order}", pair_id=pid, order=order, label=verdict,
+                                   logprobs={"A": _log(p_a), "B": _log(1.0 - p_a)}, **_fields(data, i)))
+    return out
+
+
+def choice_records(data: ChoiceData) -> list[dict[str, Any]]:
+    """Multiple-choice (and PARC) items as ``choice`` records."""
+    out: list[dict[str, Any]] = []
     for i in range(data.n):
         opts = data.options[i]
         correct = [o for o, c in zip(opts, data.correct[i], strict=False) if c]

@@ -79,6 +79,10 @@ class Kind:
         """
         raise InputError(f"judges of kind {self.name!r} are not read from tables")
 
+    def to_records(self, data: Any) -> list[dict[str, Any]]:
+        """The data back as ``judgecp.record/1``-style records, one per row (``judgecp records``, ``apply -o``)."""
+        raise InputError(f"judges of kind {self.name!r} are not written as records")
+
     def check_reader_options(self, options: Mapping[str, Any]) -> None:
         """Refuse reader options of another kind (they would be ignored)."""
         extra = sorted(set(options) - self.reader_options)
@@ -232,6 +236,11 @@ def kind_names() -> list[str]:
     return list(kind_classes())
 
 
+def table_kinds() -> list[str]:
+    """The kinds that read plain tables and records (``--kind`` of records, calibrate, apply, estimate)."""
+    return [name for name, cls in kind_classes().items() if cls.read is not Kind.read]
+
+
 def kind_of_shape(shape: str) -> Kind:
     """The kind that reads records of ``shape`` (the first registered; ``parc`` shares ``choice`` with ``mcq``)."""
     for name, cls in kind_classes().items():
@@ -274,5 +283,15 @@ def register_kinds() -> list[type[Kind]]:
     return [LikertKind, PairwiseKind, ChoiceKind, ParcKind, EnsembleKind]
 
 
-__all__ = ["Kind", "calibration_kind", "calibration_kinds", "get_kind", "kind_classes", "kind_names", "kind_of_shape", "kinds_of_shape",
-           "record_shapes"]
+__all__ = [
+    "Kind",
+    "calibration_kind",
+    "calibration_kinds",
+    "get_kind",
+    "kind_classes",
+    "kind_names",
+    "kind_of_shape",
+    "kinds_of_shape",
+    "record_shapes",
+    "table_kinds",
+]

@@ -36,6 +36,11 @@ class ChoiceKind(Kind):
         self.check_reader_options(options)
         return choice_data(table, fields, kind=None if detect else self.name, require_label=require_label)
 
+    def to_records(self, data: Any) -> list[dict[str, Any]]:
+        from judgecp.data.export import choice_records
+
+        return choice_records(data)
+
     def example(self, **options: Any) -> Any:
         from judgecp.data import from_records
         from judgecp.simulate import simulate_mcq_records

@@ -50,6 +50,11 @@ class LikertKind(Kind):
             options["label_scale"] = record_label_scale(table)
         return score_data(table, fields, require_label=require_label, **options)
 
+    def to_records(self, data: Any) -> list[dict[str, Any]]:
+        from judgecp.data.export import score_records
+
+        return score_records(data)
+
     def example(self, **options: Any) -> Any:
         from judgecp.simulate import simulate_likert_judge
 

@@ -38,6 +38,11 @@ class PairwiseKind(Kind):
         self.check_reader_options(options)
         return pair_data(table, fields, require_label=require_label)
 
+    def to_records(self, data: Any) -> list[dict[str, Any]]:
+        from judgecp.data.export import pair_records
+
+        return pair_records(data)
+
     def example(self, **options: Any) -> Any:
         from judgecp.simulate import simulate_pairwise_judge
 

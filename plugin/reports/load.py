@@ -12,10 +12,11 @@ from judgecp.errors import InputError
 
 
 def report_kinds() -> list[str]:
-    """The kinds ``judgecp report`` draws: those whose kind names figures (:meth:`judgecp.kinds.Kind.report_figures`)."""
-    from judgecp.kinds import get_kind, kind_names
+    """The kinds ``judgecp report`` shows: those that name figures or tables (:meth:`judgecp.kinds.Kind.report_figures`)."""
+    from judgecp.kinds import Kind, get_kind, kind_names
 
-    return [name for name in kind_names() if get_kind(name).report_figures()]
+    return [name for name in kind_names()
+            if get_kind(name).report_figures() or type(get_kind(name)).report_tables is not Kind.report_tables]
 
 
 @dataclass(frozen=True)

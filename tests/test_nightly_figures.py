@@ -36,3 +36,32 @@ def test_width_figure_marks_the_planned_counts() -> None:
     labels = [line.get_label() for line in plot.figure.axes[0].get_lines()]
     assert f"PPI++: {p['labels']['ppi']} labels" in labels and "asked: ±0.05" in labels
     assert isinstance(width_against_labels({}), Missing)
+
+
+def test_report_draws_the_nightly_results_beside_the_studies(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`judgecp report` takes compare, plan and apply --history JSON: one figure each (issue 27, item 6)."""
+    import json
+
+    from judgecp.calibrators.results import CompareResult, PlanResult
+    from judgecp.cli import main
+    from judgecp.reports.figures.nightly import martingale_over_nights
+
+    a, b, _ = paired_draw(1, n=600, n_labeled=200)
+    (tmp_path / "compare.json").write_text(CompareResult(compare(a, b)).dumps())
+    rng = np.random.default_rng(1)
+    y = rng.normal(3, 1, 200)
+    (tmp_path / "plan.json").write_text(PlanResult(plan(y, y + rng.normal(0, 0.7, 200), 0.1)).dumps())
+    capital = [0.5, 2.0, 30.0, 400.0]
+    history = {"schema": "judgecp.apply/1", "kind": "likert", "n": 10, "n_applied": 10, "excluded": [],
+               "history": {"level": 0.01, "nights": 4, "capital_by_night": capital, "first_alarm": 4}}
+    (tmp_path / "apply.json").write_text(json.dumps(history))
+    plot = martingale_over_nights(history)
+    assert isinstance(plot, Plot) and list(plot.figure.axes[0].get_lines()[0].get_ydata()) == capital
+    assert isinstance(martingale_over_nights({"history": None}), Missing)
+    assert main(["report", str(tmp_path / "compare.json"), str(tmp_path / "plan.json"), str(tmp_path / "apply.json"),
+                 "-o", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "The nightly loop" in md
+    for title in ("Difference B - A with its three intervals: compare", "half-width against the number of labels: plan",
+                  "Evidence of drift across nights: apply"):
+        assert title in md

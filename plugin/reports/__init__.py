@@ -173,7 +173,31 @@ def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Docum
             doc.add("h3", "Not drawn (missing from the report)")
             doc.add("list", items)
         missing += kind_missing
+    nightly = [r for r in runs if r.kind == "nightly"]
+    if nightly:
+        missing += _nightly_section(doc, nightly)
     return doc, missing
+
+
+def _nightly_section(doc: Document, runs: Sequence[Run]) -> list[Missing]:
+    """compare, plan and apply --history results: the difference with its three intervals, the width against
+    labels, the evidence of drift across nights."""
+    from judgecp.reports.figures import nightly
+
+    doc.add("h2", "The nightly loop: comparisons, label plans, drift across nights")
+    builders = {"judgecp.compare/1": nightly.difference_intervals, "judgecp.plan/1": nightly.width_against_labels,
+                "judgecp.apply/1": nightly.martingale_over_nights}
+    missing: list[Missing] = []
+    for run in runs:
+        result = builders[run.report["schema"]](run.report)
+        if isinstance(result, Plot):
+            result = Plot(f"{result.id}_{len(doc.blocks)}", f"{result.title}: {run.name}", result.caption, result.figure)
+            doc.add("h3", result.title)
+            doc.add("figure", result)
+        else:
+            missing.append(result)
+            doc.add("p", f"{run.name}: {result.title} not drawn: {result.reason}.")
+    return missing
 
 
 def write_report(paths: Sequence[str | Path], out: str | Path, *, names: Sequence[str] | None = None,

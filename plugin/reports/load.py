@@ -29,7 +29,8 @@ class Run:
 
     @property
     def kind(self) -> str:
-        return str(self.report["kind"])
+        """The judge kind of an evaluate report; ``nightly`` for compare, plan and apply results."""
+        return "nightly" if self.report.get("schema") in NIGHTLY_SCHEMAS else str(self.report["kind"])
 
     @property
     def calibration(self) -> str:
@@ -45,6 +46,9 @@ class Run:
         alphas = [float(a) for a in self.report.get("alphas", [])]
         return 0.1 if 0.1 in alphas or not alphas else alphas[0]
 
+
+#: The nightly loop's results ``judgecp report`` draws beside the studies (their figures: reports.figures.nightly).
+NIGHTLY_SCHEMAS = ("judgecp.compare/1", "judgecp.plan/1", "judgecp.apply/1")
 
 #: What ``judgecp report`` takes, for the messages that refuse anything else.
 TAKES = "judgecp report takes `judgecp evaluate --json` reports, harness output files or folders"
@@ -97,6 +101,8 @@ def read_report(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: not a JSON report ({exc})") from exc
     if not isinstance(report, dict):
         raise InputError(f"{path}: not a judgecp report (a JSON object is expected)")
+    if report.get("schema") in NIGHTLY_SCHEMAS:
+        return report
     what = other_file(report)
     if what is not None:
         raise InputError(f"{path}: {what}, not a report; {TAKES}")
@@ -123,6 +129,9 @@ def load_runs(paths: Sequence[str | Path], names: Sequence[str] | None = None,
     runs: list[Run] = []
     for i, (name, path, report) in enumerate(found):
         report = report or read_report(path)
+        if report.get("schema") in NIGHTLY_SCHEMAS:
+            runs.append(Run(names[i] if names is not None else name, str(path), report))
+            continue
         kind = infer_kind(report)
         if kind is None:
             raise InputError(f"{path}: not a judgecp evaluate report (no kind, methods or controllers)")

@@ -1,6 +1,6 @@
 """``judgecp bench scale``: time and peak memory at scale, each measurement in a fresh process.
 
-Four measurements, written as a table (README, "Benchmarks: scale"):
+Four measurements, written as a table (docs/benchmarks.md, "Scale"):
 
 1. a million Likert records (a CSV written here from the synthetic judge)
    read, validated and run through ``naive, lac, aps, ordinal_aps, cqr`` over

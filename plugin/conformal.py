@@ -1,6 +1,6 @@
 """Split-conformal building blocks shared by every method.
 
-Conventions (also in the README):
+Conventions (also in docs/methods.md):
 
 * The threshold is the ``ceil((n+1)(1-alpha))``-th smallest of ``n``
   calibration scores. When that index exceeds ``n`` there are too few points
@@ -148,7 +148,7 @@ class ConformalMethod(abc.ABC):
     ordinal: ClassVar[bool] = True
     #: Optional packages as ``(module, extra)``; imported lazily.
     requires: ClassVar[tuple[tuple[str, str], ...]] = ()
-    #: Citation shown in ``judgecp methods`` and the README.
+    #: Citation shown in ``judgecp methods`` and docs/methods.md.
     reference: ClassVar[str] = ""
     #: ``(time, memory)`` of one split at n rows, as implemented (``judgecp bench scale`` prints it).
     complexity: ClassVar[tuple[str, str]] = ("not stated", "not stated")

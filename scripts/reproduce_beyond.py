@@ -5,7 +5,7 @@ calibration/test splits (seeds 0..9), LLaVA-Critic-7B on MLLM-as-a-Judge
 (5,716 rows, 14 tasks) and on Polaris (8,724 rows). A method is *valid*
 when its mean label-set coverage over the 10 seeds is >= 0.895.
 
-Tables (markdown on stdout; ``--write`` replaces the README section between
+Tables (markdown on stdout; ``--write`` replaces the docs/beyond.md section between
 the ``beyond`` markers; ``--json OUT`` keeps every figure):
 
 1. best valid label-set width, pooled and Mondrian by task, and Polaris,
@@ -238,10 +238,10 @@ def build(runner: Runner) -> tuple[str, dict[str, Any]]:
 
 
 def write_readme(text: str) -> None:
-    readme = REPO / "README.md"
+    readme = REPO / "docs" / "beyond.md"
     body = readme.read_text()
     if START not in body:
-        raise SystemExit(f"README.md has no {START} marker")
+        raise SystemExit(f"docs/beyond.md has no {START} marker")
     new = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: f"{START}\n{text}{END}", body, flags=re.S)
     readme.write_text(new)
 
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
     p.add_argument("--quick", action="store_true", help="3 seeds instead of 10 (a smoke run; not the protocol)")
-    p.add_argument("--write", action="store_true", help="replace the README section between the beyond markers")
+    p.add_argument("--write", action="store_true", help="replace the docs/beyond.md section between the beyond markers")
     p.add_argument("--json", type=Path, help="write every figure here")
     args = p.parse_args(argv)
     runner = Runner(args.shared, 3 if args.quick else 10)

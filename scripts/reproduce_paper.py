@@ -3,9 +3,9 @@
 Runs judgecp's protocol on LLaVA-Critic-7B's score-token logprobs for
 MLLM-as-a-Judge and Polaris, puts the numbers beside the published tables
 (``../shared/data/paper_tables``) and explains every difference. Prints the
-markdown; ``--write`` replaces the README section between the
+markdown; ``--write`` replaces the docs/reproduction.md section between the
 ``reproduction`` markers. ``tests/test_reproduction.py`` checks that the
-README still matches what this computes.
+docs/reproduction.md still matches what this computes.
 
     python scripts/reproduce_paper.py [--shared ../shared/data] [--write]
 """
@@ -202,7 +202,7 @@ def markdown(reports: dict[str, Any], shared: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_readme(text: str, readme: Path = REPO / "README.md") -> None:
+def write_readme(text: str, readme: Path = REPO / "docs" / "reproduction.md") -> None:
     content = readme.read_text()
     pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
     if not pattern.search(content):
@@ -213,7 +213,7 @@ def write_readme(text: str, readme: Path = REPO / "README.md") -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
-    ap.add_argument("--write", action="store_true", help="update the README section")
+    ap.add_argument("--write", action="store_true", help="update the docs/reproduction.md section")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     text = markdown(run(args.shared, args.jobs), args.shared)

@@ -4,7 +4,7 @@ Draws ``--labeled`` rows (default 300) as the labeled sample, treats every
 other row as unlabeled, and over ``--draws`` random draws (default 200)
 reports how often each interval covers the all-rows human mean and its mean
 width: PPI++ (power-tuned), labeled-only, judge-only. Prints the Markdown
-table of the README ("Calibrate once, apply to every run").
+table of docs/reproduction.md ("PPI++ on MLLM-as-a-Judge").
 
     python scripts/reproduce_ppi.py [--data ../shared/data] [--labeled 300] [--draws 200] [--alpha 0.1] [--stratify]
 

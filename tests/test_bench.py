@@ -1,4 +1,4 @@
-"""The benchmark commands run and write their tables (what they measure lives in the README, never here)."""
+"""The benchmark commands run and write their tables (what they measure lives in docs/benchmarks.md, never here)."""
 
 from __future__ import annotations
 

@@ -188,10 +188,10 @@ def _numbers(text: str) -> list[float]:
 
 
 def test_readme_reproduction_section_is_current(reports: dict[str, Any]) -> None:
-    """The README's tables are what scripts/reproduce_paper.py computes now
+    """docs/reproduction.md's tables are what scripts/reproduce_paper.py computes now
     (regenerate with ``python scripts/reproduce_paper.py --write``)."""
     script = _script()
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "reproduction.md").read_text()
     section = readme.split(script.START, 1)[1].split(script.END, 1)[0]
     expected = script.markdown(reports, Path(SHARED_DATA))
     got, want = _numbers(section), _numbers(expected)

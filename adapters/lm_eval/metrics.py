@@ -23,7 +23,7 @@ fewer than four), it has ``error``: the counts ``n`` and ``excluded`` still
 hold and every other metric is NaN. Nothing here imports lm-eval.
 
 Settings come from the task's ``--metadata`` through the core's one parser
-(:func:`judgecp.protocol.parse_settings`, README "Protocol settings"): e.g.
+(:func:`judgecp.protocol.parse_settings`, docs/cli.md): e.g.
 ``{"alpha": 0.2, "methods": "naive,lac", "splits": 20}``; a bad value is an
 error naming ``metadata <key>``.
 """

@@ -14,7 +14,7 @@ parc       ``parc.evaluate_parc``            ``<model>_<dataset>_reliability.jso
 mcq        ``mcq.evaluate_mcq`` (post hoc)   ``--json`` of ``judgecp evaluate``
 =========  ================================  ===============================
 
-A metric file is the core's report (README, "JSON report") plus a
+A metric file is the core's report (docs/cli.md, "The JSON report") plus a
 ``vlmeval`` section: the prediction file, the sidecars used, where the
 records came from, the rows repaired, the rows' flags, and the rows left out
 before the core saw them (at TSV build, at dataset load, by the reader).

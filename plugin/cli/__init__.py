@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     __import__("judgecp.cli.calibrators", fromlist=["add_parser"]).add_parser(sub)
     __import__("judgecp.cli.nightly", fromlist=["add_parser"]).add_parser(sub)  # compare, plan, select
     commands.add_records(sub)
+    commands.add_example(sub)
     commands.add_methods(sub)
     report.add_parser(sub)
     bench = commands.add_bench(sub)

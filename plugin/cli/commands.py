@@ -83,6 +83,50 @@ def run_records(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_example(sub: Any) -> None:
+    p = sub.add_parser(
+        "example", help="write the embedded synthetic example's records: a calibration set and two nightly runs",
+        description="Write judgecp.record/1 files of the synthetic Likert judge (judgecp.simulate; not a real "
+        "model) into OUT: calibration.jsonl (600 labeled items), night_a.jsonl and night_b.jsonl (3,000 items each, "
+        "the first 150 labeled; the judge is kinder to run B, whose answers humans rate the same). The nightly "
+        "loop of README.md and docs/nightly.md runs on them.",
+    )
+    p.add_argument("out", help="folder to write into (created; existing files of these names are replaced)")
+    p.set_defaults(func=run_example)
+
+
+#: ``judgecp example``'s files: name, (items, seed, judge bias), labeled items.
+EXAMPLE_FILES = (("calibration.jsonl", 600, 1, 0.3, 600), ("night_a.jsonl", 3000, 2, 0.3, 150),
+                 ("night_b.jsonl", 3000, 3, 0.6, 150))
+
+
+def run_example(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from judgecp.data.export import to_records
+    from judgecp.outputs import check_outputs
+    from judgecp.simulate import simulate_likert_judge
+    from judgecp.tables import write_records
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    check_outputs({name: str(out / name) for name, *_ in EXAMPLE_FILES}, inputs=[])
+    for name, n, seed, bias, labeled in EXAMPLE_FILES:
+        records = to_records(simulate_likert_judge(n, seed=seed, judge_bias=bias))
+        prefix = name.split(".")[0].removeprefix("night_") + "-"
+        for i, rec in enumerate(records):
+            rec["id"] = prefix + rec["id"]
+            if i >= labeled:
+                rec["label"] = None
+        write_records(str(out / name), records)
+    print(f"synthetic example written to {out}: " + ", ".join(f"{name} ({n} items, {labeled} labeled)"
+                                                                 for name, n, _, _, labeled in EXAMPLE_FILES),
+          file=sys.stderr)
+    return 0
+
+
 def add_methods(sub: Any) -> None:
     p = sub.add_parser("methods", help="list the registered conformal methods and risk controllers")
     p.set_defaults(func=run_methods)

@@ -46,7 +46,7 @@ def evaluate(data: AnyData, protocol: Protocol | None = None, **extra: Any) -> S
 
     The data's kind runs its study (:meth:`judgecp.kinds.Kind.study`); the
     report is a frozen :class:`judgecp.results.StudyResult` (a read-only
-    mapping over the JSON body, README "JSON report"; ``.to_json()`` /
+    mapping over the JSON body, docs/cli.md "The JSON report"; ``.to_json()`` /
     ``.dumps()`` write it, ``.scalars()`` are its flat metrics). ``extra``
     adds top-level keys (a reader's own account of the input). Its
     ``warnings`` say what a script should act on

@@ -1,6 +1,6 @@
 """Per-row coverage and width of Likert predictions, and their summaries over splits and strata.
 
-Conventions (README, "Statistical conventions"): a label set's width is
+Conventions (docs/methods.md, "Statistical conventions"): a label set's width is
 ``max - min`` of its labels (an empty set: 0, counted in ``empty``), an
 interval's ``u - l``; means and sample standard deviations (ddof=1) are over
 splits; stratified tables pool the test rows of every split.

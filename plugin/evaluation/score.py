@@ -191,7 +191,7 @@ def method_specs(protocol: Protocol) -> list[str]:
 
 
 def evaluate_scores(data: ScoreData, protocol: Protocol) -> dict[str, Any]:
-    """Run the protocol on a Likert judge and return the report (README, "JSON report")."""
+    """Run the protocol on a Likert judge and return the report (docs/cli.md, "The JSON report")."""
     specs = method_specs(protocol)
     skipped = list(protocol.skipped)
     continuous = data.continuous_labels

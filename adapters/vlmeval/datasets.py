@@ -133,6 +133,8 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
             raise InputError(f"dataset argument force: expected true or false, got {force!r}")
         self.force = force  # apply the calibrator even when fitted on another judge, task or scale
         self.excluded_at_load = Exclusions()
+        if not dataset and not self.SPEC.names:
+            raise InputError(f"{type(self).__name__} needs its dataset name (e.g. \"dataset\": \"PARC_mmbench\")")
         super().__init__(dataset=dataset or self.SPEC.names[0], skip_noimg=skip_noimg)
 
     @classmethod
@@ -268,7 +270,7 @@ class PARCCP(JudgeCPDataset):
 
     @classmethod
     def supported_datasets(cls) -> list[str]:
-        """``PARC_CP`` and every ``PARC_<name>`` TSV in ``$LMUData`` whose build manifest says PARC."""
+        """Every ``PARC_<name>`` TSV in ``$LMUData`` whose build manifest says PARC (no fixed name)."""
         names = list(cls.SPEC.names)
         for tsv in sorted(Path(LMUDataRoot()).glob("PARC_*.tsv")):
             manifest = read_manifest(tsv)

@@ -49,7 +49,6 @@ from judgecp.adapters.vlmeval.evaluation import (
     metric_path,
 )
 from judgecp.adapters.vlmeval.runtime import PROMPTS
-from judgecp.adapters.vlmeval.summary import primary_keys
 from judgecp.adapters.vlmeval.specs import (
     DATASET_TYPE,
     MLLM_JUDGE,
@@ -58,6 +57,7 @@ from judgecp.adapters.vlmeval.specs import (
     POLARIS,
     JudgeSpec,
 )
+from judgecp.adapters.vlmeval.summary import primary_keys
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 

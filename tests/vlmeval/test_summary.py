@@ -22,7 +22,13 @@ import pytest
 
 from judgecp.adapters.vlmeval.calibrated import calibrated_evaluation
 from judgecp.adapters.vlmeval.evaluation import evaluate_prediction_file
-from judgecp.adapters.vlmeval.summary import flatten, primary_keys, score_path, with_overall, write_score_file
+from judgecp.adapters.vlmeval.summary import (
+    flatten,
+    primary_keys,
+    score_path,
+    with_overall,
+    write_score_file,
+)
 from judgecp.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -118,6 +118,9 @@ def install_sidecar_hook() -> None:
 
 def prepare() -> Registration:
     """Registration and hooks, as the launcher does them (for scripts that call run.py's main)."""
+    from judgecp.adapters.vlmeval.discovery import defer_to_launcher
+
+    defer_to_launcher()  # the startup hook stands aside: errors here are the launcher's to report
     require_vlmeval("`judgecp vlmeval`")
     info = register()
     install_sidecar_hook()

@@ -11,7 +11,6 @@ scalars); nothing here knows a harness.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,8 +96,8 @@ def report_headline(
     return strict
 
 
-def calibrated_headline(summary: Mapping[str, Any]) -> dict[str, float | int | None]:
-    """The plain numbers of a calibrator's summary (:func:`judgecp.calibrators.apply`); ``None`` where undefined.
+def calibrated_headline(summary: Mapping[str, Any]) -> dict[str, float]:
+    """The plain numbers of a calibrator's summary (:func:`judgecp.calibrators.apply`); NaN where undefined.
 
     The metrics lm-eval's calibrated tasks report (:func:`judgecp.scalars.calibrated_metrics`),
     read the same way, without their ``_stderr`` columns (lm-eval's layout): ``n``,
@@ -106,14 +105,7 @@ def calibrated_headline(summary: Mapping[str, Any]) -> dict[str, float | int | N
     ``coverage_labeled``; pairwise: ``abstention_rate``, ``risk_labeled`` (error among
     accepted); every kind: ``drift_p_value``, ``corrected_score`` with
     ``corrected_score_lower`` / ``_upper`` (PPI++) and ``judge_score`` (the judge's own
-    mean). Strict JSON, as :func:`report_headline`: the counts are integers and a metric
-    that is undefined (no labels, no unlabeled rows) is ``None`` (JSON ``null``), never NaN.
+    mean). NaN stands for no labels, no unlabeled rows.
     """
     view = {**summary, "n": summary["n_applied"], "n_excluded": _total(summary["excluded"])}
-    out: dict[str, float | int | None] = {}
-    for m in calibrated_metrics(summary["kind"]):
-        if m.name.endswith("_stderr"):
-            continue
-        value = read_metric(view, m)
-        out[m.name] = int(value) if m.always else (None if math.isnan(value) else value)
-    return out
+    return {m.name: read_metric(view, m) for m in calibrated_metrics(summary["kind"]) if not m.name.endswith("_stderr")}

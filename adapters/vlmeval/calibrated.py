@@ -9,9 +9,13 @@ logs (:func:`judgecp.headline.calibrated_headline`: ``n``, ``excluded``,
 ``set_size`` and ``singleton_share`` (pairwise ``abstention_rate``),
 ``coverage_labeled`` (pairwise ``risk_labeled``), ``drift_p_value``,
 ``corrected_score`` with ``corrected_score_lower`` / ``_upper``, and
-``judge_score``; docs/calibrators.md), with its primary metrics again as
-``...|overall`` keys (:mod:`~judgecp.adapters.vlmeval.summary`), also written
-as ``<stem>_score.csv``. Nothing here imports VLMEvalKit.
+``judge_score``; docs/calibrators.md). Nothing here imports
+VLMEvalKit.
+
+The headline is strict JSON (undefined numbers ``None``, counts integers),
+with its primary metrics again as ``...|overall`` keys
+(:mod:`~judgecp.adapters.vlmeval.summary`), and is also written as
+``<stem>_score.csv``.
 
 A calibrator that does not fit the run (another judge, task or scale than
 it was fitted on) is refused, naming what differs and the dataset setting
@@ -26,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.vlmeval.summary import with_overall, write_score_file
+from judgecp.adapters.vlmeval.summary import strict_headline, with_overall, write_score_file
 from judgecp.errors import InputError
 from judgecp.headline import calibrated_headline
 
@@ -69,7 +73,7 @@ def calibrated_evaluation(
                              + "; ".join(problems) + f" ({FORCE_HINT})")
     summary = apply(cal, data, force=force).summary
     summary["vlmeval"] = batch.info.get("vlmeval")
-    head = with_overall(calibrated_headline(summary), "calibrated")
+    head = with_overall(strict_headline(calibrated_headline(summary)), "calibrated")
     if write:
         p = Path(prediction_file)
         p.with_name(p.stem + SUFFIX + ".json").write_text(dumps(summary) + "\n", encoding="utf-8")

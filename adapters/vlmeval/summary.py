@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from judgecp.report import to_strict
+
 #: The suffix VLMEvalKit's fallback ranks highest after a key equal to ``overall``.
 OVERALL = "|overall"
 #: ``<model>_<dataset>_score.csv``: VLMEvalKit's name for a dataset's score table.
@@ -45,6 +47,21 @@ SCORE_SUFFIX = "_score"
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+#: A headline's counts: integers in JSON (``24``, not ``24.0``).
+COUNTS = ("n", "n_read", "excluded")
+
+
+def strict_headline(headline: Mapping[str, Any]) -> dict[str, Any]:
+    """``headline`` as strict JSON: NaN and inf become ``None`` (``null``), whole-number counts integers."""
+    out = to_strict(dict(headline))
+    assert isinstance(out, dict)
+    for key in COUNTS:
+        value = out.get(key)
+        if isinstance(value, float) and value.is_integer():
+            out[key] = int(value)
+    return out
 
 
 def flatten(headline: Mapping[str, Any]) -> dict[str, Any]:

@@ -516,7 +516,10 @@ def test_calibrator_of_another_dataset_is_refused_naming_force_then_forced(ws: W
     entry = json.loads((run / "status.json").read_text())["datasets"]["Polaris_CP"]
     assert entry["status"] == "done" and entry["metrics"]["n"] == summary["n_applied"] == 16
     # every row labeled: the PPI++ estimate is undefined, logged as null (was NaN, not JSON)
-    assert '"corrected_score": null' in log and "NaN" not in log
+    logged = log.split("Evaluation Results:")[1].split("\n}")[0] + "\n}"
+    headline = json.loads(logged[logged.index("{"):])
+    assert None in headline.values() and "NaN" not in log
+    assert type(headline["n"]) is int and headline["set_size|overall"] == headline["set_size"]
 
 
 def test_prompt_ensemble_dataset_in_a_real_run(ws: Workspace) -> None:

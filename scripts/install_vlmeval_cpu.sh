@@ -134,7 +134,7 @@ class _Unavailable(metaclass=_UnavailableMeta):
     """Placeholder for any torchvision object: subclassable, unusable."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("torchvision is a CPU shim in this venv (/work/vlmeval-shims): not usable")
+        raise RuntimeError("torchvision is a CPU shim in this venv (judgecp-torchvision-shim, scripts/install_vlmeval_cpu.sh): not usable")
 
     def __class_getitem__(cls, item):
         return cls

@@ -1,8 +1,10 @@
-"""Build step: ship the lm-eval startup hook into site-packages (setuptools ``build_py``).
+"""Build step: ship the lm-eval and VLMEvalKit startup hooks into site-packages (setuptools ``build_py``).
 
 A ``.pth`` file works only at the top of site-packages, and ``data_files``
 cannot put it there portably; so ``build_py`` writes ``judgecp-lm-eval.pth``
-and the hook module ``_judgecp_lm_eval_hook.py`` at the root of what becomes
+and the hook module ``_judgecp_lm_eval_hook.py`` (and the same pair for
+VLMEvalKit, ``judgecp-vlmeval.pth`` and ``_judgecp_vlmeval_hook.py``, from
+``adapters/vlmeval/_startup_hook.py``) at the root of what becomes
 the wheel. In an editable install setuptools ships only the unpacked wheel
 directory (its ``install_lib``), so the files go there instead. Either way
 they are listed in the wheel's RECORD: ``pip uninstall judgecp`` removes them.
@@ -24,6 +26,14 @@ PTH_LINE = (
     "import os; os.environ.get('JUDGECP_LM_EVAL_AUTOLOAD', '1').strip().lower() in "
     f"('0', 'false', 'no', 'off') or __import__('{HOOK_MODULE}').install()\n"
 )
+VLMEVAL_HOOK_MODULE = "_judgecp_vlmeval_hook"
+#: (hook module, .pth file, source, .pth line) of every startup hook
+HOOKS = (
+    (HOOK_MODULE, PTH_FILE, HOOK_SOURCE, PTH_LINE),
+    (VLMEVAL_HOOK_MODULE, "judgecp-vlmeval.pth", Path(__file__).parents[1] / "vlmeval" / "_startup_hook.py",
+     "import os; os.environ.get('JUDGECP_VLMEVAL_AUTOLOAD', '1').strip().lower() in "
+     f"('0', 'false', 'no', 'off') or __import__('{VLMEVAL_HOOK_MODULE}').install()\n"),
+)
 
 
 class build_py(_build_py):
@@ -39,14 +49,17 @@ class build_py(_build_py):
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:  # type: ignore[override]
         outputs = list(super().get_outputs(include_bytecode))
         if not getattr(self, "editable_mode", False):
-            outputs += [str(Path(self.build_lib) / name) for name in (f"{HOOK_MODULE}.py", PTH_FILE)]
+            outputs += [str(Path(self.build_lib) / name) for module, pth, _, _ in HOOKS for name in (f"{module}.py", pth)]
         return outputs
 
 
 def write_hook(target: Path) -> list[str]:
     target.mkdir(parents=True, exist_ok=True)
-    module = target / f"{HOOK_MODULE}.py"
-    module.write_text(HOOK_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
-    pth = target / PTH_FILE
-    pth.write_text(PTH_LINE, encoding="utf-8")
-    return [str(module), str(pth)]
+    written = []
+    for name, pth_file, source, line in HOOKS:
+        module = target / f"{name}.py"
+        module.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+        pth = target / pth_file
+        pth.write_text(line, encoding="utf-8")
+        written += [str(module), str(pth)]
+    return written

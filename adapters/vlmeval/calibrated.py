@@ -11,6 +11,17 @@ logs (:func:`judgecp.headline.calibrated_headline`: ``n``, ``excluded``,
 ``drift.alarm``, ``estimate.ppi.mean`` with ``.lower`` / ``.upper``, and
 ``estimate.judge_only.mean``; docs/calibrators.md). Nothing here imports
 VLMEvalKit.
+
+The headline is strict JSON (undefined numbers ``None``, counts integers),
+with its primary metrics again as ``...|overall`` keys
+(:mod:`~judgecp.adapters.vlmeval.summary`), and is also written as
+``<stem>_score.csv``.
+
+A calibrator that does not fit the run (another judge, task or scale than
+it was fitted on) is refused, naming what differs and the dataset setting
+that applies it anyway: ``"force": true`` next to ``"calibrator"`` in the
+dataset's entry of ``--data-config`` or ``--config`` (the ``force``
+argument here). A calibrator of another kind is refused in any case.
 """
 
 from __future__ import annotations
@@ -19,12 +30,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from judgecp.adapters.vlmeval.summary import strict_headline, with_overall, write_score_file
 from judgecp.errors import InputError
 from judgecp.headline import calibrated_headline
 from judgecp.outputs import atomic_write_text
 
 #: Suffix of the summary file written beside the prediction file.
 SUFFIX = "_calibrated"
+#: How a VLMEvalKit user applies a calibrator that does not fit (the dataset setting, not a CLI flag).
+FORCE_HINT = 'set "force": true next to "calibrator" in the dataset\'s --data-config or --config entry to apply it anyway'
 
 
 def calibrated_evaluation(
@@ -35,13 +49,18 @@ def calibrated_evaluation(
     sidecars: Sequence[str | Path] | None = None,
     force: bool = False,
     write: bool = True,
-) -> tuple[dict[str, float], dict[str, Any]]:
-    """The headline and the full summary of ``calibrator`` (a path or a Calibrator) on a prediction file."""
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The headline and the full summary of ``calibrator`` (a path or a Calibrator) on a prediction file.
+
+    ``force``: apply a calibrator fitted on another judge, task or scale (the dataset setting
+    ``"force": true``); without it such a calibrator is an :class:`~judgecp.errors.InputError`
+    naming what differs and that setting.
+    """
     from judgecp.adapters.vlmeval.evaluation import prediction_batch
-    from judgecp.calibrators import Calibrator, apply
+    from judgecp.calibrators import Calibrator, apply, check_compatible
+    from judgecp.calibrators.results import ApplyResult
     from judgecp.data import from_table
     from judgecp.kinds import calibration_kind
-    from judgecp.report import dumps
 
     cal = calibrator if isinstance(calibrator, Calibrator) else Calibrator.load(str(calibrator))
     kind = cal.kind
@@ -49,9 +68,16 @@ def calibrated_evaluation(
     if batch.kind is not None and calibration_kind(batch.kind).name != kind:
         raise InputError(f"{prediction_file}: a {batch.kind} prediction file; the calibrator is for {cal.kind} judges")
     data = from_table(batch.table(), kind, require_label=False)
+    if not force:
+        problems = check_compatible(cal, data, force=True)  # what differs; another kind still raises
+        if problems:
+            raise InputError(f"{dataset or Path(prediction_file).name}: the calibrator does not fit this run: "
+                             + "; ".join(problems) + f" ({FORCE_HINT})")
     summary = apply(cal, data, force=force).summary
     summary["vlmeval"] = batch.info.get("vlmeval")
+    head = with_overall(strict_headline(calibrated_headline(summary)), "calibrated")
     if write:
         p = Path(prediction_file)
-        atomic_write_text(p.with_name(p.stem + SUFFIX + ".json"), dumps(summary) + "\n")
-    return calibrated_headline(summary), summary
+        atomic_write_text(p.with_name(p.stem + SUFFIX + ".json"), ApplyResult(summary).dumps())
+        write_score_file(p, head)
+    return head, summary

@@ -57,6 +57,8 @@ from judgecp.adapters.vlmeval.specs import (
     POLARIS,
     JudgeSpec,
 )
+from judgecp.adapters.vlmeval.summary import primary_keys
+from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 
 
@@ -100,9 +102,6 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
     DATASET_MD5: ClassVar[dict[str, str]] = {}
     force_use_dataset_prompt = True
 
-    #: The headline keys ``status.json`` shows as the primary metric (``None``: the first method's).
-    PRIMARY: ClassVar[tuple[str, ...] | None] = None
-
     def __init__(
         self,
         dataset: str = "",
@@ -121,6 +120,7 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         skip_noimg: bool = True,
         calibrator: str | None = None,
         label_scale: str | None = None,
+        force: bool = False,
     ) -> None:
         # The protocol's settings as given (None: the kind's default, judgecp.protocol), checked now.
         self.settings: dict[str, Any] = dict(
@@ -130,7 +130,12 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         )
         self.protocol = dataset_protocol(self.SPEC.kind, self.settings)
         self.calibrator = calibrator  # a saved calibrator: evaluate() applies it instead (docs/calibrators.md)
+        if not isinstance(force, bool):
+            raise InputError(f"dataset argument force: expected true or false, got {force!r}")
+        self.force = force  # apply the calibrator even when fitted on another judge, task or scale
         self.excluded_at_load = Exclusions()
+        if not dataset and not self.SPEC.names:
+            raise InputError(f"{type(self).__name__} needs its dataset name (e.g. \"dataset\": \"PARC_mmbench\")")
         super().__init__(dataset=dataset or self.SPEC.names[0], skip_noimg=skip_noimg)
 
     @classmethod
@@ -189,7 +194,7 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         if self.calibrator:
             from judgecp.adapters.vlmeval.calibrated import calibrated_evaluation
 
-            return calibrated_evaluation(eval_file, self.calibrator, dataset=self.dataset_name)[0]
+            return calibrated_evaluation(eval_file, self.calibrator, dataset=self.dataset_name, force=self.force)[0]
         outcome = evaluate_prediction_file(
             eval_file,
             spec=self.SPEC,
@@ -198,34 +203,26 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
             excluded_at_load=self.excluded_at_load,
             build_manifest=read_manifest(self.tsv_path()),
         )
+        if outcome.errors:  # every row unusable: fail this dataset in VLMEvalKit's way (see docs/vlmeval.md)
+            where = outcome.metric_file.name if outcome.metric_file is not None else "the metric file"
+            raise InputError(f"{self.dataset_name}: judgecp has no metrics for this run: {outcome.errors[0]}; "
+                             f"counts in {where}")
         return outcome.headline
 
     @classmethod
     def report_primary_metric(cls, metrics: dict[str, Any] | None) -> dict[str, float | int]:
-        """The headline's primary numbers (keys as ``status.json`` flattens them).
+        """The headline's primary numbers: its ``...|overall`` keys, in name order.
 
-        Likert: the first method's coverage and label-set width; pairwise:
-        SCOPE's coverage and risk at the headline level; PARC: the calibrated
-        reliability and accuracy over all cells of the model.
+        Likert: the first method's label-set coverage and width; pairwise: SCOPE's
+        coverage and risk at the headline level; PARC: the calibrated accuracy and
+        reliability over all cells of the model; a saved calibrator: set size and
+        labeled coverage (pairwise: abstention and labeled risk). In name order,
+        because VLMEvalKit's summary without judgecp picks the first of them by name
+        (:mod:`judgecp.adapters.vlmeval.summary`).
         """
         if not isinstance(metrics, dict):
             return {}
-        out: dict[str, float | int] = {}
-        if cls.PRIMARY is not None:
-            for k in cls.PRIMARY:
-                value = metrics.get(k)
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    out[k] = value
-            return out
-        for key in metrics:
-            if key.endswith("|coverage"):
-                method = key[: -len("|coverage")]
-                for k in (f"{method}|coverage", f"{method}|set_width"):
-                    value = metrics.get(k)
-                    if isinstance(value, (int, float)) and not isinstance(value, bool):
-                        out[k] = value
-                break
-        return out
+        return {k: metrics[k] for k in primary_keys(metrics)}
 
     @classmethod
     def report_judge_err(
@@ -266,18 +263,16 @@ class MLLMJudgePairCP(JudgeCPDataset):
     """MLLM-as-a-Judge pair comparisons, each pair twice (responses swapped); verdict "A" or "B"."""
 
     SPEC = MLLM_JUDGE_PAIR
-    PRIMARY = ("scope|coverage", "scope|risk")
 
 
 class PARCCP(JudgeCPDataset):
     """PARC variation datasets (``PARC_<name>``, built from the local variation format); option letters."""
 
     SPEC = PARC
-    PRIMARY = ("reliability|overall", "accuracy|overall")
 
     @classmethod
     def supported_datasets(cls) -> list[str]:
-        """``PARC_CP`` and every ``PARC_<name>`` TSV in ``$LMUData`` whose build manifest says PARC."""
+        """Every ``PARC_<name>`` TSV in ``$LMUData`` whose build manifest says PARC (no fixed name)."""
         names = list(cls.SPEC.names)
         for tsv in sorted(Path(LMUDataRoot()).glob("PARC_*.tsv")):
             manifest = read_manifest(tsv)

@@ -23,7 +23,10 @@ Every row the TSV builder read is accounted for somewhere in it.
 The headline VLMEvalKit prints and stores in ``status.json`` is a dict of
 plain Python numbers (VLMEvalKit's JSON encoder fails on NumPy 2 scalars):
 the core's (:func:`judgecp.headline.report_headline`: ``n``, ``n_read``,
-``excluded`` and the kind's numbers) and ``excluded_at_build``.
+``excluded`` and the kind's numbers), ``excluded_at_build``, and the primary
+metrics again as ``...|overall`` keys, so VLMEvalKit's own summary picks them
+without judgecp (:mod:`~judgecp.adapters.vlmeval.summary`); it is also
+written as ``<model>_<dataset>_score.csv``.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from judgecp.adapters.vlmeval.predictions import (
     resolve_spec,
 )
 from judgecp.adapters.vlmeval.specs import METRIC_SUFFIXES, JudgeSpec
+from judgecp.adapters.vlmeval.summary import with_overall, write_score_file
 from judgecp.data import Fields, from_table
 from judgecp.errors import InputError, NoUsableRecords
 from judgecp.evaluation import evaluate
@@ -98,10 +102,11 @@ def metric_path(prediction_file: str | Path, kind: str = "likert") -> Path:
 
 def headline(report: Mapping[str, Any], protocol: Protocol | None = None) -> dict[str, Any]:
     """Plain-number summary of a report, for VLMEvalKit's log and ``status.json`` (nested one level):
-    :func:`judgecp.headline.report_headline` and ``excluded_at_build``, the rows the TSV builder left out."""
+    :func:`judgecp.headline.report_headline`, ``excluded_at_build`` (the rows the TSV builder left out)
+    and the primary metrics as ``...|overall`` keys (:func:`~judgecp.adapters.vlmeval.summary.with_overall`)."""
     built = (report.get("vlmeval") or {}).get("excluded_at_build")
     extra = None if built is None else {"excluded_at_build": sum(int(e["count"]) for e in built)}
-    return report_headline(report, protocol, extra)
+    return with_overall(report_headline(report, protocol, extra), str(report.get("kind", "likert")))
 
 
 def _reasons(excluded: Exclusions) -> str:
@@ -254,8 +259,11 @@ def evaluate_prediction_file(
     if out_file is not None:
         atomic_write_text(out_file, dumps(report))
     parsed_report = json.loads(dumps(report))
-    return Outcome(report=parsed_report, headline=headline(parsed_report, protocol), metric_file=out_file,
-                   table=table, data=data, errors=[report["error"]] if "error" in report else [])
+    head = headline(parsed_report, protocol)
+    errors = [report["error"]] if "error" in report else []
+    if write:
+        write_score_file(prediction_file, None if errors else head)
+    return Outcome(report=parsed_report, headline=head, metric_file=out_file, table=table, data=data, errors=errors)
 
 
 def prediction_batch(

@@ -118,6 +118,9 @@ def install_sidecar_hook() -> None:
 
 def prepare() -> Registration:
     """Registration and hooks, as the launcher does them (for scripts that call run.py's main)."""
+    from judgecp.adapters.vlmeval.discovery import defer_to_launcher
+
+    defer_to_launcher()  # the startup hook stands aside: errors here are the launcher's to report
     require_vlmeval("`judgecp vlmeval`")
     info = register()
     install_sidecar_hook()
@@ -135,9 +138,12 @@ def run_script(run_py: Path, argv: Sequence[str]) -> int:
     """Execute ``run_py`` as ``__main__``; its exit status, or 1 when VLMEvalKit logged errors.
 
     ``run.py`` logs a model or dataset that failed (an API model without a
-    key, an unknown dataset), skips it and exits 0; a CI job would pass with
-    nothing evaluated. Errors logged under VLMEvalKit's ``vlmeval`` loggers
-    make the exit status 1, with one line naming the first.
+    key, an unknown dataset, a judgecp dataset whose evaluation had no usable
+    row or refused a calibrator), skips it and exits 0; a CI job would pass
+    with nothing evaluated. Errors logged under VLMEvalKit's ``vlmeval``
+    loggers make the exit status 1, with one line naming the first. A judgecp
+    :class:`~judgecp.errors.InputError` that ``run.py`` logs with its
+    traceback is logged without it: its message is the one line.
     """
     # Counted where each record starts (Logger.handle), for the run only: VLMEvalKit's loggers do not
     # propagate, and a handler on its "vlmeval" logger would make its setup_logger() skip the console.
@@ -148,6 +154,8 @@ def run_script(run_py: Path, argv: Sequence[str]) -> int:
         if record.levelno >= logging.ERROR and (record.name == VLMEVAL_LOGGER
                                                 or record.name.startswith(VLMEVAL_LOGGER + ".")):
             errors.append((record.getMessage().splitlines() or [record.levelname])[0])
+            if record.exc_info and isinstance(record.exc_info[1], InputError):
+                record.exc_info = record.exc_text = None  # judgecp's own error: its one line says it all
         original(logger, record)
 
     logging.Logger.handle = handle  # type: ignore[method-assign]

@@ -353,6 +353,37 @@ def read_predictions(
     return table
 
 
+#: What a capture failure flag means, for messages (judgecp.capture.generate.CAPTURE_FAILURE_FLAGS).
+CAPTURE_FAILURES = {
+    "no_answer_letter": "the model generated none of the row's option letters",
+    "no_capture": "the model decodes outside transformers' generate",
+    "beam_search": "beam search has no per-token logprobs to keep",
+    "api_no_logprobs": "the API returned no logprobs",
+    "no_tokenizer": "the model's tokenizer was not found",
+}
+
+
+def _why_no_records(table: PredictionTable) -> str:
+    """Why no row of ``table`` has a usable logprob record: what the run really lacks."""
+    found = sum(table.record_sources.values())
+    counts = {e["reason"]: int(e["count"]) for e in table.excluded.to_json()}
+    failed = {r: c for r, c in counts.items() if r in CAPTURE_FAILURES}
+    if found or failed:
+        what = "; ".join(f"{r} {c}: {CAPTURE_FAILURES[r]}" for r, c in failed.items()) or \
+            ", ".join(f"{r}: {c}" for r, c in counts.items())
+        return (f"its {found} logprob record(s) (an -lp run's) are all unusable ({what}), so there are no "
+                "option logprobs to read")
+    if table.sidecars:
+        names = ", ".join(s.name for s in table.sidecars)
+        mismatched = counts.get("record_prediction_mismatch", 0)
+        if mismatched:
+            return (f"the sidecar ({names}) holds records of other predictions than this file's "
+                    f"(record_prediction_mismatch: {mismatched}): the file was rewritten after that run")
+        return f"no row has a logprob record: the sidecar ({names}) has none for this file's row indices"
+    return ("no row has a logprob record and no sidecar was found beside it (VLMEvalKit's own "
+            "multiple-choice benchmarks get them from a `<model>-lp` run started with `judgecp vlmeval`)")
+
+
 def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, JudgeSpec | None]:
     """The kind of a prediction file and its judge spec (``None`` for VLMEvalKit's own multiple choice).
 
@@ -381,9 +412,8 @@ def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, 
     if kind is None:
         raise InputError(
             f"{table.path}: cannot tell what this prediction file holds: its name does not end in one of "
-            f"{', '.join(dataset_names())} (or PARC_<name>), it has no {KIND_COLUMN} column, and no row has a "
-            "logprob record (VLMEvalKit's own multiple-choice benchmarks get them from a `<model>-lp` run "
-            "started with `judgecp vlmeval`). Give --kind mcq to read it as multiple choice anyway."
+            f"{', '.join(dataset_names())} (or PARC_<name>), it has no {KIND_COLUMN} column, and "
+            f"{_why_no_records(table)}. Give --kind mcq to read it as multiple choice anyway."
         )
     if kind == MCQ_KIND:
         return kind, None

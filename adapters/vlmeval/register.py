@@ -21,7 +21,10 @@ call time, so appending to them in the same process is enough:
   ...kwargs}}`` (an existing entry with some arguments replaced, e.g. local
   weights), registered before the ``-lp`` names so they get one too.
 
-Registration is idempotent.
+Registration is idempotent. Besides the launcher, judgecp's startup hook
+(:mod:`~judgecp.adapters.vlmeval.discovery`) registers the same way in any
+process that imports VLMEvalKit, e.g. its own ``run.py`` and
+``scripts/summarize.py``.
 """
 
 from __future__ import annotations
@@ -73,10 +76,16 @@ class Registration:
     lp_models: int = 0
 
 
-def register_datasets(info: Registration | None = None) -> Registration:
+def register_datasets(info: Registration | None = None, dataset_module: Any = None) -> Registration:
+    """judgecp's dataset classes into ``vlmeval.dataset``'s registries (``dataset_module``: that module, when
+    the startup hook calls right after it loaded; nothing else of VLMEvalKit is imported then)."""
     info = info or Registration()
-    require_vlmeval("registering judgecp's datasets")
-    import vlmeval.dataset as vd
+    if dataset_module is None:
+        require_vlmeval("registering judgecp's datasets")
+        import vlmeval.dataset
+
+        dataset_module = vlmeval.dataset
+    vd = dataset_module
 
     from judgecp.adapters.vlmeval.datasets import DATASET_CLASSES
     from judgecp.adapters.vlmeval.ensemble import dataset_class

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from judgecp.cli.flags import levels, whole
+from judgecp.errors import InputError
 
 
 def add_records(sub: Any) -> None:

@@ -14,7 +14,8 @@ from tests.lm_eval.helpers import offline_env, run, skip_without_lm_eval
 skip_without_lm_eval()
 
 REPO = Path(__file__).resolve().parents[2]
-HOOK_FILES = {"_judgecp_lm_eval_hook.py", "judgecp-lm-eval.pth"}
+HOOK_FILES = {"_judgecp_lm_eval_hook.py", "judgecp-lm-eval.pth",
+              "_judgecp_vlmeval_hook.py", "judgecp-vlmeval.pth"}  # VLMEvalKit's (docs/vlmeval.md)
 
 
 def wheel_names(wheel: Path) -> list[str]:

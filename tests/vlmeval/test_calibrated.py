@@ -51,3 +51,23 @@ def test_a_calibrator_of_another_kind_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(InputError):
         calibrated_evaluation(pairs, cal)
+
+
+def test_a_calibrator_of_another_task_is_refused_naming_the_dataset_setting_then_forced(tmp_path: Path) -> None:
+    """Item 11 of issue 29: the refusal names what works in VLMEvalKit ("force": true), and force applies it."""
+    from judgecp.errors import InputError
+
+    mllm = prediction_file("clean", tmp_path)  # task MLLMJudge_CP
+    polaris = prediction_file("polaris", tmp_path)  # task Polaris_CP, the same judge
+    cal = tmp_path / "cal.json"
+    assert main(["calibrate", str(mllm), "--format", "vlmeval", "-o", str(cal), "--alpha", "0.25"]) == 0
+    with pytest.raises(InputError) as info:
+        calibrated_evaluation(polaris, cal, dataset="Polaris_CP")
+    message = str(info.value)
+    assert message.startswith("Polaris_CP: the calibrator does not fit this run: task ['Polaris_CP']")
+    assert '"force": true' in message and "--force" not in message and "\n" not in message
+    assert not polaris.with_name(polaris.stem + "_calibrated.json").exists()  # nothing written when refused
+    head, full = calibrated_evaluation(polaris, cal, dataset="Polaris_CP", force=True)
+    assert head["n"] == full["n_applied"] > 0 and type(head["n"]) is int
+    assert any("task" in w["message"] and "(forced)" in w["message"] for w in full["warnings"])
+    assert json.loads(json.dumps(head, allow_nan=False)) == head  # strict JSON (issue 29, item 13)

@@ -112,12 +112,40 @@ def test_launcher_runs_mllm_judge_end_to_end(ws: Workspace) -> None:
     status = json.loads((run / "status.json").read_text())
     entry = status["datasets"]["MLLMJudge_CP"]
     assert entry["status"] == "done" and "error_message" not in entry
-    assert entry["primary_metric"] == ["naive|coverage", "naive|set_width"]
+    assert entry["primary_metric"] == ["naive|coverage|overall", "naive|set_width|overall"]
     m = entry["metrics"]
     assert isinstance(m["naive|coverage"], float) and isinstance(m["lac|set_width"], float)
+    assert m["naive|coverage|overall"] == m["naive|coverage"] and m["naive|set_width|overall"] == m["naive|set_width"]
     assert m["n"] == metrics["n"] and m["excluded_at_build"] == 5
+    # the headline also where VLMEvalKit users read scores: <model>_<dataset>_score.csv, primary metrics first
+    with (run / f"{LP}_MLLMJudge_CP_score.csv").open(encoding="utf-8", newline="") as fh:
+        header, values = list(csv.reader(fh))
+    assert header[:2] == entry["primary_metric"] and float(values[0]) == m["naive|coverage"]
     # run.py links the latest run's files into the model folder
-    assert (work / LP / f"{LP}_MLLMJudge_CP_cp.json").exists()
+    assert (work / LP / f"{LP}_MLLMJudge_CP_cp.json").exists() and (work / LP / f"{LP}_MLLMJudge_CP_score.csv").exists()
+
+
+def test_plain_run_py_builds_judgecp_datasets_through_the_startup_hook(ws: Workspace) -> None:
+    """Issue 29, item 14: VLMEvalKit's own `python run.py` (no launcher) built its generic VQA dataset for
+    MLLMJudge_CP and failed after inference; judgecp's startup hook registers judgecp there too."""
+    import subprocess
+    import sys
+
+    from judgecp.adapters.vlmeval.launcher import find_run_py
+
+    ok(ws.build_tsv("mllm_judge"))
+    work = ws.root / "out_run_py"
+    proc = subprocess.run([sys.executable, str(find_run_py()), "--data", "MLLMJudge_CP", "--model", LP,
+                           "--work-dir", str(work)], env=ws.env, cwd=ws.root, text=True, capture_output=True,
+                          timeout=900, check=False)
+    ok(proc)
+    assert "Custom VQA" not in proc.stdout + proc.stderr
+    (run,) = run_dir(work, LP)
+    metrics = json.loads((run / f"{LP}_MLLMJudge_CP_cp.json").read_text())
+    assert metrics["n_read"] == 24 and metrics["vlmeval"]["record_sources"]["embedded"] == 24
+    assert len(sidecar_lines(run / f"{LP}_MLLMJudge_CP_lprecords.jsonl")) == 24  # the sidecar hook: the run folder
+    entry = json.loads((run / "status.json").read_text())["datasets"]["MLLMJudge_CP"]
+    assert entry["primary_metric"] == ["naive|coverage|overall", "naive|set_width|overall"]
 
 
 def launcher_judge(ws: Workspace, work: str, model: str, model_dir: Path, max_new_tokens: int,
@@ -232,7 +260,7 @@ def test_polaris_end_to_end(ws: Workspace) -> None:
     assert isinstance(status["datasets"]["Polaris_CP"]["metrics"]["lac|coverage"], float)
 
 
-def test_model_without_capture_and_rows_without_image_are_reported_not_fatal(ws: Workspace) -> None:
+def test_model_without_capture_fails_the_run_with_one_line_and_counts_rows_without_image(ws: Workspace) -> None:
     ok(ws.build_tsv("mllm_judge", "--limit", "8"))
     # break the TSV: the image of rows 6 and 9 emptied, the one of rows 12 and 15 made undecodable
     tsv = ws.lmu / "MLLMJudge_CP.tsv"
@@ -247,16 +275,22 @@ def test_model_without_capture_and_rows_without_image_are_reported_not_fatal(ws:
         writer.writeheader()
         writer.writerows(table)
     work = ws.root / "out_plain"
-    log = ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", TINY, work_dir=work))
+    proc = ws.vlmeval("--data", "MLLMJudge_CP", "--model", TINY, work_dir=work)
+    # issue 29, item 14: no usable row is a failure of the run: exit 1 and one line saying why
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("judgecp: error: VLMEvalKit logged 1 error(s)") and "MLLMJudge_CP: judgecp has no metrics" in last
+    assert "no usable rows (no_logprob_record: 4, image_missing: 2, image_unreadable: 2)" in last
+    assert "Traceback" not in proc.stdout + proc.stderr  # judgecp's own error, logged without its traceback
     (run,) = run_dir(work, TINY)
     metrics = json.loads((run / f"{TINY}_MLLMJudge_CP_cp.json").read_text())
     assert "no usable rows" in metrics["error"]
     excluded = {e["reason"]: e["count"] for e in metrics["excluded"]}
     assert excluded == {"no_logprob_record": 4, "image_missing": 2, "image_unreadable": 2}
     assert metrics["n_read"] == 8 and metrics["n"] == 0
+    assert not (run / f"{TINY}_MLLMJudge_CP_score.csv").exists()
     entry = json.loads((run / "status.json").read_text())["datasets"]["MLLMJudge_CP"]
-    assert entry["status"] == "done" and entry["metrics"]["excluded"] == 8
-    assert "judgecp: " in log and "no usable rows" in log
+    assert entry["status"] == "done" and "judgecp has no metrics" in entry["error_message"]  # VLMEvalKit's failure
     # post hoc on the same file: a clear error, exit status 2, no traceback
     proc = ws.run("evaluate", "--format", "vlmeval", str(run / f"{TINY}_MLLMJudge_CP.xlsx"))
     assert proc.returncode == 2 and "no usable rows (no_logprob_record: 4" in proc.stderr
@@ -314,7 +348,7 @@ def test_pairwise_judging_in_both_orders_end_to_end(ws: Workspace) -> None:
     assert build_excluded == {"tie_label": 1, "label_unknown": 1, "image_missing": 1, "duplicate_id": 1,
                               "field_missing": 1, "malformed_json_line": 1}
     entry = json.loads((run / "status.json").read_text())["datasets"][PAIR]
-    assert entry["status"] == "done" and entry["primary_metric"] == ["scope|coverage", "scope|risk"]
+    assert entry["status"] == "done" and entry["primary_metric"] == ["scope|coverage|overall", "scope|risk|overall"]
     assert isinstance(entry["metrics"]["scope|coverage"], float) and "bpe|auroc" in entry["metrics"]
 
 
@@ -348,6 +382,38 @@ def test_pairwise_partial_resume_and_the_shipped_config(ws: Workspace, letters_m
     assert metrics["protocol"]["n_splits"] == 50 and metrics["n"] == 12
 
 
+def summarize(ws: Workspace, model_dir: Path, autoload: bool) -> list[dict[str, str]]:
+    """VLMEvalKit's own scripts/summarize.py on a model folder (CSV part), with or without judgecp in the process."""
+    import subprocess
+    import sys
+
+    from judgecp.adapters.vlmeval.launcher import find_run_py
+
+    script = find_run_py().parent / "scripts" / "summarize.py"
+    env = {**ws.env, "JUDGECP_VLMEVAL_AUTOLOAD": "1" if autoload else "0"}
+    proc = subprocess.run([sys.executable, str(script), "--work-dir", str(model_dir)], env=env, text=True,
+                          capture_output=True, check=False, timeout=900, cwd=ws.root)
+    text = ok(proc)
+    csv_part = proc.stdout.split("\n\n")[0]
+    assert "Traceback" not in text
+    return list(csv.DictReader(csv_part.splitlines()))
+
+
+def test_vlmevalkit_summary_shows_judgecp_primary_metric_with_and_without_judgecp(ws: Workspace) -> None:
+    """Issue 29, item 12: scripts/summarize.py showed exact_accuracy / bpe|accuracy (judgecp not registered)."""
+    likert, pairs = ws.root / "out_cli" / LP, ws.root / "out_pair" / LLP
+    if not likert.exists() or not pairs.exists():
+        pytest.skip("needs test_launcher_runs_mllm_judge_end_to_end and test_pairwise_judging_in_both_orders_end_to_end")
+    for model_dir, dataset, model in ((likert, "MLLMJudge_CP", LP), (pairs, PAIR, LLP)):
+        (run,) = run_dir(model_dir.parent, model)
+        entry = json.loads((run / "status.json").read_text())["datasets"][dataset]
+        with_judgecp = summarize(ws, model_dir, autoload=True)  # the startup hook registers judgecp there
+        without = summarize(ws, model_dir, autoload=False)  # VLMEvalKit alone: its choice by name
+        assert [r["primary_metric"] for r in with_judgecp] == entry["primary_metric"]
+        assert [r["primary_metric"] for r in without] == entry["primary_metric"][:1]
+        assert float(without[0][model]) == pytest.approx(entry["metrics"][entry["primary_metric"][0]], rel=1e-3)
+
+
 def test_parc_variation_dataset_end_to_end(ws: Workspace) -> None:
     ok(ws.build_tsv("parc"))
     work = ws.root / "out_parc"
@@ -364,7 +430,7 @@ def test_parc_variation_dataset_end_to_end(ws: Workspace) -> None:
     assert {e["reason"] for e in metrics["vlmeval"]["excluded_at_build"]} == {
         "image_missing", "answer_not_an_option", "duplicate_id", "variation_unknown"}
     entry = json.loads((run / "status.json").read_text())["datasets"]["PARC_toy"]
-    assert entry["status"] == "done" and entry["primary_metric"] == ["reliability|overall", "accuracy|overall"]
+    assert entry["status"] == "done" and entry["primary_metric"] == ["accuracy|overall", "reliability|overall"]
     assert isinstance(entry["metrics"]["accuracy|overall"], float)
 
 
@@ -416,7 +482,44 @@ def test_calibrator_setting_in_a_real_run(ws: Workspace, tiny_model: Path) -> No
     summary = json.loads((run2 / "tiny-cal-lp_MLLMJudge_CP_calibrated.json").read_text())
     status = json.loads((run2 / "status.json").read_text())["datasets"]["MLLMJudge_CP"]
     assert status["status"] == "done" and status["metrics"]["n"] == summary["n"] > 0
+    assert type(status["metrics"]["n"]) is int  # issue 29, item 13: 24, not 24.0
     assert 1.0 <= status["metrics"]["set_size"] <= 5.0
+    assert status["primary_metric"] == ["coverage_labeled|overall", "set_size|overall"]
+
+
+def test_calibrator_of_another_dataset_is_refused_naming_force_then_forced(ws: Workspace, tiny_model: Path) -> None:
+    """Issue 29, items 11 and 13: "force": true in the data config applies a calibrator of another task."""
+    cal = ws.root / "judge.cal.json"
+    if not cal.exists():
+        pytest.skip("needs test_calibrator_setting_in_a_real_run")
+    ok(ws.build_tsv("polaris"))
+    config = shipped_config("vlmeval_polaris_cp.json", "tiny-cal-lp", tiny_model, 12)
+    config["data"]["Polaris_CP"].update(seeds=3, calibrator=str(cal))
+    refused = ws.root / "cal_polaris.json"
+    refused.write_text(json.dumps(config))
+    proc = ws.vlmeval("--config", str(refused), work_dir=ws.root / "out_cal_3")
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "Polaris_CP: the calibrator does not fit this run: task ['Polaris_CP'] differs" in last
+    assert '"force": true' in last and "--force" not in last
+    assert "Traceback" not in proc.stdout + proc.stderr
+    (run,) = run_dir(ws.root / "out_cal_3", "tiny-cal-lp")
+    entry = json.loads((run / "status.json").read_text())["datasets"]["Polaris_CP"]
+    assert '"force": true' in entry["error_message"]
+    config["data"]["Polaris_CP"]["force"] = True  # was: "Unsupported parameter(s) for dataset class PolarisCP: force"
+    forced = ws.root / "cal_polaris_forced.json"
+    forced.write_text(json.dumps(config))
+    log = ok(ws.vlmeval("--config", str(forced), work_dir=ws.root / "out_cal_4"))
+    (run,) = run_dir(ws.root / "out_cal_4", "tiny-cal-lp")
+    summary = json.loads((run / "tiny-cal-lp_Polaris_CP_calibrated.json").read_text())
+    assert any(w["kind"] == "compatibility" and "(forced)" in w["message"] for w in summary["warnings"])
+    entry = json.loads((run / "status.json").read_text())["datasets"]["Polaris_CP"]
+    assert entry["status"] == "done" and entry["metrics"]["n"] == summary["n_applied"] == 16
+    # every row labeled: the PPI++ estimate is undefined, logged as null (was NaN, not JSON)
+    logged = log.split("Evaluation Results:")[1].split("\n}")[0] + "\n}"
+    headline = json.loads(logged[logged.index("{"):])
+    assert None in headline.values() and "NaN" not in log
+    assert type(headline["n"]) is int and headline["set_size|overall"] == headline["set_size"]
 
 
 def test_prompt_ensemble_dataset_in_a_real_run(ws: Workspace) -> None:
@@ -488,3 +591,57 @@ def test_polaris_dataset_argument_label_scale(tmp_path: Path, monkeypatch: pytes
     assert [s["method"] for s in metrics["skipped"]] == ["lac"] and headline["naive"]["coverage"] == 1.0
     with pytest.raises(InputError, match="dataset argument label_scale: label scale needs LO < HI"):
         PolarisCP("Polaris_CP", label_scale="1:0")
+
+
+def doc_demo() -> tuple[str, str]:
+    """docs/vlmeval.md, "The whole flow": the script block and the output block after it."""
+    text = (REPO / "docs" / "vlmeval.md").read_text()
+    section = text[text.index("### The whole flow"):]
+    script = section.split("```bash\n", 1)[1].split("```\n", 1)[0]
+    output = section.split("Output:\n\n```text\n", 1)[1].split("```\n", 1)[0]
+    return script, output
+
+
+def normalized(text: str, demo_dir: Path) -> list[str]:
+    """Lines as the doc shows them: the demo folder as documented, times and run ids masked."""
+    import re
+
+    text = text.replace(str(demo_dir), "/tmp/judgecp-vlmeval-demo")
+    text = re.sub(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\]", "[time]", text)
+    text = re.sub(r"T\d{8}-\d{6}", "T<run id>", text)
+    text = re.sub(r'"updated_at": "[^"]*"', '"updated_at": "<time>"', text)
+    return text.rstrip("\n").split("\n")
+
+
+def test_the_documented_demo_runs_verbatim_and_prints_the_documented_output(tmp_path: Path) -> None:
+    """Issue 29, item 14: the demo in docs/vlmeval.md ran only with this machine's absolute paths, and its
+    output (0.8917 / 3.633) was no longer what it printed. The script runs from the checkout with its two
+    paths set; everything up to the post-hoc command (VLMEvalKit's run, status.json, the score file and
+    both summaries) is the documented output, up to times, run ids and the demo folder."""
+    import os
+    import subprocess
+    import sys
+
+    from judgecp.adapters.vlmeval.launcher import find_run_py
+
+    script, documented = doc_demo()
+    assert "/work/" not in script
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGECP_", "LMUData"))}
+    demo = tmp_path / "demo"
+    env.update(VLMEVAL_SRC=str(find_run_py().parent), VLMEVAL_VENV=str(Path(sys.executable).parents[1]),
+               DEMO_DIR=str(demo))
+    proc = subprocess.run(["bash", "-c", script], cwd=REPO, env=env, text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=1800, check=False)  # as on a terminal
+    out = proc.stdout
+    assert proc.returncode == 0, out[-6000:]
+    cut = "$ judgecp evaluate --format vlmeval"
+    got = normalized(out.split(cut)[0], demo)
+    want = normalized(documented.split(cut)[0], demo)
+    assert got == want, "\n".join(difflib_lines(want, got))
+    assert "Conformal methods" in out.split(cut)[1]  # the post-hoc command ran too
+
+
+def difflib_lines(want: list[str], got: list[str]) -> list[str]:
+    import difflib
+
+    return list(difflib.unified_diff(want, got, "docs/vlmeval.md", "this run", lineterm=""))

@@ -211,6 +211,35 @@ def test_mcq_without_records_or_options_is_a_clear_error(tmp_path: Path, capsys:
     assert {e["reason"]: e["count"] for e in table.excluded.to_json()} == {"row_not_in_dataset_tsv": 4}
 
 
+def test_mcq_run_with_lp_says_what_is_really_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 29, item 14: an -lp run whose records are all unusable is not told to get records from an -lp run."""
+    root = copy(tmp_path, "mcq")
+    pred = prediction(root, "TinyMCQ")
+    side = pred.with_name(f"{LP}_TinyMCQ_lprecords.jsonl")
+    lines = [json.loads(line) for line in side.read_text().splitlines()]
+    for rec in lines:  # the model generated no option letter on any row
+        rec.update(logprobs=None, answer=None, flags=["no_answer_letter"])
+    side.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert main(["evaluate", "--format", "vlmeval", str(pred)]) == 2
+    err = capsys.readouterr().err
+    assert "its 24 logprob record(s) (an -lp run's) are all unusable (no_answer_letter 24: the model generated " \
+           "none of the row's option letters)" in err
+    assert "-lp` run started with" not in err and len(err.strip().splitlines()) == 1
+    for rec in lines:  # records of other predictions (the file rewritten after the run)
+        rec.update(prediction_sha1="0" * 40)
+    side.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert main(["evaluate", "--format", "vlmeval", str(pred)]) == 2
+    err = capsys.readouterr().err
+    assert f"the sidecar ({side.name}) holds records of other predictions than this file's " \
+           "(record_prediction_mismatch: 24)" in err and "-lp` run started with" not in err
+    side.write_text("")  # a sidecar without this file's rows
+    assert main(["evaluate", "--format", "vlmeval", str(pred)]) == 2
+    assert f"the sidecar ({side.name}) has none for this file's row indices" in capsys.readouterr().err
+    side.unlink()  # no sidecar at all: only now is an -lp run the advice
+    assert main(["evaluate", "--format", "vlmeval", str(pred)]) == 2
+    assert "no sidecar was found beside it" in capsys.readouterr().err
+
+
 # -- the reader's records ------------------------------------------------------------------------------
 
 

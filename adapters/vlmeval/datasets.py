@@ -60,6 +60,7 @@ from judgecp.adapters.vlmeval.specs import (
 from judgecp.adapters.vlmeval.summary import primary_keys
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.kinds import get_kind
 
 
 def _image_ok(cell: str) -> bool:
@@ -186,7 +187,8 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         text = self.SPEC.render(line)
         msgs = [dict(type="image", value=p) for p in toliststr(tgt_path)]
         msgs.append(dict(type="text", value=text))
-        meta = {"letters": list(self.SPEC.answer_letters(line))} if self.SPEC.kind != "likert" else None
+        letters = get_kind(self.SPEC.kind).record_shape != "score"  # verdicts and options, not scores
+        meta = {"letters": list(self.SPEC.answer_letters(line))} if letters else None
         PROMPTS.register(self.dataset_name, msgs, line["index"], meta)
         return msgs
 

@@ -38,16 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judgecp.adapters.vlmeval.kinds import vlmeval_kind
 from judgecp.adapters.vlmeval.predictions import (
     PredictionTable,
-    likert_records,
-    option_records,
-    pairwise_records,
     read_predictions,
     resolve_kind,
     resolve_spec,
 )
-from judgecp.adapters.vlmeval.specs import METRIC_SUFFIXES, JudgeSpec
+from judgecp.adapters.vlmeval.specs import JudgeSpec
 from judgecp.adapters.vlmeval.summary import with_overall, write_score_file
 from judgecp.data import Fields, from_table
 from judgecp.errors import InputError, NoUsableRecords
@@ -77,7 +75,7 @@ def dataset_protocol(kind: str, settings: Mapping[str, Any] | None = None) -> Pr
     pairwise headline level (``alpha``).
     """
     values = dict(settings or {})
-    values.pop("seeds" if kind == "pairwise" else "n_splits", None)
+    values.pop("n_splits" if vlmeval_kind(kind).splits_setting == "seeds" else "seeds", None)
     headline_alpha = values.pop("headline_alpha", None)
     if headline_alpha is not None and values.get("alpha") is None:
         values["alpha"] = headline_alpha
@@ -97,7 +95,7 @@ class Outcome:
 def metric_path(prediction_file: str | Path, kind: str = "likert") -> Path:
     """``<stem><suffix>.json`` beside the prediction file: ``_cp`` (Likert), ``_selective``, ``_reliability``."""
     p = Path(prediction_file)
-    return p.with_name(p.stem + METRIC_SUFFIXES[kind] + ".json")
+    return p.with_name(p.stem + vlmeval_kind(kind).metric_suffix + ".json")
 
 
 def headline(report: Mapping[str, Any], protocol: Protocol | None = None) -> dict[str, Any]:
@@ -120,13 +118,8 @@ def table_records(
 ) -> list[dict[str, Any]]:
     """The rows of a read prediction table as ``judgecp.record/1`` records of ``kind``'s shape
     (Likert: on ``label_scale``, the spec's continuous label, when given)."""
-    if kind == "likert":
-        assert spec is not None
-        return likert_records(table, spec, label_scale)
-    if kind == "pairwise":
-        assert spec is not None
-        return pairwise_records(table, spec, group if group in table.columns else None)
-    return option_records(table, kind, dataset=dataset, model=model, lmu_root=lmu_root)
+    return vlmeval_kind(kind).records(table, spec, group=group, dataset=dataset, model=model, lmu_root=lmu_root,
+                                      label_scale=label_scale)
 
 
 def core_data(
@@ -152,11 +145,9 @@ def core_data(
         excluded.merge(excluded_at_load)
     rows = record_table(table, records, excluded)
     # the records' own fields; a group column the reader kept under its name (meta) for the kinds that group
-    wanted = kind == "likert" or (kind == "pairwise" and group in rows.columns)
-    data = from_table(rows, kind, Fields(group=group if wanted else None))
-    if kind == "pairwise":
-        used = set(data.pair_ids.tolist())
-        table.rows_used = sum(1 for r in records if r["pair_id"].strip() in used)
+    part = vlmeval_kind(kind)
+    data = from_table(rows, kind, Fields(group=part.group_field(rows, group)))
+    part.count_used(table, records, data)
     return data
 
 
@@ -186,7 +177,10 @@ def _error_report(
         excluded.merge(table.excluded)
         if excluded_at_load is not None:
             excluded.merge(excluded_at_load)
-    levels = {"alphas": list(protocol.levels("pairwise"))} if kind == "pairwise" else {"alpha": protocol.level}
+    from judgecp.kinds import get_kind
+
+    levels = ({"alphas": list(protocol.levels(kind))} if get_kind(kind).levels_are_controller_levels
+              else {"alpha": protocol.level})
     return {
         "kind": kind,
         "error": str(exc),
@@ -211,7 +205,8 @@ def evaluate_table(
     tables by dataset and category.
     """
     group = protocol.mondrian or protocol.group or (spec.group if spec is not None else None)
-    if kind == "likert" and protocol.group is None and protocol.mondrian is None and group is not None:
+    if vlmeval_kind(kind).tabulates_spec_group and protocol.group is None and protocol.mondrian is None \
+            and group is not None:
         protocol = protocol.with_(group=group)
     data = None
     sink = Exclusions()
@@ -221,8 +216,7 @@ def evaluate_table(
         report = evaluate(data, protocol)
     except InputError as exc:
         report = _error_report(kind, exc, table, excluded_at_load, data, sink, protocol)
-        if kind == "likert" and spec is not None:
-            report["scale"] = [spec.scale.minimum, spec.scale.maximum]
+        report.update(vlmeval_kind(kind).error_fields(spec))
     return report, data
 
 
@@ -243,8 +237,7 @@ def evaluate_prediction_file(
     """
     table = read_predictions(prediction_file, dataset=dataset, sidecars=sidecars)
     spec = resolve_spec(table, spec)
-    if spec.kind not in METRIC_SUFFIXES:
-        raise InputError(f"{spec.key}: judge kind {spec.kind!r} has no evaluator yet")
+    vlmeval_kind(spec.kind)  # a kind with no VLMEvalKit reader yet: one line
     protocol = dataset_protocol(spec.kind, settings)
     section: dict[str, Any] = {}
     section["judge_dataset"] = spec.key

@@ -51,10 +51,6 @@ from typing import Any
 from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG, prediction_sha1
 from judgecp.adapters.vlmeval.specs import (
     KIND_COLUMN,
-    MCQ_KIND,
-    MLLM_JUDGE_PAIR,
-    PARC,
-    SCALE_COLUMN,
     JudgeSpec,
     dataset_names,
     spec_for,
@@ -74,7 +70,7 @@ from judgecp.records import (
     parse_judge_output,
     score_record,
 )
-from judgecp.scale import LabelScale, LikertScale
+from judgecp.scale import LabelScale
 from judgecp.tables import read_jsonl
 from judgecp.tables import read_table as core_read_table
 
@@ -415,16 +411,11 @@ def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, 
             f"{', '.join(dataset_names())} (or PARC_<name>), it has no {KIND_COLUMN} column, and "
             f"{_why_no_records(table)}. Give --kind mcq to read it as multiple choice anyway."
         )
-    if kind == MCQ_KIND:
-        return kind, None
+    from judgecp.adapters.vlmeval.kinds import vlmeval_kind
+
     if found is not None and found.kind == kind:
         return kind, found
-    if kind == "likert":
-        scales = {str(r.columns.get(SCALE_COLUMN)) for r in table.rows if r.columns.get(SCALE_COLUMN)}
-        scale = LikertScale.parse(scales.pop()) if len(scales) == 1 else LikertScale()
-        return kind, JudgeSpec(key="likert", kind="likert", names=(), prompt="", fields={}, scale=scale,
-                               group="category" if "category" in table.columns else None)
-    return kind, {"pairwise": MLLM_JUDGE_PAIR, "parc": PARC}[kind]
+    return kind, vlmeval_kind(kind).default_spec(table)
 
 
 def resolve_spec(table: PredictionTable, spec: JudgeSpec | None = None) -> JudgeSpec:
@@ -473,8 +464,8 @@ def likert_records(table: PredictionTable, spec: JudgeSpec, label_scale: LabelSc
     column is in every record's ``meta`` too (post hoc: ``--label score_mean
     --label-scale 0:1``).
     """
-    if spec.kind != "likert":
-        raise InputError(f"{spec.key}: kind {spec.kind!r} is not a Likert judge")
+    if get_kind(spec.kind).record_shape != "score":
+        raise InputError(f"{spec.key}: kind {spec.kind!r} is not a judge of scores")
     task, judge, records = table.dataset or table.record_dataset(), table.record_model(), []
     label = spec.continuous_label if label_scale is not None and spec.continuous_label else spec.label
     for row in table.rows:
@@ -536,13 +527,14 @@ def load_option_table(dataset: str, lmu_root: str | Path | None = None) -> dict[
 
 def option_records(
     table: PredictionTable,
-    kind: str,
     *,
+    variations: bool = False,
     dataset: str | None = None,
     model: str | None = None,
     lmu_root: str | Path | None = None,
 ) -> list[dict[str, Any]]:
-    """``judgecp.record/1`` choice records of the table's rows (PARC: with ``source_id``, ``variation``, ``family``).
+    """``judgecp.record/1`` choice records of the table's rows (``variations``, PARC: with ``source_id``,
+    ``variation``, ``family``).
 
     A row's options are its non-empty ``A``..``Z`` columns and its answer key
     the ``answer`` column (comma-separated letters for several correct
@@ -574,7 +566,7 @@ def option_records(
             continue
         options = [letter for letter, _ in row_options(cols)]
         lp = row.record.get("logprobs") or {}
-        if kind == "parc":
+        if variations:
             # a variation named otherwise becomes <family>-<name> (flag variation_renamed), as the core reads PARC
             variation = variation_name(str(row.columns.get("variation") or ""), row.columns.get("family"),
                                        table.flags, row.index)

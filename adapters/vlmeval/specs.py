@@ -48,8 +48,6 @@ SCALE_COLUMN = "judgecp_scale"
 #: The kind of the records a ``-lp`` model writes for VLMEvalKit's own multiple-choice datasets.
 MCQ_KIND = "mcq"
 
-#: The file each kind's ``evaluate()`` writes beside the prediction file: ``<stem><suffix>.json``.
-METRIC_SUFFIXES = {"likert": "_cp", "pairwise": "_selective", "parc": "_reliability", MCQ_KIND: "_mcq"}
 
 
 @dataclass(frozen=True)
@@ -79,10 +77,15 @@ class JudgeSpec:
     letters: tuple[str, ...] = ()
     prefixes: tuple[str, ...] = ()
     continuous_label: str | None = None
+    #: The prompt is the item's own question and options (PARC), not a template over ``fields``.
+    options_prompt: bool = False
 
     @property
     def metric_suffix(self) -> str:
-        return METRIC_SUFFIXES[self.kind]
+        """The suffix of the file ``evaluate()`` writes beside the prediction file (``_cp``, ``_selective``, ...)."""
+        from judgecp.adapters.vlmeval.kinds import vlmeval_kind
+
+        return vlmeval_kind(self.kind).metric_suffix
 
     def matches(self, dataset_name: str) -> bool:
         return dataset_name in self.names or any(dataset_name.startswith(p) for p in self.prefixes)
@@ -93,7 +96,7 @@ class JudgeSpec:
 
     def render(self, row: Mapping[str, Any]) -> str:
         """The judge prompt for one TSV row (missing or NaN fields are an error naming them)."""
-        if self.kind == "parc":
+        if self.options_prompt:
             options = row_options(row)
             if len(options) < 2 or not has_text(row.get("question")):
                 raise InputError(f"{self.key}: row {row.get('index')!r} needs a question and at least two options")
@@ -162,6 +165,7 @@ PARC = JudgeSpec(
     label="answer",
     group="variation",
     prefixes=("PARC_",),
+    options_prompt=True,
     title="PARC prompt variations (Schmalfuss et al., github.com/NVlabs/PARC) in the local variation format",
     source="a folder in the format of docs/parc_format.md (variations.jsonl + images/)",
 )

@@ -146,7 +146,7 @@ def test_parc_metric_file_headline_and_status(tmp_path: Path) -> None:
 def test_parc_records_carry_options_answer_keys_and_variations(tmp_path: Path) -> None:
     root = copy(tmp_path, "parc")
     table = read_predictions(prediction(root, "PARC_toy"))
-    records = {r["id"]: r for r in option_records(table, "parc")}
+    records = {r["id"]: r for r in option_records(table, variations=True)}
     assert all(problem(r) is None and r["shape"] == "choice" for r in records.values())  # judgecp.record/1
     negation = next(r for r in records.values() if r["variation"] == "LS-N" and len(r["options"]) == 3)
     assert negation["label"] == ["A", "C"] and set(negation["logprobs"]) == {"A", "B", "C"}  # two correct options
@@ -202,11 +202,11 @@ def test_mcq_without_records_or_options_is_a_clear_error(tmp_path: Path, capsys:
     write_tsv(bare, ["index", "question", "prediction"], rows)
     table = read_predictions(bare, sidecars=[prediction(root2, "TinyMCQ").with_name(f"{LP}_TinyMCQ_lprecords.jsonl")])
     with pytest.raises(InputError, match="no option columns"):
-        option_records(table, "mcq", lmu_root=tmp_path / "empty")
+        option_records(table, lmu_root=tmp_path / "empty")
     lmu = tmp_path / "lmu"
     lmu.mkdir()
     write_tsv(lmu / "TinyMCQ.tsv", columns, rows[:20])
-    records = option_records(table, "mcq", lmu_root=lmu)
+    records = option_records(table, lmu_root=lmu)
     assert len(records) == 20 and table.options_source == "TinyMCQ.tsv in $LMUData"
     assert {e["reason"]: e["count"] for e in table.excluded.to_json()} == {"row_not_in_dataset_tsv": 4}
 

@@ -51,7 +51,8 @@ class Run:
 NIGHTLY_SCHEMAS = ("judgecp.compare/1", "judgecp.plan/1", "judgecp.apply/1")
 
 #: What ``judgecp report`` takes, for the messages that refuse anything else.
-TAKES = "judgecp report takes `judgecp evaluate --json` reports, harness output files or folders"
+TAKES = ("judgecp report takes `judgecp evaluate --json` reports, harness output files or folders, and the "
+         "results of compare, plan and apply --history")
 
 
 def other_file(obj: dict[str, Any]) -> str | None:
@@ -101,8 +102,8 @@ def read_report(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: not a JSON report ({exc})") from exc
     if not isinstance(report, dict):
         raise InputError(f"{path}: not a judgecp report (a JSON object is expected)")
-    if report.get("schema") in NIGHTLY_SCHEMAS:
-        return report
+    if report.get("schema") in NIGHTLY_SCHEMAS and (report.get("history") or report["schema"] != "judgecp.apply/1"):
+        return report  # an apply summary is drawn for its history across nights; without one it has no figure
     what = other_file(report)
     if what is not None:
         raise InputError(f"{path}: {what}, not a report; {TAKES}")

@@ -126,6 +126,10 @@ def _check_settings(p: Protocol, spell: Callable[[str], str]) -> None:
         raise InputError(f"{spell('splits')} must be between 1 and {MAX_SPLITS}, got {p.splits}")
     if p.seeds is not None and (not p.seeds or len(set(p.seeds)) != len(p.seeds) or len(p.seeds) > MAX_SPLITS):
         raise InputError(f"{spell('seeds')} must list distinct seeds (at most {MAX_SPLITS}), got {list(p.seeds)[:10]}")
+    if p.random_state < 0:  # numpy's generators take none below 0
+        raise InputError(f"{spell('random_state')} must be a whole number >= 0, got {p.random_state}")
+    if p.seeds is not None and min(p.seeds) < 0:
+        raise InputError(f"{spell('seeds')}: every seed must be a whole number >= 0, got {min(p.seeds)}")
     if p.jobs < 1:
         raise InputError(f"{spell('jobs')} must be at least 1, got {p.jobs}")
     if p.reference not in REFERENCES:

@@ -283,19 +283,6 @@ def test_cli_apply_reads_an_lm_eval_samples_file_and_gates_a_results_file(tmp_pa
     assert main(["gate", str(tmp_path / "results.json"), "--max", "width_naive=3"]) == 1  # NaN is not a pass
 
 
-def test_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """docs/calibrators.md, block by block in one namespace, in an empty folder."""
-    from tests.helpers import REPO
-    from tests.test_docs import python_blocks
-
-    monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {}
-    blocks = python_blocks(REPO / "docs" / "calibrators.md")
-    assert blocks
-    for i, block in enumerate(blocks):
-        exec(compile(block, f"docs/calibrators.md, python block {i + 1}", "exec"), namespace)
-
-
 @pytest.mark.slow
 def test_test_martingale_false_alarm_rate_and_power() -> None:
     """Ville: P(sup M >= 1/level) <= level under exchangeability; a run two thirds shifted raises the alarm

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.cli.evaluate import LABEL_SCALE_HELP
-from judgecp.cli.flags import level
+from judgecp.cli.flags import level, whole
 from judgecp.errors import InputError
 
 
@@ -85,7 +85,8 @@ def add_calibrate(sub: Any) -> None:
                    help="Likert: a conformal method (default naive); multiple choice: a set method (default lac); "
                    "pairwise: a risk controller (default scope)")
     p.add_argument("--alpha", type=level, default=0.1, help="miscoverage, or the pairwise risk level (default 0.1)")
-    p.add_argument("--random-state", dest="random_state", type=int, default=0)
+    p.add_argument("--random-state", dest="random_state", type=whole(at_least=0), default=0,
+                   help="seed of the split-conformal draws a method makes, if any (default 0)")
     p.set_defaults(func=run_calibrate)
 
 

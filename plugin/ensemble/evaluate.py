@@ -194,6 +194,8 @@ def parse_seeds(text: str) -> list[int]:
         raise InputError(f"--seeds must be a count or a comma-separated list, got {text!r}") from None
     if not seeds or len(set(seeds)) != len(seeds):
         raise InputError(f"--seeds must be a count of at least 1 or a list of distinct seeds, got {text!r}")
+    if min(seeds) < 0:
+        raise InputError(f"--seeds: every seed must be a whole number >= 0, got {min(seeds)}")
     return seeds
 
 

@@ -48,8 +48,8 @@ def shuffled_rows(values: NDArray[Any], count: int, seed: int) -> Iterator[Itera
     stop = threading.Event()
 
     def produce() -> None:
-        rng = np.random.default_rng(seed)
         try:
+            rng = np.random.default_rng(seed)  # a seed it refuses is the caller's error too
             for _ in range(count):
                 if stop.is_set():
                     return

@@ -143,6 +143,12 @@ def read_history(path: Path, fingerprint: str, statistic: str) -> list[dict[str,
         try:
             obj = json.loads(line)
         except ValueError as exc:
+            from judgecp.results import describe_file
+
+            what = describe_file(path)
+            if what is not None:
+                raise InputError(f"--history {path}: {what}, not a history file (the JSON lines apply --history "
+                                 "writes; give a new path to start one)") from None
             raise InputError(f"{where}: not JSON ({exc})") from exc
         if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
             found = obj.get("schema") if isinstance(obj, dict) else type(obj).__name__

@@ -240,5 +240,33 @@ def read_result(path: str | Path) -> Result:
     return load_result(obj, str(p))
 
 
-__all__ = ["FrozenDict", "FrozenList", "MetricError", "Result", "StudyResult", "freeze", "load_result", "read_result",
+#: judgecp files that are not results, for messages naming what a misplaced file is.
+OTHER_FILES = {"judgecp.calibrator": "a calibrator (judgecp calibrate -o)",
+               "judgecp.history": "a drift history (judgecp apply --history)",
+               "judgecp.prompt-set": "a prompt set (python -m judgecp.ensemble.prompts)"}
+#: Files judgecp names only when they are small enough to read whole in an error path.
+_DESCRIBE_MAX_BYTES = 64 << 20
+
+
+def describe_file(path: str | Path) -> str | None:
+    """What a file is when it is one judgecp JSON document ("a calibrator (judgecp calibrate -o)", "an
+    estimate (judgecp estimate --json)"), else ``None``: for the error given when a command gets the wrong
+    judgecp file (a calibrator as a run, an apply summary as a history)."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > _DESCRIBE_MAX_BYTES:
+            return None
+        obj = json.loads(p.read_text(encoding="utf-8"), parse_constant=lambda name: None)
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("schema"), str):
+        return None
+    schema = str(obj["schema"])
+    _ensure_registered()
+    if schema in SCHEMAS:
+        return SCHEMAS[schema].description
+    return next((what for prefix, what in OTHER_FILES.items() if schema.startswith(prefix + "/")), None)
+
+
+__all__ = ["FrozenDict", "FrozenList", "MetricError", "Result", "StudyResult", "describe_file", "freeze", "load_result", "read_result",
            "register_schema", "scalar", "thaw"]

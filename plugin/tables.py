@@ -355,6 +355,11 @@ def read_table(path: str | Path, *, engine: str = "auto") -> Table:
     else:
         raise InputError(f"{p}: unknown file type {suffix!r}; judgecp reads .csv, .tsv, .jsonl, .json, .parquet, .xlsx")
     if table.n_rows == 0:
+        from judgecp.results import describe_file
+
+        what = describe_file(p) if suffix in JSONL_SUFFIXES else None
+        if what is not None:
+            raise InputError(f"{p}: {what}, not a table or records of judge outputs")
         reasons = ", ".join(f"{e['reason']}: {e['count']}" for e in excluded.to_json())
         raise InputError(f"{p}: no rows to read" + (f" ({reasons})" if reasons else ""))
     return table

@@ -68,3 +68,50 @@ def test_a_seed_the_shuffling_thread_refuses_reaches_the_caller() -> None:
             "    print('raised')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "raised", proc.stderr
+
+
+# -- judgecp example keeps what the user changed -------------------------------------------------------
+
+
+def test_example_rerun_keeps_a_file_the_user_changed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ex"
+    assert run(capsys, "example", str(out))[0] == 0
+    assert run(capsys, "example", str(out))[0] == 0  # the same bytes again: nothing to lose
+    (out / "night_a.jsonl").write_text("my labels\n")
+    code, _, err = run(capsys, "example", str(out))
+    one_line_error(code, err, "night_a.jsonl", "--force")
+    assert (out / "night_a.jsonl").read_text() == "my labels\n"
+    assert sorted(p.name for p in out.iterdir()) == ["calibration.jsonl", "night_a.jsonl", "night_b.jsonl"]
+    assert run(capsys, "example", str(out), "--force")[0] == 0
+    assert (out / "night_a.jsonl").read_text().startswith('{"schema": "judgecp.record/1"')
+
+
+def test_example_refuses_an_empty_folder_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "example", "")
+    one_line_error(code, err, "OUT is empty")
+
+
+# -- a judgecp file given where another is expected is named ------------------------------------------
+
+
+@pytest.fixture
+def nightly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    assert run(capsys, "example", str(tmp_path))[0] == 0
+    assert run(capsys, "calibrate", str(tmp_path / "calibration.jsonl"), "-o", str(tmp_path / "cal.json"))[0] == 0
+    assert run(capsys, "apply", str(tmp_path / "cal.json"), str(tmp_path / "night_a.jsonl"), "--json",
+               str(tmp_path / "a.json"))[0] == 0
+    return tmp_path
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (("compare", "{d}/night_a.jsonl", "{d}/cal.json"), ("cal.json", "a calibrator", "not a table")),
+    (("estimate", "{d}/a.json"), ("a.json", "apply summary", "not a table")),
+    (("evaluate", "{d}/cal.json"), ("cal.json", "a calibrator")),
+    (("apply", "{d}/cal.json", "{d}/night_b.jsonl", "--history", "{d}/a.json"), ("--history", "apply summary")),
+])
+def test_a_misplaced_judgecp_file_is_named(nightly: Path, args: tuple[str, ...], needles: tuple[str, ...],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    before = {p.name: p.read_bytes() for p in nightly.iterdir()}
+    code, _, err = run(capsys, *(a.format(d=nightly) for a in args))
+    one_line_error(code, err, *needles)
+    assert {p.name: p.read_bytes() for p in nightly.iterdir()} == before

@@ -92,7 +92,9 @@ def add_example(sub: Any) -> None:
         "the first 150 labeled; the judge is kinder to run B, whose answers humans rate the same). The nightly "
         "loop of README.md and docs/nightly.md runs on them.",
     )
-    p.add_argument("out", help="folder to write into (created; existing files of these names are replaced)")
+    p.add_argument("out", help="folder to write into (created; a file of these names that is not the example "
+                   "is kept and the command refused, unless --force)")
+    p.add_argument("--force", action="store_true", help="replace files of these names that differ from the example")
     p.set_defaults(func=run_example)
 
 
@@ -102,6 +104,9 @@ EXAMPLE_FILES = (("calibration.jsonl", 600, 1, 0.3, 600), ("night_a.jsonl", 3000
 
 
 def run_example(args: argparse.Namespace) -> int:
+    import filecmp
+    import os
+    import tempfile
     from pathlib import Path
 
     from judgecp.data.export import to_records
@@ -109,19 +114,30 @@ def run_example(args: argparse.Namespace) -> int:
     from judgecp.simulate import simulate_likert_judge
     from judgecp.tables import write_records
 
+    if not args.out.strip():
+        raise InputError("judgecp example: OUT is empty; name the folder to write into")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
     check_outputs({name: str(out / name) for name, *_ in EXAMPLE_FILES}, inputs=[])
-    for name, n, seed, bias, labeled in EXAMPLE_FILES:
-        records = to_records(simulate_likert_judge(n, seed=seed, judge_bias=bias))
-        prefix = name.split(".")[0].removeprefix("night_") + "-"
-        for i, rec in enumerate(records):
-            rec["id"] = prefix + rec["id"]
-            if i >= labeled:
-                rec["label"] = None
-        write_records(str(out / name), records)
+    with tempfile.TemporaryDirectory(dir=out, prefix=".judgecp-example-") as tmp:
+        for name, n, seed, bias, labeled in EXAMPLE_FILES:
+            records = to_records(simulate_likert_judge(n, seed=seed, judge_bias=bias))
+            prefix = name.split(".")[0].removeprefix("night_") + "-"
+            for i, rec in enumerate(records):
+                rec["id"] = prefix + rec["id"]
+                if i >= labeled:
+                    rec["label"] = None
+            write_records(str(Path(tmp) / name), records)
+        # A file of these names the user changed (labels filled in, say) is not lost to a re-run.
+        changed = [name for name, *_ in EXAMPLE_FILES
+                   if (out / name).exists() and not filecmp.cmp(out / name, Path(tmp) / name, shallow=False)]
+        if changed and not args.force:
+            raise InputError(f"{out}: {', '.join(changed)} already there and not the example; choose another folder, "
+                             "or --force to replace")
+        for name, *_ in EXAMPLE_FILES:
+            os.replace(Path(tmp) / name, out / name)
     print(f"synthetic example written to {out}: " + ", ".join(f"{name} ({n} items, {labeled} labeled)"
                                                                  for name, n, _, _, labeled in EXAMPLE_FILES),
           file=sys.stderr)

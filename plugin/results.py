@@ -243,22 +243,15 @@ def read_result(path: str | Path) -> Result:
 #: judgecp files that are not results, for messages naming what a misplaced file is.
 OTHER_FILES = {"judgecp.calibrator": "a calibrator (judgecp calibrate -o)",
                "judgecp.history": "a drift history (judgecp apply --history)",
-               "judgecp.prompt-set": "a prompt set (python -m judgecp.ensemble.prompts)"}
+               "judgecp.prompt-set": "a prompt set (python -m judgecp.ensemble.prompts)",
+               "judgecp.record": "a judgecp record"}
 #: Files judgecp names only when they are small enough to read whole in an error path.
 _DESCRIBE_MAX_BYTES = 64 << 20
 
 
-def describe_file(path: str | Path) -> str | None:
-    """What a file is when it is one judgecp JSON document ("a calibrator (judgecp calibrate -o)", "an
-    estimate (judgecp estimate --json)"), else ``None``: for the error given when a command gets the wrong
-    judgecp file (a calibrator as a run, an apply summary as a history)."""
-    p = Path(path)
-    try:
-        if p.stat().st_size > _DESCRIBE_MAX_BYTES:
-            return None
-        obj = json.loads(p.read_text(encoding="utf-8"), parse_constant=lambda name: None)
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-        return None
+def describe(obj: Any) -> str | None:
+    """What a judgecp JSON object is by its schema ("a calibrator (judgecp calibrate -o)", "an estimate
+    (judgecp estimate --json)"), else ``None``: for the errors given when a command gets the wrong judgecp file."""
     if not isinstance(obj, Mapping) or not isinstance(obj.get("schema"), str):
         return None
     schema = str(obj["schema"])
@@ -268,5 +261,18 @@ def describe_file(path: str | Path) -> str | None:
     return next((what for prefix, what in OTHER_FILES.items() if schema.startswith(prefix + "/")), None)
 
 
-__all__ = ["FrozenDict", "FrozenList", "MetricError", "Result", "StudyResult", "describe_file", "freeze", "load_result", "read_result",
+def describe_file(path: str | Path) -> str | None:
+    """:func:`describe` of a file that is one JSON document (a calibrator given as a run, an apply summary
+    as a history), else ``None``."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > _DESCRIBE_MAX_BYTES:
+            return None
+        obj = json.loads(p.read_text(encoding="utf-8"), parse_constant=lambda name: None)
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return describe(obj)
+
+
+__all__ = ["FrozenDict", "FrozenList", "MetricError", "Result", "StudyResult", "describe", "describe_file", "freeze", "load_result", "read_result",
            "register_schema", "scalar", "thaw"]

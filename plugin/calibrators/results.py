@@ -85,7 +85,7 @@ class EstimateResult(Result):
     """``judgecp estimate``: PPI++ next to the labeled-only and judge-only intervals (``judgecp.estimate/1``)."""
 
     schema = "judgecp.estimate/1"
-    description = "a judgecp estimate result"
+    description = "an estimate (judgecp estimate --json)"
 
     def metric_list(self) -> list[Metric]:
         return [Metric("n", _pick("n"), None, always=True), Metric("excluded", excluded_count, False, always=True),
@@ -103,7 +103,7 @@ class ApplyResult(Result):
     """``judgecp apply``: a saved calibrator applied to a run (``judgecp.apply/1``)."""
 
     schema = "judgecp.apply/1"
-    description = "a judgecp apply summary"
+    description = "an apply summary (judgecp apply --json)"
 
     def metric_list(self) -> list[Metric]:
         from judgecp.scalars import calibrated_metrics
@@ -164,7 +164,7 @@ class CompareResult(Result):
     """
 
     schema = "judgecp.compare/1"
-    description = "a judgecp compare result"
+    description = "a comparison (judgecp compare --json)"
 
     def metric_list(self) -> list[Metric]:
         metrics = _difference_metrics((), "")
@@ -192,7 +192,7 @@ class PlanResult(Result):
     ``labels.labeled_only`` (undefined when out of reach), the same at the point estimates, ``half_width``."""
 
     schema = "judgecp.plan/1"
-    description = "a judgecp plan result"
+    description = "a label plan (judgecp plan --json)"
 
     def scalars(self) -> dict[str, float | None]:
         metrics = [Metric("half_width", _pick("half_width"), None)]
@@ -206,7 +206,7 @@ class SelectResult(Result):
     """``judgecp select``: the items drawn to label and the width expected (``judgecp.select/1``)."""
 
     schema = "judgecp.select/1"
-    description = "a judgecp select summary"
+    description = "a selection summary (judgecp select --json)"
 
     def scalars(self) -> dict[str, float | None]:
         metrics = [Metric("n_items", _pick("n_items"), None), Metric("n_selected", _pick("n_selected"), None),

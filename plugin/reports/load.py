@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judgecp.calibrators.results import ApplyResult, EstimateResult
 from judgecp.errors import InputError
+from judgecp.results import StudyResult, describe
 
 
 def report_kinds() -> list[str]:
@@ -57,17 +59,13 @@ TAKES = ("judgecp report takes `judgecp evaluate --json` reports, harness output
 
 def other_file(obj: dict[str, Any]) -> str | None:
     """What a judgecp JSON that is not an evaluate report is (a calibrator, an apply summary, ...), else ``None``."""
-    schema = str(obj.get("schema", ""))
-    if schema.startswith("judgecp.calibrator"):
-        return "a calibrator (judgecp calibrate -o)"
-    if schema.startswith("judgecp.record"):
-        return "a judgecp record"
-    if schema.startswith("judgecp.prompt-set"):
-        return "a prompt set"
+    if obj.get("schema") != StudyResult.schema and (what := describe(obj)) is not None:
+        return what
+    # Files of the nightly commands written before results carried their schema.
     if "n_applied" in obj and "drift" in obj:
-        return "an apply summary (judgecp apply --json)"
+        return ApplyResult.description
     if "n_labeled" in obj and "estimate" in obj:
-        return "an estimate (judgecp estimate --json)"
+        return EstimateResult.description
     if "results" in obj and "configs" in obj:
         return "an lm-eval results file"
     return None

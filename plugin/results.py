@@ -224,7 +224,9 @@ def load_result(obj: Any, source: str = "result") -> Result:
         return StudyResult.from_json(obj, source)
     if schema not in SCHEMAS:
         known = ", ".join(sorted(SCHEMAS))
-        raise InputError(f"{source}: schema {schema!r} is not a judgecp result ({known})")
+        what = describe(obj)
+        raise InputError(f"{source}: " + (f"{what}, not" if what else f"schema {schema!r} is not")
+                         + f" a judgecp result ({known})")
     return SCHEMAS[str(schema)].from_json(obj, source)
 
 

@@ -56,8 +56,12 @@ def test_a_report_without_schema_reads_as_a_study(study: StudyResult) -> None:
     assert load_result(legacy).kind == "likert"
     with pytest.raises(Exception, match="not a judgecp"):
         load_result({"hello": 1})
-    with pytest.raises(Exception, match="schema 'judgecp.record/1' is not a judgecp result"):
+    with pytest.raises(Exception, match="a judgecp record, not a judgecp result"):
         load_result({"schema": "judgecp.record/1"})
+    with pytest.raises(Exception, match="a calibrator .judgecp calibrate -o., not a judgecp result"):
+        load_result({"schema": "judgecp.calibrator/2"})
+    with pytest.raises(Exception, match="schema 'judgecp.unheard-of/1' is not a judgecp result"):
+        load_result({"schema": "judgecp.unheard-of/1"})
 
 
 def _write(path: Path, obj: object) -> Path:

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from judgecp.conformal import ConformalMethod, Prediction, conformal_quantile
+from judgecp.stats.conformal import ConformalMethod, Prediction, conformal_quantile
 from judgecp.data import ChoiceData, Fields, PairData, ScoreData, from_records, from_table, load
-from judgecp.errors import InputError, MissingDependencyError, NotCalibratedError, NoUsableRecords
-from judgecp.estimators import (
+from judgecp.base.errors import InputError, MissingDependencyError, NotCalibratedError, NoUsableRecords
+from judgecp.kinds.estimators import (
     ChoicePrediction,
     ChoiceSets,
     PromptReliability,
@@ -36,12 +36,12 @@ from judgecp.estimators import (
     SelectiveJudge,
     SelectivePrediction,
 )
-from judgecp.evaluation import evaluate
-from judgecp.exclusions import Exclusions
-from judgecp.protocol import Protocol, parse_settings
-from judgecp.records import SCHEMA, choice_record, pair_record, score_record
-from judgecp.scale import LikertScale
-from judgecp.simulate import (
+from judgecp.workflows.study import evaluate
+from judgecp.base.exclusions import Exclusions
+from judgecp.kinds.protocol import Protocol, parse_settings
+from judgecp.base.records import SCHEMA, choice_record, pair_record, score_record
+from judgecp.base.scale import LikertScale
+from judgecp.synthetic.judges import (
     simulate_likert_judge,
     simulate_mcq_records,
     simulate_pairwise_judge,
@@ -91,7 +91,7 @@ __all__ = [
 ]
 
 # Saved calibrators and prediction-powered inference (docs/calibrators.md).
-from judgecp.calibrators import Calibrator, calibrate
-from judgecp.ppi import ppi_mean
+from judgecp.workflows.calibrators import Calibrator, calibrate
+from judgecp.stats.ppi import ppi_mean
 
 __all__ += ["Calibrator", "calibrate", "ppi_mean"]

@@ -18,9 +18,9 @@ import statistics
 import sys
 import time
 
-from judgecp.plugins import build_method, split_method_list
-from judgecp.protocol import split_indices
-from judgecp.simulate import simulate_likert_judge
+from judgecp.base.plugins import build_method, split_method_list
+from judgecp.kinds.protocol import split_indices
+from judgecp.synthetic.judges import simulate_likert_judge
 
 CHEAP = {"naive", "lac", "ordinal_set", "raps", "naive(conditional=label)", "lac(conditional=label)"}
 DEFAULT = ("naive,lac,ordinal_set,naive(predictor=regressor),cqr,cqr_asym,chr,lvd,boosted_cqr,boosted_lcp,r2ccp,raps,"

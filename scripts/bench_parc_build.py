@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from judgecp.parc_build import build
+from judgecp.workflows.parc_build import build
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp import Fields, Protocol, evaluate, load
-from judgecp.scale import LabelScale
+from judgecp.base.scale import LabelScale
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from judgecp import Fields, load
-from judgecp.ppi import ppi_mean, proxy_and_target
-from judgecp.proxies import choose_strata
+from judgecp.stats.ppi import ppi_mean, proxy_and_target
+from judgecp.stats.proxies import choose_strata
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judgecp import datasources
+from judgecp.data import datasources
 from judgecp.adapters.lm_eval.choice_task import documents_dataset, indexed_image_questions
 from judgecp.adapters.lm_eval.pairwise_task import (
     Pair,
@@ -28,7 +28,7 @@ from judgecp.adapters.lm_eval.pairwise_task import (
     pairwise_dataset,
     winner_label,
 )
-from judgecp.prompts import PAIRWISE_SYSTEM_CONVERSATION, PAIRWISE_SYSTEM_SINGLE_TURN
+from judgecp.data.prompts import PAIRWISE_SYSTEM_CONVERSATION, PAIRWISE_SYSTEM_SINGLE_TURN
 
 Row = Mapping[str, Any]
 

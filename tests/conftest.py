@@ -22,8 +22,8 @@ def _no_third_party_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_progress_lines_by_timing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A command's progress lines start after judgecp.progress.DELAY seconds: on a busy machine a slow
+    """A command's progress lines start after judgecp.base.progress.DELAY seconds: on a busy machine a slow
     test would get them on stderr by chance. tests/test_progress.py sets the delay it tests."""
-    import judgecp.progress
+    import judgecp.base.progress
 
-    monkeypatch.setattr(judgecp.progress, "DELAY", float("inf"))
+    monkeypatch.setattr(judgecp.base.progress, "DELAY", float("inf"))

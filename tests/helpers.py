@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from judgecp.data import ScoreData
-from judgecp.scale import LikertScale
+from judgecp.base.scale import LikertScale
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("JUDGECP_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -65,7 +65,7 @@ def repeated_coverage(
     on ``draw(n_cal)`` and returns ``coverage(method, *draw(n_test))`` (a
     number, or one per label).
     """
-    from judgecp.plugins import build_method
+    from judgecp.base.plugins import build_method
 
     rows = []
     for r in range(reps):

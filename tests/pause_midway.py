@@ -22,7 +22,7 @@ def main() -> int:
     ready = Path(sys.argv[1])
     argv = sys.argv[2:]
 
-    import judgecp.outputs as outputs
+    import judgecp.base.outputs as outputs
     from judgecp.cli import main as judgecp_main
 
     def pause() -> None:

@@ -19,14 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import betabinom, binom
 
-from judgecp.calibrators import apply, calibrate
-from judgecp.calibrators.checks import GroupCount, beta_binomial_pvalue, label_shift_test
+from judgecp.workflows.calibrators import apply, calibrate
+from judgecp.stats.checks import GroupCount, beta_binomial_pvalue, label_shift_test
 from judgecp.cli import main
 from judgecp.data import ScoreData
-from judgecp.errors import InputError
-from judgecp.monitor import monitor, record_night
-from judgecp.ppi import proxy_and_target
-from judgecp.simulate import simulate_pairwise_judge
+from judgecp.base.errors import InputError
+from judgecp.workflows.nightly.history import monitor, record_night
+from judgecp.stats.ppi import proxy_and_target
+from judgecp.synthetic.judges import simulate_pairwise_judge
 from tests.helpers import judge_draw, shared_file
 
 ALPHA = 0.1
@@ -123,7 +123,7 @@ def test_set_and_risk_checks_keep_their_level_and_see_a_broken_promise() -> None
     """Level 0.1, 200 seeded draws each: Likert sets (lac), Mondrian sets by group and the pairwise risk
     permutation test fire at most at 0.1 + 3 s.e. on exchangeable data; a run whose humans disagree with a third
     of the verdicts fails the risk test in >= 90% of 40 draws."""
-    from judgecp.simulate import simulate_likert_judge
+    from judgecp.synthetic.judges import simulate_likert_judge
 
     level, draws = 0.1, 200
     sets, mondrian, risk, risk_power = [], [], [], []
@@ -157,7 +157,7 @@ def test_sorted_runs_raise_no_sequential_alarm_beyond_the_level_and_a_shifted_ru
     """200 seeded draws of 300 calibration and 400 run items of LLaVA-Critic, the run sorted by task and by the
     judge's expected score: martingale alarms at most at the level + 3 s.e. (in file order, 100%: issue 26);
     a mathvista-only run is flagged in every draw."""
-    from judgecp.drift import martingale_test
+    from judgecp.stats.drift import martingale_test
 
     X, y, task = llava_critic()
     f = proxy_and_target(ScoreData.from_arrays(X, y))[0]
@@ -222,7 +222,7 @@ def test_coco_nights_with_30_labels_keep_the_interval_and_say_what_the_check_cou
         detected.append(check["shift_detected"])
         detectable.append(check["detectable_shift"])
         if not check["shift_detected"]:
-            from judgecp.ppi import ppi_mean
+            from judgecp.stats.ppi import ppi_mean
 
             f, t, _ = proxy_and_target(real(night, labeled=labeled))
             pooled = ppi_mean(np.concatenate([cal.ppi_labels, t[:30]]), np.concatenate([cal.ppi_proxy, f[:30]]),
@@ -365,7 +365,7 @@ def test_drifted_single_task_runs_get_no_calibrator_labeled_estimate(
     """Issue 27's measurement: calibrated on 300 LLaVA-Critic items, applied to diffusiondb-only and
     mathvista-only items: drift is flagged, no PPI mean human score is printed, the estimate is null with
     its reason, the harness metrics are NaN and a gate on it fails. With 30 own labels the run gets its own."""
-    from judgecp.headline import calibrated_headline
+    from judgecp.workflows.headline import calibrated_headline
 
     _X, y, task = llava_critic()
     perm = np.random.default_rng(0).permutation(y.size)

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from judgecp import from_records
-from judgecp.calibrators import SCHEMA, Calibrator, apply, calibrate, content_digest
-from judgecp.calibrators.fileformat import schema_path
+from judgecp.workflows.calibrators import SCHEMA, Calibrator, apply, calibrate, content_digest
+from judgecp.workflows.calibrators.fileformat import schema_path
 from judgecp.cli import main
 from judgecp.data import ScoreData
 from judgecp.data.export import to_records
-from judgecp.errors import InputError
-from judgecp.simulate import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
+from judgecp.base.errors import InputError
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
 
 VLMEVAL_FIXTURES = Path(__file__).parent / "vlmeval" / "fixtures"
 

@@ -25,10 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from judgecp import from_records
-from judgecp.calibrators import Calibrator, calibrate, check_compatible, content_digest
-from judgecp.calibrators.fileformat import canonical_json
-from judgecp.errors import InputError
-from judgecp.simulate import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
+from judgecp.workflows.calibrators import Calibrator, calibrate, check_compatible, content_digest
+from judgecp.workflows.calibrators.fileformat import canonical_json
+from judgecp.base.errors import InputError
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 #: LVD's kernel: data a consistent replacement of which no check can tell from the original (module docstring).
@@ -207,7 +207,7 @@ def test_huge_and_nested_values_are_refused(name: str, huge: int, draw: Any, cas
 
 def test_the_fuzz_can_fail() -> None:
     """Negative control: a loader that ignored the stored threshold's check would accept an edited quantile."""
-    import judgecp.saved_state as saved_state
+    import judgecp.stats.saved_state as saved_state
 
     obj = calibrate(simulate_likert_judge(n=80, seed=1), method="naive").to_dict()
     obj["state"]["method"]["quantile"] = 0.01

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from judgecp import from_records
-from judgecp.calibrators import SCHEMA, Calibrator, apply, calibrate, content_digest, drift_test
+from judgecp.workflows.calibrators import SCHEMA, Calibrator, apply, calibrate, content_digest, drift_test
 from judgecp.cli import main
 from judgecp.data import ScoreData
 from judgecp.data.export import to_records
-from judgecp.errors import InputError
-from judgecp.simulate import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
+from judgecp.base.errors import InputError
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
 from tests.helpers import judge_draw
 
 ALPHA = 0.1
@@ -96,7 +96,7 @@ def test_mismatch_is_refused_unless_forced() -> None:
     assert forced.summary["warnings"][0]["kind"] == "compatibility"
     with pytest.raises(InputError, match="for likert judges"):
         apply(cal, simulate_pairwise_judge(50, seed=1))
-    from judgecp.scale import LikertScale
+    from judgecp.base.scale import LikertScale
 
     X, y = judge_draw(50, np.random.default_rng(2), scale=LikertScale(1, 7))
     with pytest.raises(InputError, match="scale 1:7"):
@@ -287,7 +287,7 @@ def test_cli_apply_reads_an_lm_eval_samples_file_and_gates_a_results_file(tmp_pa
 def test_test_martingale_false_alarm_rate_and_power() -> None:
     """Ville: P(sup M >= 1/level) <= level under exchangeability; a run two thirds shifted raises the alarm
     (the run is bet on in a seeded random order, so where in the file the shift starts plays no part)."""
-    from judgecp.drift import martingale_test
+    from judgecp.stats.drift import martingale_test
 
     level, seeds = 0.1, 300
     false_alarms, alarms = [], []
@@ -321,8 +321,8 @@ def test_cli_estimate_from_two_files_and_by_group(tmp_path: Path) -> None:
 
 
 def test_conformity_scores_are_the_ones_that_set_the_threshold() -> None:
-    from judgecp.conformal import conformal_quantile
-    from judgecp.methods.sets import SCORE_TOLERANCE
+    from judgecp.stats.conformal import conformal_quantile
+    from judgecp.stats.methods.sets import SCORE_TOLERANCE
 
     data = likert(500, 3)
     for method, attr in (("naive", "quantile_"), ("lac", "threshold_"), ("margin", "threshold_")):

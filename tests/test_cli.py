@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from judgecp.cli import main
-from judgecp.simulate import simulate_likert_judge
+from judgecp.synthetic.judges import simulate_likert_judge
 from tests.helpers import write_likert_csv
 
 METHOD_NAMES = ["naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp",
@@ -143,7 +143,7 @@ def test_methods_listing(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_strict_json_turns_nan_into_null() -> None:
-    from judgecp.report import dumps
+    from judgecp.present.console import dumps
 
     text = dumps({"a": float("nan"), "b": [np.float64("inf"), np.int64(3)], "c": {"d": np.bool_(True)}})
     assert strict_load(text) == {"a": None, "b": [None, 3], "c": {"d": True}}
@@ -152,7 +152,7 @@ def test_strict_json_turns_nan_into_null() -> None:
 def test_pairwise_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json as _json
 
-    from judgecp.simulate import simulate_pairwise_judge
+    from judgecp.synthetic.judges import simulate_pairwise_judge
 
     d = simulate_pairwise_judge(300, seed=2)
     rows = []
@@ -176,7 +176,7 @@ def test_pairwise_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 def test_likert_default_is_the_fast_methods(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No --methods: the protocol's fast default (the same as lm-eval's and the API's), and the table says how to get all."""
-    from judgecp.protocol import Protocol
+    from judgecp.kinds.protocol import Protocol
 
     out_json = tmp_path / "r.json"
     code, out, _ = run(["evaluate", str(judge_csv), "--seeds", "2", "--json", str(out_json)], capsys)

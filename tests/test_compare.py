@@ -11,10 +11,10 @@ import pytest
 
 from judgecp import Fields, load
 from judgecp.cli import main
-from judgecp.compare import compare
+from judgecp.workflows.nightly.compare import compare
 from judgecp.data import ScoreData
 from judgecp.data.export import to_records
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 from tests.helpers import shared_file
 
 ALPHA = 0.1
@@ -148,7 +148,7 @@ def test_per_group_and_pooled() -> None:
 
 
 def test_pairwise_runs_give_a_difference_in_win_rate() -> None:
-    from judgecp.simulate import simulate_pairwise_judge
+    from judgecp.synthetic.judges import simulate_pairwise_judge
 
     a, b = simulate_pairwise_judge(1500, seed=1), simulate_pairwise_judge(1500, seed=2)
     for d in (a, b):

@@ -7,12 +7,12 @@ import io
 import numpy as np
 import pytest
 
-from judgecp.evaluation import evaluate
-from judgecp.evaluation.conditional import MIN_CELL, judge_error, worst_cell
-from judgecp.features import expected_score, judge_probabilities
-from judgecp.protocol import Protocol, split_indices
-from judgecp.report import write_report
-from judgecp.simulate import simulate_likert_judge
+from judgecp.workflows.study import evaluate
+from judgecp.stats.conditional import MIN_CELL, judge_error, worst_cell
+from judgecp.stats.features import expected_score, judge_probabilities
+from judgecp.kinds.protocol import Protocol, split_indices
+from judgecp.present.console import write_report
+from judgecp.synthetic.judges import simulate_likert_judge
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from judgecp.conformal import (
+from judgecp.stats.conformal import (
     NotCalibratedError,
     Prediction,
     check_alpha,
@@ -15,9 +15,9 @@ from judgecp.conformal import (
     conformal_rank,
     min_calibration_size,
 )
-from judgecp.errors import InputError
-from judgecp.plugins import build_method, method_classes
-from judgecp.scale import LikertScale
+from judgecp.base.errors import InputError
+from judgecp.base.plugins import build_method, method_classes
+from judgecp.base.scale import LikertScale
 from tests.helpers import cheap_spec, judge_draw
 
 SCALE = LikertScale()

@@ -26,10 +26,10 @@ from judgecp import Protocol, evaluate, from_records
 from judgecp.cli import main
 from judgecp.data import from_table
 from judgecp.data.export import to_records
-from judgecp.errors import InputError
-from judgecp.protocol import parse_settings
-from judgecp.scale import LabelScale, LikertScale
-from judgecp.tables import table_from_rows
+from judgecp.base.errors import InputError
+from judgecp.kinds.protocol import parse_settings
+from judgecp.base.scale import LabelScale, LikertScale
+from judgecp.data.tables import table_from_rows
 from tests.helpers import cheap_spec, judge_draw
 
 SCALE = LikertScale()
@@ -184,8 +184,8 @@ def test_continuous_report_skips_sets_and_says_what_it_binned() -> None:
 
 def test_continuous_coverage_is_the_interval_s_on_each_split() -> None:
     """The report's coverage is the share of test labels inside [l, u] (recomputed here for naive)."""
-    from judgecp.plugins import build_method
-    from judgecp.protocol import split_indices
+    from judgecp.base.plugins import build_method
+    from judgecp.kinds.protocol import split_indices
 
     d = unit_data(300, 5)
     report = evaluate(d, Protocol(methods=("naive",), seeds=(7, 8), label_scale=UNIT))
@@ -302,7 +302,7 @@ def test_calibrate_and_apply_with_continuous_labels(tmp_path: Path, capsys: pyte
 @pytest.mark.slow
 def test_apply_covers_continuous_labels_over_many_draws() -> None:
     """calibrate on 300 labeled items, apply to 300 more: the run's interval coverage averages in the band."""
-    from judgecp.calibrators import apply, calibrate
+    from judgecp.workflows.calibrators import apply, calibrate
 
     draws, n = 200, 300
     covs = []
@@ -317,7 +317,7 @@ def test_apply_covers_continuous_labels_over_many_draws() -> None:
 def test_report_of_a_continuous_study(tmp_path: Path) -> None:
     """``judgecp report`` draws a continuous-label report: intervals where label sets would be, said in the caption."""
     pytest.importorskip("matplotlib")
-    from judgecp.report import dumps
+    from judgecp.present.console import dumps
 
     path = tmp_path / "continuous.json"
     path.write_text(dumps(evaluate(unit_data(300, 13), Protocol(methods=("naive", "lvd", "lac"), splits=2,

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from judgecp.plugins import build_method
-from judgecp.scale import LikertScale
+from judgecp.base.plugins import build_method
+from judgecp.base.scale import LikertScale
 from tests.helpers import cheap_spec, judge_draw, repeated_coverage
 
 SCALE = LikertScale()
@@ -149,7 +149,7 @@ def test_leaky_calibration_is_detected() -> None:
 @pytest.mark.parametrize("name", ["naive", "lac", "chr"])
 def test_mondrian_group_conditional_coverage(name: str) -> None:
     """Mondrian calibration covers within every group, including the hard one."""
-    from judgecp.methods import Mondrian
+    from judgecp.stats.methods import Mondrian
 
     alpha, reps = 0.1, 60
     rng = np.random.default_rng(11)
@@ -204,7 +204,7 @@ def test_pooled_calibration_misses_the_hard_group() -> None:
 def test_bounded_fits_keep_the_guarantee(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """LVD's kernel anchors and CQR's fit rows are capped at scale (never an n x n kernel); the cap
     subsamples what the model learns from, not what calibrates, so coverage holds as before."""
-    from judgecp.methods import quantile_regression
+    from judgecp.stats.methods import quantile_regression
 
     fit_rows: list[int] = []
     real = quantile_regression.quantile_regressor

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from judgecp.data import Fields, ScoreData, from_records, load
-from judgecp.errors import InputError
-from judgecp.extraction import DEFAULT_FLOOR
-from judgecp.scale import LikertScale
+from judgecp.base.errors import InputError
+from judgecp.data.extraction import DEFAULT_FLOOR
+from judgecp.base.scale import LikertScale
 
 HEADER = "id,lp1,lp2,lp3,lp4,lp5,label,parsed"
 
@@ -204,7 +204,7 @@ def test_xlsx_tables_read_like_csv(tmp_path: Path) -> None:
     """VLMEvalKit's default prediction format: the first sheet, header row first, blank rows skipped,
     missing cells as blanks, a damaged file a one-line error."""
     openpyxl = pytest.importorskip("openpyxl")
-    from judgecp.tables import read_table
+    from judgecp.data.tables import read_table
 
     book = openpyxl.Workbook()
     sheet = book.active

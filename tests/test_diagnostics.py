@@ -7,9 +7,9 @@ import warnings
 import numpy as np
 import pytest
 
-from judgecp.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
-from judgecp.evaluation.metrics import informativeness
-from judgecp.scale import LikertScale
+from judgecp.stats.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
+from judgecp.stats.coverage import informativeness
+from judgecp.base.scale import LikertScale
 
 SCALE = LikertScale()
 
@@ -61,7 +61,7 @@ def test_counted_ranks_and_spearman_are_scipys() -> None:
     must be exactly scipy's (rankdata, spearmanr), and other data falls back to rankdata."""
     from scipy import stats
 
-    from judgecp.diagnostics import average_ranks, correlation
+    from judgecp.stats.diagnostics import average_ranks, correlation
 
     rng = np.random.default_rng(0)
     for a in (rng.integers(1, 6, 1000).astype(float), rng.integers(0, 11, 5000) / 2, rng.normal(size=300),
@@ -86,7 +86,7 @@ def test_ranks_checked_a_block_at_a_time_and_written_into_a_column(monkeypatch: 
     as rankdata ranks it, and ranks written into a matrix column are the same numbers."""
     from scipy import stats
 
-    import judgecp.diagnostics as diagnostics
+    import judgecp.stats.diagnostics as diagnostics
 
     monkeypatch.setattr(diagnostics, "RANK_BLOCK", 64)
     rng = np.random.default_rng(1)
@@ -108,7 +108,7 @@ def test_in_place_pearson_is_scipys() -> None:
     be scipy.stats.pearsonr's, exactly, for normal, integer, half-integer, huge, tiny, offset and 2-row data."""
     from scipy import stats
 
-    from judgecp.diagnostics import correlation, pearson
+    from judgecp.stats.diagnostics import correlation, pearson
 
     rng = np.random.default_rng(3)
     for n in (2, 3, 17, 1000, 50_001):
@@ -135,7 +135,7 @@ def test_pearson_without_numpy_vecdot(monkeypatch: pytest.MonkeyPatch) -> None:
     """numpy 1.x (supported: numpy>=1.24) has no vecdot; pearson then takes the dot product with np.dot."""
     from scipy import stats
 
-    from judgecp.diagnostics import pearson
+    from judgecp.stats.diagnostics import pearson
 
     monkeypatch.delattr(np, "vecdot", raising=False)
     rng = np.random.default_rng(4)

@@ -1,4 +1,4 @@
-"""judgecp.images and judgecp.datasources without a harness: documents' images and where documents come from."""
+"""judgecp.data.images and judgecp.data.datasources without a harness: documents' images and where documents come from."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from judgecp import datasources
-from judgecp.errors import InputError
+from judgecp.data import datasources
+from judgecp.base.errors import InputError
 
 
 def test_local_dir_comes_from_metadata_first_then_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,7 +51,7 @@ def test_as_dataset_dict_gives_every_document_every_field() -> None:
 
 def test_images_fall_back_to_a_counted_placeholder(tmp_path: Path) -> None:
     image_mod = pytest.importorskip("PIL.Image")
-    from judgecp import images
+    from judgecp.data import images
 
     good = tmp_path / "good.png"
     image_mod.new("L", (5, 4), 7).save(good)
@@ -74,7 +74,7 @@ def test_images_fall_back_to_a_counted_placeholder(tmp_path: Path) -> None:
 def test_images_from_a_registered_table_decode_only_when_judged(tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
     image_mod = pytest.importorskip("PIL.Image")
-    from judgecp import images
+    from judgecp.data import images
 
     path = tmp_path / "a.png"
     image_mod.new("RGB", (3, 2), (1, 2, 3)).save(path)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from judgecp.extraction import (
+from judgecp.data.extraction import (
     DEFAULT_FLOOR,
     FLAG_BACKWARD,
     FLAG_KEYWORD,
@@ -19,7 +19,7 @@ from judgecp.extraction import (
     openai_logprob_positions,
     token_text,
 )
-from judgecp.scale import LikertScale
+from judgecp.base.scale import LikertScale
 
 tokenizers = pytest.importorskip("tokenizers")
 

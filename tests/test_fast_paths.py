@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judgecp.conformal import Prediction
-from judgecp.methods.histogram import (
+from judgecp.stats.conformal import Prediction
+from judgecp.stats.methods.histogram import (
     CHR,
     chain_at,
     contiguous_ranges,
@@ -20,7 +20,7 @@ from judgecp.methods.histogram import (
     nested_range_segments,
     nested_shortest_ranges,
 )
-from judgecp.scale import LikertScale
+from judgecp.base.scale import LikertScale
 from tests.helpers import judge_draw
 
 
@@ -79,8 +79,8 @@ def test_chr_threshold_and_sets_unchanged() -> None:
 @pytest.mark.parametrize("spec", ["boosted_lcp(max_rounds=15)", "boosted_cqr(max_rounds=15)"])
 def test_boosted_trees_unchecked_path_is_bit_identical(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Trees fed float32 features converted once (no per-call checks) give the checked path's intervals."""
-    import judgecp.methods.boosted as boosted
-    from judgecp.plugins import build_method
+    import judgecp.stats.methods.boosted as boosted
+    from judgecp.base.plugins import build_method
 
     scale = LikertScale()
     rng = np.random.default_rng(4)
@@ -103,8 +103,8 @@ def test_bench_fitted_command_writes_its_table(capsys: pytest.CaptureFixture[str
 
 def _hgb_rows(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """CQR's model features of a simulated judge, plus a column with NaN, infinities and ties."""
-    from judgecp.features import model_features
-    from judgecp.simulate import simulate_likert_judge
+    from judgecp.stats.features import model_features
+    from judgecp.synthetic.judges import simulate_likert_judge
 
     data = simulate_likert_judge(n=n, seed=seed)
     rng = np.random.default_rng(seed)
@@ -119,8 +119,8 @@ def test_binned_tree_prediction_is_bit_identical_to_predict(monkeypatch: pytest.
     """Histogram boosting predicted from bins, in blocks, with bins shared: exactly ``predict``."""
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    import judgecp.features as features
-    from judgecp.methods.quantile_regression import quantile_regressor
+    import judgecp.stats.features as features
+    from judgecp.stats.methods.quantile_regression import quantile_regressor
 
     F, y = _hgb_rows(3000, seed=5)
     lower = quantile_regressor("gbm", 0.05, 1).fit(F[:1000], y[:1000])
@@ -149,8 +149,8 @@ def test_tree_prediction_falls_back_to_predict(monkeypatch: pytest.MonkeyPatch) 
     """Another model, or binned trees that disagree with ``predict``, are predicted by ``predict``."""
     from sklearn.linear_model import LinearRegression
 
-    import judgecp.features as features
-    from judgecp.methods.quantile_regression import quantile_regressor
+    import judgecp.stats.features as features
+    from judgecp.stats.methods.quantile_regression import quantile_regressor
 
     F, y = _hgb_rows(1500, seed=6)
     F = np.nan_to_num(F, posinf=9.0, neginf=-9.0)
@@ -168,8 +168,8 @@ def test_tree_prediction_falls_back_to_predict(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize("repeated", [True, False])
 def test_binned_prediction_of_repeated_rows_is_bit_identical(repeated: bool) -> None:
     """Rows whose bins repeat are predicted once and scattered back; distinct rows skip the sort."""
-    import judgecp.features as features
-    from judgecp.methods.quantile_regression import quantile_regressor
+    import judgecp.stats.features as features
+    from judgecp.stats.methods.quantile_regression import quantile_regressor
 
     F, y = _hgb_rows(4000, seed=7)
     F = np.nan_to_num(F, posinf=9.0, neginf=-9.0)
@@ -195,7 +195,7 @@ def test_rows_dropped_method_by_method_give_the_same_report() -> None:
     """Without groups or a sweep each method's rows are dropped once its tables are written, interval
     methods last; with a group field every row is kept. The methods' entries and their order are the same."""
     import judgecp
-    from judgecp.memory import release_freed_memory
+    from judgecp.base.memory import release_freed_memory
 
     data = judgecp.simulate_likert_judge(n=1500, seed=9)
     methods = ("naive", "lac", "cqr", "aps")
@@ -214,7 +214,7 @@ def test_rows_dropped_method_by_method_give_the_same_report() -> None:
 @pytest.mark.parametrize("k", [3, 8, 11])
 def test_distinct_binned_rows_are_numpys_unique_rows(k: int) -> None:
     """One row per distinct binned row (packed into 64 bits up to 8 features, compared as bytes above)."""
-    import judgecp.features as features
+    import judgecp.stats.features as features
 
     rng = np.random.default_rng(k)
     pool = rng.integers(0, 256, size=(40, k)).astype(np.uint8)  # 40 rows, bytes across the whole range
@@ -236,7 +236,7 @@ def test_distinct_binned_rows_are_numpys_unique_rows(k: int) -> None:
 
 def test_counted_strata_give_the_masked_means() -> None:
     """Integer strata are counted in one pass (bincount); every number equals the per-stratum mask's."""
-    from judgecp.evaluation.metrics import stratum_means
+    from judgecp.stats.coverage import stratum_means
 
     rng = np.random.default_rng(11)
     n = 20_000
@@ -258,8 +258,8 @@ def test_counted_strata_give_the_masked_means() -> None:
 def test_log_softmax_once_shares_one_read_only_result_per_array() -> None:
     """Inside the block each held array's log-softmax is computed once (the same read-only array, the same
     numbers); other arrays, and every array after the block, are computed as usual."""
-    import judgecp.features as features
-    from judgecp.scale import LikertScale
+    import judgecp.stats.features as features
+    from judgecp.base.scale import LikertScale
 
     scale, rng = LikertScale(), np.random.default_rng(12)
     X, other = rng.normal(size=(500, 5)), rng.normal(size=(300, 5))
@@ -280,7 +280,7 @@ def test_log_softmax_once_shares_one_read_only_result_per_array() -> None:
 
 def test_conditional_cells_of_integer_strata_are_the_sorted_ones() -> None:
     """Integer strata's cells (values found by counting) equal the cells of the same strata as text (sorted)."""
-    from judgecp.evaluation.conditional import cells
+    from judgecp.stats.conditional import cells
 
     rng = np.random.default_rng(13)
     strata = rng.choice(np.array([-3, 0, 2, 9]), size=5000).astype(np.int64)
@@ -308,7 +308,7 @@ def _ranking_along_axis(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def test_flat_index_ranking_equals_along_axis(k: int, layout: str) -> None:
     """rank_labels gathers and scatters through flat indices: the very masses and ranks of the along-axis
     form, for ties and for inputs that are not C-contiguous (a scatter into a copy would lose them)."""
-    from judgecp.methods.sets import rank_labels
+    from judgecp.stats.methods.sets import rank_labels
 
     P = probability_rows(300, k, np.random.default_rng(k))
     P = {"C": P, "F": np.asfortranarray(P), "reversed columns": P[:, ::-1]}[layout]
@@ -344,7 +344,7 @@ def _greedy_mass_two_dimensional(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 @pytest.mark.parametrize("layout", ["C", "F", "reversed columns"])
 def test_flat_index_greedy_mass_equals_two_dimensional(k: int, layout: str) -> None:
     """greedy_contiguous_mass through flat indices: the very after/before masses (ties go left), any layout."""
-    from judgecp.methods.ordinal import greedy_contiguous_mass
+    from judgecp.stats.methods.ordinal import greedy_contiguous_mass
 
     P = probability_rows(300, k, np.random.default_rng(k + 1))
     P = {"C": P, "F": np.asfortranarray(P), "reversed columns": P[:, ::-1]}[layout]
@@ -360,7 +360,7 @@ def test_set_shapes_looked_up_by_bits_equal_the_per_row_passes(k: int, layout: s
     """Row metrics read each set's bounds, width and size from a table indexed by the set's bits (K <= 8):
     the very values of label_bounds and a row sum, empty and full sets included, any layout; K > 8 passes
     rows as before."""
-    from judgecp.evaluation.metrics import _bounds_width_size, label_bounds
+    from judgecp.stats.coverage import _bounds_width_size, label_bounds
 
     rng = np.random.default_rng(k)
     sets = rng.random((2000, k)) < rng.choice([0.05, 0.5, 0.95], size=(2000, 1))
@@ -377,9 +377,9 @@ def test_set_shapes_looked_up_by_bits_equal_the_per_row_passes(k: int, layout: s
 def test_cqr_features_of_the_kept_fit_rows_alone_give_the_same_models() -> None:
     """CQR subsamples its fit rows before computing their features (not the features of every fit row,
     then a subsample): the features are row by row, so the models and predictions are the very same."""
-    from judgecp.features import model_features
-    from judgecp.methods import quantile_regression
-    from judgecp.methods.quantile_regression import CQR
+    from judgecp.stats.features import model_features
+    from judgecp.stats.methods import quantile_regression
+    from judgecp.stats.methods.quantile_regression import CQR
 
     class FeaturesFirst(CQR):
         def _fit(self, X: np.ndarray, y: np.ndarray) -> None:

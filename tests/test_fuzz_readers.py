@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from judgecp.data import ChoiceData, PairData, ScoreData, from_table
-from judgecp.errors import InputError
-from judgecp.tables import read_table
+from judgecp.base.errors import InputError
+from judgecp.data.tables import read_table
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -173,7 +173,7 @@ def test_arrow_reader_allocates_from_the_system_pool_and_restores_the_default(tm
     """The CSV's columns live in the system allocator (freed memory goes back); the process's
     default pool is the same object after a read, and after a read pyarrow gave up on."""
     pa = pytest.importorskip("pyarrow")
-    from judgecp.tables import ArrowColumn
+    from judgecp.data.tables import ArrowColumn
 
     path = tmp_path / "rows.csv"
     path.write_text("id,label\n" + "".join(f"r{i},{i % 5 + 1}\n" for i in range(2000)), encoding="utf-8")
@@ -258,7 +258,7 @@ def test_random_bytes_after_a_mark_or_inside_an_array(tmp_path: Path, data: byte
 
 
 def lm_eval_sample(i: int, label: int) -> str:
-    from judgecp.records import score_record
+    from judgecp.base.records import score_record
 
     record = score_record(f"doc{i}", label=str(label), prediction=label,
                           logprobs={str(k): -abs(k - label) - 0.1 for k in range(1, 6)})

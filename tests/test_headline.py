@@ -1,4 +1,4 @@
-"""A report's headline (judgecp.headline): the plain numbers a harness logs, read from the core's reports."""
+"""A report's headline (judgecp.workflows.headline): the plain numbers a harness logs, read from the core's reports."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import math
 import numpy as np
 
 from judgecp import Protocol, evaluate
-from judgecp.calibrators import apply, calibrate
-from judgecp.headline import calibrated_headline, report_headline
-from judgecp.simulate import simulate_likert_judge, simulate_pairwise_judge
+from judgecp.workflows.calibrators import apply, calibrate
+from judgecp.workflows.headline import calibrated_headline, report_headline
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
 
 
 def plain(value: object) -> bool:

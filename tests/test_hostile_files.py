@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from judgecp.cli import main
-from judgecp.conformal import conformal_rank, min_calibration_size
-from judgecp.outputs import TEMP_MARK
-from judgecp.simulate import simulate_likert_judge
+from judgecp.stats.conformal import conformal_rank, min_calibration_size
+from judgecp.base.outputs import TEMP_MARK
+from judgecp.synthetic.judges import simulate_likert_judge
 from tests.helpers import write_likert_csv
 from tests.test_hostile_input import one_line_error, run, samples_file
 
@@ -63,7 +63,7 @@ def test_min_calibration_size_is_the_loop_it_replaces() -> None:
 
 
 def test_min_calibration_size_of_tiny_levels_returns_at_once() -> None:
-    code = ("from judgecp.conformal import min_calibration_size as m; "
+    code = ("from judgecp.stats.conformal import min_calibration_size as m; "
             "print(m(1e-9), m(1e-17) > 10**16, m(1e-300) > 10**299, m(5e-324) > 10**300)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.split() == ["999999968", "True", "True", "True"], proc.stderr
@@ -269,7 +269,7 @@ def test_an_unexpected_os_error_is_one_line_naming_the_path(capsys: pytest.Captu
 def test_a_csv_saved_by_excel_reads_like_the_plain_one(likert_csv: Path, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
     from judgecp.data import from_table
-    from judgecp.tables import read_table
+    from judgecp.data.tables import read_table
 
     excel = tmp_path / "excel.csv"
     excel.write_bytes(b"\xef\xbb\xbf" + likert_csv.read_bytes())
@@ -285,7 +285,7 @@ def test_a_csv_saved_by_excel_reads_like_the_plain_one(likert_csv: Path, tmp_pat
 
 
 def test_a_jsonl_with_a_byte_order_mark_keeps_its_first_line(tmp_path: Path) -> None:
-    from judgecp.tables import read_table
+    from judgecp.data.tables import read_table
 
     path = tmp_path / "r.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + b'{"id": "a", "x": 1}\n{"id": "b", "x": 2}\n')
@@ -299,7 +299,7 @@ def deep(depth: int) -> str:
 
 def test_a_deeply_nested_line_is_a_counted_malformed_line(likert_csv: Path, tmp_path: Path) -> None:
     from judgecp.data import from_table
-    from judgecp.tables import read_table
+    from judgecp.data.tables import read_table
 
     records = tmp_path / "records.jsonl"
     assert main(["records", str(likert_csv), "-o", str(records)]) == 0
@@ -368,8 +368,8 @@ def test_parc_build_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str], fl
 
 
 def test_parc_transform_settings_refuse_nan_from_the_api() -> None:
-    from judgecp.errors import InputError
-    from judgecp.parc_build import TransformSettings
+    from judgecp.base.errors import InputError
+    from judgecp.workflows.parc_build import TransformSettings
 
     for field, value in (("brightness_factor", float("nan")), ("blur_fraction", float("nan")),
                          ("blur_min_radius", float("inf")), ("brightness_factor", float("inf"))):
@@ -379,8 +379,8 @@ def test_parc_transform_settings_refuse_nan_from_the_api() -> None:
 
 def test_parc_build_limit_says_how_many_rows_it_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("PIL")
-    from judgecp.errors import InputError
-    from judgecp.parc_build import build
+    from judgecp.base.errors import InputError
+    from judgecp.workflows.parc_build import build
     from tests.test_parc_build import write_originals
 
     src = write_originals(tmp_path / "src")  # 6 items
@@ -398,7 +398,7 @@ def test_parc_build_limit_says_how_many_rows_it_left_out(tmp_path: Path, capsys:
 def test_vlmeval_build_tsv_leaves_out_an_image_that_does_not_decode(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("PIL")
-    from judgecp.parc_build import build
+    from judgecp.workflows.parc_build import build
     from tests.test_parc_build import write_originals
 
     src = write_originals(tmp_path / "src")

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from judgecp.cli import main
-from judgecp.records import pair_record, score_record
-from judgecp.simulate import simulate_likert_judge, simulate_pairwise_judge
+from judgecp.base.records import pair_record, score_record
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
 from tests.helpers import write_likert_csv
 
 
@@ -150,7 +150,7 @@ def test_a_group_under_its_target_is_data_a_script_can_act_on(tmp_path: Path,
 def test_an_exclusion_reason_from_a_cell_stays_one_line(tmp_path: Path) -> None:
     """An ``exclude`` cell with line breaks (a cut file, a hostile writer) is counted as one-line text."""
     from judgecp.data import load
-    from judgecp.errors import NoUsableRecords
+    from judgecp.base.errors import NoUsableRecords
 
     path = tmp_path / "t.csv"
     path.write_text('id,label,lp1,lp2,lp3,lp4,lp5,exclude\n1,1,-1,-2,-3,-4,-5,"0\r"\n2,2,-1,-2,-3,-4,-5,"bad\nrow"\n')
@@ -180,6 +180,6 @@ def test_jobs_from_a_script_without_main_guard_fails_fast(tmp_path: Path) -> Non
     except subprocess.TimeoutExpired:
         pytest.fail("evaluate with jobs=2 from a script without a main guard hung")
     assert proc.returncode != 0
-    error = [ln for ln in proc.stderr.splitlines() if ln.startswith("judgecp.errors.InputError: ")]
+    error = [ln for ln in proc.stderr.splitlines() if ln.startswith("judgecp.base.errors.InputError: ")]
     assert error and "a worker process of jobs=2 stopped" in error[-1], proc.stderr[-2000:]
     assert 'if __name__ == "__main__":' in error[-1]

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.outputs import TEMP_MARK
-from judgecp.simulate import simulate_likert_judge
+from judgecp.base.outputs import TEMP_MARK
+from judgecp.synthetic.judges import simulate_likert_judge
 from tests.helpers import write_likert_csv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,7 +104,7 @@ def test_parc_build_interrupted_before_the_folder_is_in_place(tmp_path: Path) ->
 
     src = write_originals(tmp_path / "src")
     out = tmp_path / "out" / "parc"
-    from judgecp.parc_build import build
+    from judgecp.workflows.parc_build import build
 
     build(src, out, variations="VR-B")
     interrupt(tmp_path, signal.SIGINT, out, "parc", "build", str(src), "-o", str(out), "--variations", "VR-R",

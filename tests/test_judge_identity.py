@@ -11,7 +11,7 @@ import pytest
 
 from judgecp.cli import main
 from judgecp.data.export import to_records
-from judgecp.simulate import simulate_likert_judge, simulate_mcq_records
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records
 from tests.helpers import write_likert_csv
 
 COLUMNS = ["--logprobs", "s2_lp*", "--label", "gt_score", "--id", "sample_id"]

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.conformal import conformal_quantile
+from judgecp.stats.conformal import conformal_quantile
 from judgecp.data import ChoiceData, from_records, load
-from judgecp.errors import InputError
-from judgecp.evaluation import evaluate
-from judgecp.evaluation.choice import option_scale, option_sets
-from judgecp.methods.sets import aps_scores, sets_at, true_label_scores
-from judgecp.plugins import build_method
-from judgecp.protocol import Protocol, parse_settings
-from judgecp.simulate import simulate_mcq_records
+from judgecp.base.errors import InputError
+from judgecp.workflows.study import evaluate
+from judgecp.workflows.study.choice import option_scale, option_sets
+from judgecp.stats.methods.sets import aps_scores, sets_at, true_label_scores
+from judgecp.base.plugins import build_method
+from judgecp.kinds.protocol import Protocol, parse_settings
+from judgecp.synthetic.judges import simulate_mcq_records
 
 
 def mcq_from_records(records: list[dict[str, object]]) -> ChoiceData:

@@ -1,4 +1,4 @@
-"""judgecp.outputs: atomic files, folders built aside, output paths checked before any work.
+"""judgecp.base.outputs: atomic files, folders built aside, output paths checked before any work.
 
 Each test names a promise and breaks when it breaks: the previous file intact after any exception
 (KeyboardInterrupt included), no temporary file left, permissions kept, symlinks written through;
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from judgecp.errors import InputError
-from judgecp.outputs import (
+from judgecp.base.errors import InputError
+from judgecp.base.outputs import (
     TEMP_MARK,
     Folder,
     atomic_write_bytes,

@@ -1,6 +1,6 @@
 """Pairwise judges: BPE's invariance and quality, and every controller's promise.
 
-Simulation: a position-biased judge (judgecp.simulate.simulate_pairwise_judge)
+Simulation: a position-biased judge (judgecp.synthetic.judges.simulate_pairwise_judge)
 on exchangeable pairs. Two designs, both with 1000 repetitions:
 
 * random 50/50 splits of one pool of 2000 pairs, test risk measured on the
@@ -23,13 +23,13 @@ import numpy as np
 import pytest
 
 from judgecp.data import PairData, from_records, load
-from judgecp.errors import InputError
-from judgecp.evaluation import evaluate
-from judgecp.evaluation.pair import Splits, make_controller
-from judgecp.protocol import Protocol
-from judgecp.selective import ClopperPearson, apply
-from judgecp.signals import signals
-from judgecp.simulate import simulate_pairwise_judge
+from judgecp.base.errors import InputError
+from judgecp.workflows.study import evaluate
+from judgecp.workflows.study.pair import Splits, make_controller
+from judgecp.kinds.protocol import Protocol
+from judgecp.stats.selective import ClopperPearson, apply
+from judgecp.stats.signals import signals
+from judgecp.synthetic.judges import simulate_pairwise_judge
 
 ALPHAS = (0.05, 0.10, 0.15, 0.20, 0.25)
 POPULATION = 1_000_000
@@ -173,7 +173,7 @@ def test_clopper_pearson_bound_is_exact() -> None:
 
 
 def test_bpe_beats_single_order_confidence_on_a_position_biased_judge() -> None:
-    from judgecp.signals import uncertainty_quality
+    from judgecp.stats.signals import uncertainty_quality
 
     for seed in range(3):
         data = simulate_pairwise_judge(4000, seed=seed)
@@ -253,7 +253,7 @@ def test_report_schema() -> None:
 def test_all_levels_at_once_match_the_budget_read_one_prefix_at_a_time(slack: float) -> None:
     """largest_feasible_prefix (a suffix minimum and a binary search per level) against the
     definition: the last prefix, ending a tie, with sum (E_i - alpha) <= -slack."""
-    from judgecp.selective import largest_feasible_prefix
+    from judgecp.stats.selective import largest_feasible_prefix
 
     rng = np.random.default_rng(3)
     alphas = [0.05, 0.1, 0.2, 0.25, 0.5]  # 0.1, 0.25, 0.5: budgets that hit -slack exactly
@@ -276,7 +276,7 @@ def test_shuffled_rows_are_the_protocols_splits_and_the_thread_ends() -> None:
     that stops early ends the thread, and an error in the thread reaches the caller."""
     import threading
 
-    from judgecp.evaluation.pair import shuffled_rows
+    from judgecp.workflows.study.pair import shuffled_rows
 
     values = np.random.default_rng(1).permutation(1000).astype(np.int32)
     want = np.random.default_rng(7).permuted(np.tile(values, (6, 1)), axis=1)

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judgecp.data import ChoiceData, from_records
-from judgecp.errors import InputError
-from judgecp.evaluation import evaluate_parc
-from judgecp.parc import calibrated, reliability, reliability_exponent
-from judgecp.protocol import Protocol
+from judgecp.base.errors import InputError
+from judgecp.workflows.study import evaluate_parc
+from judgecp.stats.parc import calibrated, reliability, reliability_exponent
+from judgecp.kinds.protocol import Protocol
 
 
 def mcq_from_records(records: list[dict[str, object]]) -> ChoiceData:

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from judgecp.cli import main
-from judgecp.errors import InputError
-from judgecp.parc_build import (
+from judgecp.base.errors import InputError
+from judgecp.workflows.parc_build import (
     ALL_VARIATIONS,
     ExchangeMap,
     FunctionRewriter,
@@ -396,8 +396,8 @@ def test_a_tiny_local_hugging_face_model_as_rewriter(tmp_path: Path) -> None:
     import torch
     from transformers import LlamaForCausalLM
 
-    from judgecp.parc_build import HFRewriter
-    from judgecp.tiny_models import _llama_config, train_tokenizer
+    from judgecp.workflows.parc_build import HFRewriter
+    from judgecp.bench.tiny_models import _llama_config, train_tokenizer
     from tests.lm_eval.scripted import script_judge
 
     answer = ' "Which road is not more paved?"'
@@ -517,7 +517,7 @@ def test_hub_datasets_load_through_datasets(tmp_path: Path, monkeypatch: pytest.
 
 def test_lm_eval_task_loader_reads_the_build(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
-    from judgecp.images import load_images as doc_to_image  # parc_cp's doc_to_image
+    from judgecp.data.images import load_images as doc_to_image  # parc_cp's doc_to_image
     from tests.lm_eval.test_data_sources import task_utils
 
     src = write_originals(tmp_path / "src")

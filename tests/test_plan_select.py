@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from judgecp import Fields, load
-from judgecp.active import (
+from judgecp.stats.active import (
     active_mean,
     error_model,
     error_size,
@@ -20,10 +20,10 @@ from judgecp.active import (
     select,
 )
 from judgecp.cli import main
-from judgecp.errors import InputError
-from judgecp.plan import plan, ppi_variance
-from judgecp.ppi import ppi_mean, proxy_and_target
-from judgecp.simulate import simulate_likert_judge
+from judgecp.base.errors import InputError
+from judgecp.stats.plan import plan, ppi_variance
+from judgecp.stats.ppi import ppi_mean, proxy_and_target
+from judgecp.synthetic.judges import simulate_likert_judge
 from tests.helpers import shared_file, write_likert_csv
 
 ALPHA = 0.1
@@ -239,7 +239,7 @@ def test_cli_select_then_estimate(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_cli_select_then_estimate_pairwise(tmp_path: Path) -> None:
     """Pairs: both orders of a chosen pair are written, and the pair's sampling_probability reaches estimate."""
     from judgecp.data.export import to_records
-    from judgecp.simulate import simulate_pairwise_judge
+    from judgecp.synthetic.judges import simulate_pairwise_judge
 
     records = to_records(simulate_pairwise_judge(400, seed=1))
     human = {r["pair_id"]: r["label"] for r in records}

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp import hookspecs
-from judgecp.extraction import ScoreExtraction, extract_score
-from judgecp.hookspecs import hookimpl
-from judgecp.plugins import (
+from judgecp.base import hookspecs
+from judgecp.data.extraction import ScoreExtraction, extract_score
+from judgecp.base.hookspecs import hookimpl
+from judgecp.base.plugins import (
     DISABLE_AUTOLOAD_ENV,
     build_method,
     make_plugin_manager,
@@ -48,7 +48,7 @@ def test_builtins_register_through_the_hooks() -> None:
     assert {"naive", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp",
             "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin"} == names
     assert {p for p in pm.get_plugins() if isinstance(p, types.ModuleType)} >= {
-        sys.modules["judgecp.methods"], sys.modules["judgecp.extraction"]}
+        sys.modules["judgecp.stats.methods"], sys.modules["judgecp.data.extraction"]}
 
 
 def test_documented_template_is_a_working_plugin() -> None:
@@ -81,7 +81,7 @@ def test_duplicate_method_names_are_an_error() -> None:
 
 
 def test_extraction_hook_first_result_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    import judgecp.plugins as plugins
+    import judgecp.base.plugins as plugins
 
     custom = ScoreExtraction({"1": -1.0, "2": -1.0, "3": -1.0, "4": -1.0, "5": -1.0}, 0, "json", 3)
     plugin = types.ModuleType("json_verdict")
@@ -94,8 +94,8 @@ def test_extraction_hook_first_result_wins(monkeypatch: pytest.MonkeyPatch) -> N
 
 def _fake_distribution(tmp_path: Path) -> None:
     (tmp_path / "fake_judgecp_plugin.py").write_text(
-        "from judgecp.hookspecs import hookimpl\n"
-        "from judgecp.methods import NaiveSplit\n"
+        "from judgecp.base.hookspecs import hookimpl\n"
+        "from judgecp.stats.methods import NaiveSplit\n"
         "class Renamed(NaiveSplit):\n    name = 'renamed_naive'\n"
         "@hookimpl\ndef register_interval_methods():\n    return [Renamed]\n"
     )

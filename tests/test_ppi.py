@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from judgecp import Fields, load
-from judgecp.errors import InputError
-from judgecp.ppi import estimate, ppi_mean, proxy_and_target
-from judgecp.simulate import simulate_pairwise_judge
+from judgecp.base.errors import InputError
+from judgecp.stats.ppi import estimate, ppi_mean, proxy_and_target
+from judgecp.synthetic.judges import simulate_pairwise_judge
 from tests.helpers import shared_file
 
 ALPHA = 0.1
@@ -233,7 +233,7 @@ def test_agrees_with_ppi_python() -> None:
 def test_mcq_accuracy_over_a_finite_population() -> None:
     """Multiple-choice records: PPI++ on 200 labeled items covers the all-items accuracy."""
     from judgecp import from_records
-    from judgecp.simulate import simulate_mcq_records
+    from judgecp.synthetic.judges import simulate_mcq_records
 
     choices = from_records(simulate_mcq_records(3000, seed=4))
     f, y, target = proxy_and_target(choices)

@@ -12,10 +12,10 @@ import pytest
 from judgecp import Fields, load
 from judgecp.cli import main
 from judgecp.data import ScoreData
-from judgecp.errors import InputError
-from judgecp.ppi import estimate, ppi_mean, proxy_and_target
-from judgecp.proxies import choose_strata, crossfit_proxy
-from judgecp.simulate import simulate_likert_judge
+from judgecp.base.errors import InputError
+from judgecp.stats.ppi import estimate, ppi_mean, proxy_and_target
+from judgecp.stats.proxies import choose_strata, crossfit_proxy
+from judgecp.synthetic.judges import simulate_likert_judge
 from tests.helpers import shared_file, write_likert_csv
 
 ALPHA = 0.1

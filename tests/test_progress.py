@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from judgecp.cli import main
-from judgecp.progress import DELAY, LOG_INTERVAL, TERMINAL_INTERVAL, enabled, progress
+from judgecp.base.progress import DELAY, LOG_INTERVAL, TERMINAL_INTERVAL, enabled, progress
 from tests.helpers import REPO
 
 
@@ -97,7 +97,7 @@ def test_cli_progress_flag(capsys) -> None:
 
 def test_cli_progress_by_default_once_past_the_delay(capsys, monkeypatch) -> None:
     """Not a terminal, no flag: a command that runs past DELAY seconds says so; --quiet silences it."""
-    import judgecp.progress as progress_module
+    import judgecp.base.progress as progress_module
 
     monkeypatch.setattr(progress_module, "DELAY", 0.0)  # as if the work had already run that long
     assert main(["evaluate", "--example", "--methods", "naive", "--splits", "3"]) == 0
@@ -119,8 +119,8 @@ def test_reading_a_large_file_reports_progress(tmp_path: Path) -> None:
     """The standard-library reader of a file past PROGRESS_BYTES writes a progress line; a small one none."""
     import io
 
-    from judgecp import tables
-    from judgecp.progress import enabled
+    from judgecp.data import tables
+    from judgecp.base.progress import enabled
 
     big = tmp_path / "big.jsonl"
     line = '{"id": "x", "label": 3, "logprobs": {"1": -2.0, "2": -1.5, "3": -0.2, "4": -3.0, "5": -4.0}}\n'

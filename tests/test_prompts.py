@@ -1,9 +1,9 @@
-"""One prompt text per benchmark for both harnesses (judgecp.prompts): the same item judged in
+"""One prompt text per benchmark for both harnesses (judgecp.data.prompts): the same item judged in
 lm-eval and in VLMEvalKit sees the same words."""
 
 from __future__ import annotations
 
-from judgecp import prompts
+from judgecp.data import prompts
 from judgecp.adapters.vlmeval import specs
 
 

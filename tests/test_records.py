@@ -13,9 +13,9 @@ import pytest
 from judgecp import Fields, evaluate, from_records, load
 from judgecp.cli import main
 from judgecp.data import ChoiceData, PairData, ScoreData
-from judgecp.errors import InputError
-from judgecp.protocol import Protocol
-from judgecp.records import (
+from judgecp.base.errors import InputError
+from judgecp.kinds.protocol import Protocol
+from judgecp.base.records import (
     SCHEMA,
     choice_record,
     complete,
@@ -25,7 +25,7 @@ from judgecp.records import (
     schema_path,
     score_record,
 )
-from judgecp.simulate import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
 
 
 def validator() -> Any:
@@ -144,7 +144,7 @@ def renamed(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str,
 
 @pytest.mark.parametrize("kind", ["likert", "pairwise", "mcq", "parc"])
 def test_label_and_id_flags_work_for_every_kind(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from judgecp.simulate import simulate_parc_records
+    from judgecp.synthetic.judges import simulate_parc_records
 
     rows = {"likert": score_records(), "pairwise": pair_records(), "mcq": simulate_mcq_records(90, seed=4),
             "parc": simulate_parc_records(40, seed=4)}[kind]

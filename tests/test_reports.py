@@ -16,14 +16,14 @@ pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not i
 
 from judgecp.cli import main
 from judgecp.data import from_records
-from judgecp.evaluation import evaluate
-from judgecp.protocol import Protocol
-from judgecp.report import dumps
-from judgecp.reports import build_document, write_report
-from judgecp.reports import figures as F
-from judgecp.reports.figures import Missing, Plot
-from judgecp.reports.load import load_runs
-from judgecp.simulate import (
+from judgecp.workflows.study import evaluate
+from judgecp.kinds.protocol import Protocol
+from judgecp.present.console import dumps
+from judgecp.workflows.reports import build_document, write_report
+from judgecp.workflows.reports import figures as F
+from judgecp.workflows.reports.figures import Missing, Plot
+from judgecp.workflows.reports.load import load_runs
+from judgecp.synthetic.judges import (
     simulate_likert_judge,
     simulate_mcq_records,
     simulate_pairwise_judge,
@@ -340,8 +340,8 @@ def test_an_lm_eval_output_folder_in_one_command(tmp_path) -> None:
 
 
 def test_diagram_data_agree_with_the_reported_numbers(reports) -> None:
-    from judgecp.evaluation.diagrams import reliability_bins
-    from judgecp.signals import expected_calibration_error
+    from judgecp.stats.diagrams import reliability_bins
+    from judgecp.stats.signals import expected_calibration_error
 
     rng = np.random.default_rng(0)
     conf = rng.random(500)
@@ -380,7 +380,7 @@ def test_reliability_and_set_size_figures(reports) -> None:
     assert len(ax.containers) == 2 and ax.get_xlabel() == "set size (options)"
     assert [p.get_height() for p in ax.containers[0]] == pytest.approx(list(mcq.report["set_size_distribution"]["lac"].values()))
     old = {k: v for k, v in lik.report.items() if k != "reliability_diagram"}
-    from judgecp.reports.load import Run
+    from judgecp.workflows.reports.load import Run
 
     assert isinstance(F.judge_reliability([Run("old", "old.json", old)], "naive"), Missing)
 
@@ -467,8 +467,8 @@ def test_an_lm_eval_folder_names_judges_by_model_and_task_and_groups_subtasks(tm
 
 def test_subtasks_without_a_covering_task_are_put_together() -> None:
     from judgecp.data.export import to_records
-    from judgecp.plugins import RecordBatch
-    from judgecp.reports.collect import combine_subtasks
+    from judgecp.base.plugins import RecordBatch
+    from judgecp.workflows.reports.collect import combine_subtasks
 
     a, b = to_records(simulate_likert_judge(50, seed=1)), to_records(simulate_likert_judge(40, seed=2))
     both = combine_subtasks("g", {"g_a": RecordBatch(a, "a", n_read=50), "g_b": RecordBatch(b, "b", n_read=40)})
@@ -517,7 +517,7 @@ def lab(hex_colors: list[str]) -> np.ndarray:
 
 
 def test_fourteen_methods_get_fourteen_distinct_colours(reports) -> None:
-    from judgecp.reports.figures.common import colors, series_style
+    from judgecp.workflows.reports.figures.common import colors, series_style
 
     palette = lab(colors(16))
     distance = np.linalg.norm(palette[:, None] - palette[None], axis=2) + np.eye(16) * 1e9

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from judgecp.data import Fields, load
-from judgecp.diagnostics import confusion_matrix, point_metrics
+from judgecp.stats.diagnostics import confusion_matrix, point_metrics
 from tests.helpers import REPO, SHARED_DATA, shared_file
 
 pytestmark = pytest.mark.shared_data
@@ -68,7 +68,7 @@ def test_the_invalid_row_is_reported_not_used(mllm: Any) -> None:
 
 
 def test_mllm_point_metrics_reproduce(mllm: Any) -> None:
-    from judgecp.features import judge_probabilities
+    from judgecp.stats.features import judge_probabilities
 
     p = point_metrics(mllm.parsed, mllm.labels, mllm.scale, judge_probabilities(mllm.logprobs, mllm.scale))
     # Table 1 (LLaVA-Critic 7B) and ../shared/data/README.md
@@ -84,7 +84,7 @@ def test_mllm_point_metrics_reproduce(mllm: Any) -> None:
 
 
 def test_polaris_point_metrics_reproduce() -> None:
-    from judgecp.features import judge_probabilities
+    from judgecp.stats.features import judge_probabilities
 
     d = load(shared_file("polaris", "llava_critic_7b_features.csv"), "likert")
     assert d.n == 8724 and dict(d.excluded.counts) == {"no_score_logprobs": 2}

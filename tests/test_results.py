@@ -1,4 +1,4 @@
-"""Typed results (judgecp.results) and the gate that reads them: frozen, versioned, one flat naming, never NaN."""
+"""Typed results (judgecp.workflows.results) and the gate that reads them: frozen, versioned, one flat naming, never NaN."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from judgecp import Protocol, evaluate
 from judgecp.cli import main
-from judgecp.results import MetricError, StudyResult, load_result, read_result
-from judgecp.simulate import simulate_likert_judge, simulate_pairwise_judge
+from judgecp.workflows.results import MetricError, StudyResult, load_result, read_result
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +133,8 @@ def test_a_degenerate_estimate_fails_the_gate_unless_allowed(tmp_path: Path,
 
 
 def test_apply_summary_names_and_the_drift_condition(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from judgecp.calibrators import apply, calibrate
-    from judgecp.calibrators.results import ApplyResult
+    from judgecp.workflows.calibrators import apply, calibrate
+    from judgecp.workflows.calibrators.results import ApplyResult
 
     data = simulate_likert_judge(n=800, seed=5)
     cal = calibrate(data.take(np.arange(400)), method="naive", alpha=0.1)
@@ -169,8 +169,8 @@ def test_every_result_validates_against_the_published_schema(study: StudyResult,
     import jsonschema
 
     import judgecp
-    from judgecp.calibrators import apply, calibrate
-    from judgecp.calibrators.results import ApplyResult
+    from judgecp.workflows.calibrators import apply, calibrate
+    from judgecp.workflows.calibrators.results import ApplyResult
 
     schema = json.loads((Path(judgecp.__file__).with_name("results.schema.json")).read_text())
     jsonschema.Draft202012Validator.check_schema(schema)

@@ -1,4 +1,4 @@
-"""judgecp.scalars: every kind's report read as the flat metrics a harness shows (no harness needed)."""
+"""judgecp.workflows.scalars: every kind's report read as the flat metrics a harness shows (no harness needed)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 from judgecp import Protocol, evaluate, from_records
-from judgecp.scalars import (
+from judgecp.workflows.scalars import (
     calibrated_metrics,
     ensemble_metrics,
     likert_metrics,
@@ -18,7 +18,7 @@ from judgecp.scalars import (
     parc_metrics,
     read_metric,
 )
-from judgecp.simulate import simulate_likert_judge, simulate_mcq_records, simulate_parc_records
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_parc_records
 
 
 def test_likert_metrics_read_the_core_report() -> None:
@@ -48,8 +48,8 @@ def test_an_undefined_report_keeps_its_counts_and_nothing_else() -> None:
 
 
 def test_a_missing_key_is_an_error_naming_it_and_null_is_undefined() -> None:
-    from judgecp.results import MetricError
-    from judgecp.scalars import metric_value
+    from judgecp.workflows.results import MetricError
+    from judgecp.workflows.scalars import metric_value
 
     protocol = Protocol(methods=("naive",), seeds=(0, 1))
     report = evaluate(simulate_likert_judge(n=200, seed=3), protocol).to_json()
@@ -101,7 +101,7 @@ def test_metric_suffix(spec: str, name: str) -> None:
 
 
 def test_parc_variations_in_the_papers_order_with_their_families() -> None:
-    from judgecp.parc import VARIATIONS, variation_order
+    from judgecp.stats.parc import VARIATIONS, variation_order
 
     variations, families = variation_order({"VS-S", "blurry", "O", "LR-I", "VR-blurry", "LR-C"})
     assert variations == ["O", "LR-I", "LR-C", "VS-S", "VR-blurry", "blurry"]  # Table 1 first, then sorted
@@ -110,7 +110,7 @@ def test_parc_variations_in_the_papers_order_with_their_families() -> None:
 
 
 def test_likeliest_label_skips_nan_and_none() -> None:
-    from judgecp.records import likeliest
+    from judgecp.base.records import likeliest
 
     assert likeliest({"1": -2.0, "2": float("nan"), "3": -0.5, "4": None}) == "3"
     assert likeliest({"A": -1.0, "B": -1.0}) == "A"  # a tie: the first in order, as lm-eval lists the choices
@@ -119,7 +119,7 @@ def test_likeliest_label_skips_nan_and_none() -> None:
 
 
 def test_misspelled_settings_are_hinted_other_keys_are_not() -> None:
-    from judgecp.protocol import misspelled_settings
+    from judgecp.kinds.protocol import misspelled_settings
 
     keys = ["alpah", "methods", "data_dir", "calibrator", "version", "metods"]
     assert misspelled_settings(keys, also=("calibrator",)) == [("alpah", "; did you mean 'alpha'?"),
@@ -128,7 +128,7 @@ def test_misspelled_settings_are_hinted_other_keys_are_not() -> None:
 
 def test_image_fingerprint_is_the_content() -> None:
     image_mod = pytest.importorskip("PIL.Image")
-    from judgecp.images import fingerprint
+    from judgecp.data.images import fingerprint
 
     red, also_red = image_mod.new("RGB", (4, 4), (255, 0, 0)), image_mod.new("RGB", (4, 4), (255, 0, 0))
     assert fingerprint([red]) == fingerprint([also_red]) != fingerprint([image_mod.new("RGB", (4, 4), (0, 0, 255))])

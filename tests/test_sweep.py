@@ -10,10 +10,10 @@ import pytest
 
 from judgecp.cli import main
 from judgecp.data import from_records
-from judgecp.evaluation import evaluate
-from judgecp.evaluation.sweep import SWEEP_KEY, sweep_levels
-from judgecp.protocol import Protocol
-from judgecp.simulate import simulate_likert_judge, simulate_mcq_records
+from judgecp.workflows.study import evaluate
+from judgecp.workflows.study.sweep import SWEEP_KEY, sweep_levels
+from judgecp.kinds.protocol import Protocol
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records
 
 
 def without_sweep(report: dict) -> dict:

@@ -1,4 +1,4 @@
-"""Pinned thread pools (judgecp.threads): one BLAS/OpenMP thread for a command, the user's setting kept."""
+"""Pinned thread pools (judgecp.base.threads): one BLAS/OpenMP thread for a command, the user's setting kept."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from judgecp import threads
+from judgecp.base import threads
 from judgecp.cli import main
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.calibrators.fileformat import content_digest
+from judgecp.workflows.calibrators.fileformat import content_digest
 from judgecp.cli import main
 from judgecp.kinds import kind_names
-from judgecp.plugins import get_plugin_manager
+from judgecp.base.plugins import get_plugin_manager
 from tests import toy_kind
 from tests.helpers import REPO
 

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from judgecp.conformal import min_calibration_size
-from judgecp.errors import InputError
-from judgecp.methods.variants import Variant, make_variant
-from judgecp.plugins import build_method, check_method_spec, method_classes, parse_method_spec
-from judgecp.scale import LikertScale
+from judgecp.stats.conformal import min_calibration_size
+from judgecp.base.errors import InputError
+from judgecp.stats.methods.variants import Variant, make_variant
+from judgecp.base.plugins import build_method, check_method_spec, method_classes, parse_method_spec
+from judgecp.base.scale import LikertScale
 from tests.helpers import cheap_spec, judge_draw, repeated_coverage
 
 SCALE = LikertScale()
@@ -296,7 +296,7 @@ def test_label_conditional_on_llava_critic() -> None:
     """LLaVA-Critic on MLLM-as-a-Judge (3 seeds): every human label covered >= 0.85 by the
     label-conditional sets, where the marginal ones cover label 1 far less; the widths they cost."""
     from judgecp import Fields, Protocol, evaluate, load
-    from judgecp.row_features import with_row_features
+    from judgecp.data.row_features import with_row_features
     from tests.helpers import shared_file
 
     data = load(shared_file("mllm_judge", "llava_critic_7b_features.csv"), "likert",

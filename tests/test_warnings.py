@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from judgecp.cli import main, warning_origin
-from judgecp.evaluation.warnings import summary_lines
+from judgecp.workflows.study.warnings import summary_lines
 from tests.helpers import shared_file
 
 

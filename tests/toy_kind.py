@@ -17,12 +17,12 @@ from typing import Any, ClassVar, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.conformal import conformal_quantile, conformal_rank
-from judgecp.errors import InputError
-from judgecp.exclusions import Exclusions
-from judgecp.hookspecs import hookimpl
+from judgecp.stats.conformal import conformal_quantile, conformal_rank
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
+from judgecp.base.hookspecs import hookimpl
 from judgecp.kinds import Kind
-from judgecp.scalars import Metric, _pick, _with_stderr, excluded_count
+from judgecp.workflows.scalars import Metric, _pick, _with_stderr, excluded_count
 
 YES = ("yes", "y", "1", "true")
 NO = ("no", "n", "0", "false")
@@ -132,7 +132,7 @@ class VerdictKind(Kind):
                            n_read=table.n_read, source=table.source)
 
     def study(self, data: VerdictData, protocol: Any) -> dict[str, Any]:
-        from judgecp.protocol import split_indices
+        from judgecp.kinds.protocol import split_indices
 
         if data.n < 4:
             raise InputError(f"need at least 4 usable verdicts, got {data.n}")
@@ -159,7 +159,7 @@ class VerdictKind(Kind):
                   f"{body['set_size']:.2f}\n")
 
     def report_tables(self, runs: Any) -> list[Any]:
-        from judgecp.reports.render import Table
+        from judgecp.present.render import Table
 
         rows = [[r.name, f"{r.report['coverage']:.3f}", f"{r.report['set_size']:.2f}"] for r in runs]
         return [Table(["judge", "coverage", "set size"], rows, "LAC sets over {no, yes}.")]
@@ -173,14 +173,14 @@ class VerdictKind(Kind):
 
     def fit_calibrator(self, data: VerdictData, *, method: str | None, alpha: float, groups: str | None,
                        random_state: int | None, signal: str, delta: float) -> Any:
-        from judgecp.calibrators.fitting import Fitted
+        from judgecp.workflows.calibrators.fitting import Fitted
 
         if method not in (None, "lac") or groups:
             raise InputError("a verdict calibrator is LAC, without groups")
         return Fitted(VerdictSets(alpha).calibrate(data), "lac")
 
     def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
-        from judgecp.calibrators.fileformat import KindParts
+        from judgecp.workflows.calibrators.fileformat import KindParts
 
         if method != "lac":
             reader.fail("method", f"a verdict calibrator is 'lac', not {method!r}")
@@ -188,8 +188,8 @@ class VerdictKind(Kind):
         return KindParts(est, None, None, None, "p_yes", (0.0, 1.0), (0.0, 1.0))
 
     def apply_calibrator(self, cal: Any, data: VerdictData, *, groups: str | None) -> Any:
-        from judgecp.calibrators.applying import ApplyParts, coverage_section, set_summary
-        from judgecp.calibrators.checks import GroupCount, beta_binomial_pvalue
+        from judgecp.workflows.calibrators.applying import ApplyParts, coverage_section, set_summary
+        from judgecp.stats.checks import GroupCount, beta_binomial_pvalue
 
         s = sets(data.p_yes, cal.estimator.threshold_)
         named = [[v for v, inside in zip(("no", "yes"), row, strict=True) if inside] for row in s.tolist()]

@@ -54,7 +54,7 @@ def register() -> list[str]:
     them when its registry is empty, so registering ours into an empty
     registry would hide ``--model hf``.
     """
-    from judgecp.errors import require
+    from judgecp.base.errors import require
 
     require("lm_eval", "lm-eval", "the lm-eval integration")
     import lm_eval.models  # noqa: F401  (registers the built-ins)

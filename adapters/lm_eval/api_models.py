@@ -19,9 +19,9 @@ from typing import Any
 
 from lm_eval.models.openai_completions import LocalChatCompletion
 
-from judgecp.capture.logits import response_from_candidates
-from judgecp.extraction import DEFAULT_FLOOR, openai_logprob_positions
-from judgecp.scale import LikertScale
+from judgecp.adapters.capture.logits import response_from_candidates
+from judgecp.data.extraction import DEFAULT_FLOOR, openai_logprob_positions
+from judgecp.base.scale import LikertScale
 
 logger = logging.getLogger("lm_eval.judgecp")
 

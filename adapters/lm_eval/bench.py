@@ -4,7 +4,7 @@ One random LLaVA (CLIP vision tower + Llama) is built once, in memory,
 straight on the device and in the dtype asked for (``--hidden``,
 ``--layers`` and ``--vocab`` make it as wide and deep as a real judge;
 ``--device cuda --dtype bfloat16`` on a GPU); its language model doubles as
-the text judge (:func:`judgecp.tiny_models.text_model_of`, the same
+the text judge (:func:`judgecp.bench.tiny_models.text_model_of`, the same
 weights). At each ``--batch-size``, measured in one run, the compared paths
 alternating:
 
@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from judgecp.errors import InputError, require
+from judgecp.base.errors import InputError, require
 
 SECTIONS = ("image", "text", "cot")
 
@@ -261,7 +261,7 @@ def bench_capture(
 
     from judgecp.adapters.lm_eval import register
     from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir
-    from judgecp.tiny_models import text_model_of, tiny_judge
+    from judgecp.bench.tiny_models import text_model_of, tiny_judge
 
     unknown = sorted(set(sections) - set(SECTIONS))
     if unknown:

@@ -16,13 +16,13 @@ not, and reports per task
   human score / win rate / accuracy, the calibrator's labeled items standing
   in for labels, next to ``estimate.judge_only.mean``, the judge's own mean,
   and ``estimate.labeled_only.*``. NaN when the estimate is degenerate or
-  withheld (:meth:`judgecp.results.Result.untrusted`).
+  withheld (:meth:`judgecp.workflows.results.Result.untrusted`).
 
 ``calibrator_force: true`` applies a calibrator of another judge, prompt or
 scale (warned); without it such a run's metrics are NaN (but ``n`` and
 ``excluded``) and the reason is logged, so ``judgecp gate`` fails it while
 the run's results and samples are kept. The metrics' names and how each is read
-from the summary are the core's (:func:`judgecp.scalars.calibrated_metrics`).
+from the summary are the core's (:func:`judgecp.workflows.scalars.calibrated_metrics`).
 Nothing here imports lm-eval.
 """
 
@@ -32,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from judgecp.adapters.lm_eval.metrics import by_id, counted
-from judgecp.errors import InputError, NoUsableRecords
-from judgecp.scale import LikertScale
+from judgecp.base.errors import InputError, NoUsableRecords
+from judgecp.base.scale import LikertScale
 
 
 def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
@@ -41,7 +41,7 @@ def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
     path = metadata.get("calibrator")
     if not path:
         return None
-    from judgecp.calibrators import Calibrator
+    from judgecp.workflows.calibrators import Calibrator
     from judgecp.kinds import calibration_kind
 
     cal = Calibrator.load(str(path))
@@ -53,14 +53,14 @@ def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
 
 def calibrated_report(records: Sequence[Mapping[str, Any]], cal: Any, kind: str, *, task: str = "",
                       scale: LikertScale | None = None) -> Mapping[str, Any]:
-    """:func:`judgecp.calibrators.apply`'s summary of the task's records (in id order)."""
+    """:func:`judgecp.workflows.calibrators.apply`'s summary of the task's records (in id order)."""
     return _compute(by_id(records), cal, kind, task, scale)
 
 
 def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
              scale: LikertScale | None) -> Mapping[str, Any]:
-    from judgecp.calibrators import apply
-    from judgecp.calibrators.results import ApplyResult
+    from judgecp.workflows.calibrators import apply
+    from judgecp.workflows.calibrators.results import ApplyResult
     from judgecp.data import from_records
 
     data = None

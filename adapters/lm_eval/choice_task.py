@@ -4,7 +4,7 @@ A benchmark's ``utils.py`` turns its rows into documents with
 :func:`choice_document`: the question, the option texts (lettered A, B, ...
 in display order; items may have any number of options), the correct
 letters, and the images (``image_refs``: local paths, or references into a
-registered hub table, :mod:`judgecp.images`). Each document
+registered hub table, :mod:`judgecp.data.images`). Each document
 is one ``multiple_choice`` request set over its letters, which the judgecp
 HF models score in one forward pass; the record keeps every option letter's
 log-likelihood, the answer key, and the model's answer (the highest).
@@ -21,15 +21,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgecp import datasources, images
+from judgecp.data import datasources, images
 from judgecp.adapters.lm_eval import model_name
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.data.choice import LETTERS, variation_name
-from judgecp.exclusions import Exclusions
-from judgecp.parc import variation_order
-from judgecp.prompts import choice_seed_prompt
-from judgecp.records import choice_record, likeliest
-from judgecp.scalars import Metric, mcq_metrics, parc_metrics
+from judgecp.base.exclusions import Exclusions
+from judgecp.stats.parc import variation_order
+from judgecp.data.prompts import choice_seed_prompt
+from judgecp.base.records import choice_record, likeliest
+from judgecp.workflows.scalars import Metric, mcq_metrics, parc_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 
@@ -87,7 +87,7 @@ def left_out_document(doc_id: str, reason: str, *, dataset: str | None, **fields
     It stays in the task as a document with ``exclude`` set, as the Likert
     tasks keep malformed lines: its record is counted in ``excluded`` and kept
     in the samples file (which alone recomputes every metric). Its prompt is
-    a short placeholder with a blank image (:func:`judgecp.images.load_images`).
+    a short placeholder with a blank image (:func:`judgecp.data.images.load_images`).
     """
     return choice_document(doc_id, question="", options=[], correct=[], image_refs=[], dataset=dataset,
                            exclude=reason, **fields)

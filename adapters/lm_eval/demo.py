@@ -1,7 +1,7 @@
 """The embedded default: synthetic judging items and a synthetic recording of a judge's scores.
 
 Nothing here is a real model's output. The items and the judge's score-token
-logprobs come from :func:`judgecp.simulate.simulate_likert_judge` (a judge
+logprobs come from :func:`judgecp.synthetic.judges.simulate_likert_judge` (a judge
 that ranks better than it scores, in three difficulty groups, like the ones
 in the seed paper). The ``judgecp_demo`` task serves the items and the
 ``judgecp-replay`` model replays the logprobs, so a complete lm-eval run
@@ -19,13 +19,13 @@ from typing import Any
 #: Size and seed of the demo set (three groups: easy, medium, hard).
 DEMO_ITEMS = 600
 DEMO_SEED = 2026
-DEMO_SOURCE = f"judgecp.simulate.simulate_likert_judge(n={DEMO_ITEMS}, seed={DEMO_SEED}): synthetic, not a real model"
+DEMO_SOURCE = f"judgecp.synthetic.judges.simulate_likert_judge(n={DEMO_ITEMS}, seed={DEMO_SEED}): synthetic, not a real model"
 
 
 @functools.lru_cache(maxsize=1)
 def demo_items() -> tuple[dict[str, Any], ...]:
     """The demo documents and, in ``recorded_logprobs``, the synthetic judge's scores for each."""
-    from judgecp.simulate import simulate_likert_judge
+    from judgecp.synthetic.judges import simulate_likert_judge
 
     data = simulate_likert_judge(n=DEMO_ITEMS, seed=DEMO_SEED)
     items = []

@@ -38,7 +38,7 @@ def install_excepthook() -> None:
         return
 
     def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
-        from judgecp.errors import InputError
+        from judgecp.base.errors import InputError
 
         if isinstance(value, InputError):
             print(f"judgecp: error: {value}", file=sys.stderr)

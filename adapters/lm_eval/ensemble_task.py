@@ -2,9 +2,9 @@
 
 A task of this family (``tasks/image_pref_ensemble_cp``) makes one lm-eval
 document per (item, prompt): the item is a caption and two candidate images
-with the human preference (:class:`judgecp.ensemble.sources.PreferenceItem`,
+with the human preference (:class:`judgecp.data.ensemble.sources.PreferenceItem`,
 from HPSv2's HPD v2 or MJ-Bench), the prompt one entry of a prompt set
-(:mod:`judgecp.ensemble.prompts`: persona x template x criteria, with the
+(:mod:`judgecp.data.ensemble.prompts`: persona x template x criteria, with the
 candidates' order flipped and the answer glyphs changed). The document shows
 the two images in the prompt's ``order`` and is one ``multiple_choice``
 request set over the prompt's two glyphs (``A``/``B`` or ``I``/``II``), which
@@ -15,17 +15,17 @@ Each document's record is a ``pair`` record (``judgecp.record/1``):
 ``meta.item`` the item, ``meta.answer_key`` which original candidate each
 glyph names, ``label`` the human preference in the original order,
 ``pair_id`` the item and ``order`` ``fwd``/``rev`` as the prompt shows the
-candidates. :func:`judgecp.ensemble.records.read_ensemble_records` reads them
+candidates. :func:`judgecp.data.ensemble.records.read_ensemble_records` reads them
 as they are (``judgecp evaluate --kind ensemble samples_<task>_<date>.jsonl``),
 so the ensemble is fitted and applied post hoc on any validation set.
 
 Inside lm-eval the task also reports the ensemble study over all its records
-(:func:`judgecp.ensemble.evaluate.ensemble_report`): per method (``uniform``,
+(:func:`judgecp.workflows.ensemble.evaluate.ensemble_report`): per method (``uniform``,
 ``bpe`` and, with an ``embeddings`` file, ``mixture``) ``ece``, ``mce``,
 ``auprc``, ``nll``, ``accuracy`` (each with ``_stderr``: the std over seeds)
 and the BY selection's ``fdp`` and ``selected``; plus ``n_items``,
 ``n_prompts``, ``excluded``. Settings come from ``--metadata`` (:data:`PROMPT_SETTINGS`
-and :data:`judgecp.ensemble.study.STUDY_SETTINGS`).
+and :data:`judgecp.workflows.ensemble.study.STUDY_SETTINGS`).
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from judgecp import datasources
+from judgecp.data import datasources
 from judgecp.adapters.lm_eval import model_name
 from judgecp.adapters.lm_eval.metrics import by_id, counted
 from judgecp.adapters.lm_eval.task import JudgeReportTask
-from judgecp.ensemble.prompts import JudgePrompt
-from judgecp.ensemble.sources import PreferenceItem
-from judgecp.ensemble.study import (
+from judgecp.data.ensemble.prompts import JudgePrompt
+from judgecp.data.ensemble.sources import PreferenceItem
+from judgecp.workflows.ensemble.study import (
     displayed,
     sample_items,
     select_prompts,
@@ -50,15 +50,15 @@ from judgecp.ensemble.study import (
     study_settings,
     undefined_study_report,
 )
-from judgecp.errors import InputError
-from judgecp.exclusions import Exclusions
-from judgecp.scalars import Metric, ensemble_metrics
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
+from judgecp.workflows.scalars import Metric, ensemble_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 
 #: Image placeholder of lm-eval's multimodal models.
 IMAGE_TOKEN = "<image>"
-#: ``--metadata`` keys of the prompt choice (besides the study's, :data:`judgecp.ensemble.study.STUDY_SETTINGS`,
+#: ``--metadata`` keys of the prompt choice (besides the study's, :data:`judgecp.workflows.ensemble.study.STUDY_SETTINGS`,
 #: and the data's: ``data_dir``, ``max_items``, ``data_seed``, ``split``) and their defaults.
 PROMPT_SETTINGS: dict[str, Any] = {"prompt_set": None, "prompts": None, "prompt_seed": 0}
 
@@ -69,7 +69,7 @@ def item_documents(
     """One document per prompt (every value a string, a list of strings or None).
 
     ``image_refs`` are the item's two images in stored order (local paths or
-    :func:`judgecp.images.table_ref` references); each
+    :func:`judgecp.data.images.table_ref` references); each
     document lists them in the prompt's displayed order.
     """
     docs = []

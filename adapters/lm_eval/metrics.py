@@ -18,12 +18,12 @@ before (the record under every metric) still read, offline and here.
 The report is the core's (:func:`judgecp.evaluate`): the records go through
 the same reader as ``judgecp evaluate``, so a task's numbers and the post-hoc
 command's are the same; the metrics' names and how each is read from the
-report are the core's (:mod:`judgecp.scalars`). When no report can be computed (no usable record,
+report are the core's (:mod:`judgecp.workflows.scalars`). When no report can be computed (no usable record,
 fewer than four), it has ``error``: the counts ``n`` and ``excluded`` still
 hold and every other metric is NaN. Nothing here imports lm-eval.
 
 Settings come from the task's ``--metadata`` through the core's one parser
-(:func:`judgecp.protocol.parse_settings`, docs/cli.md): e.g.
+(:func:`judgecp.kinds.protocol.parse_settings`, docs/cli.md): e.g.
 ``{"alpha": 0.2, "methods": "naive,lac", "splits": 20}``; a bad value is an
 error naming ``metadata <key>``.
 """
@@ -36,13 +36,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from judgecp.data import Fields, from_records
-from judgecp.errors import InputError, NoUsableRecords
-from judgecp.evaluation import evaluate
-from judgecp.evaluation.warnings import summary_lines
-from judgecp.protocol import Protocol, misspelled_settings, parse_settings
-from judgecp.results import Result
-from judgecp.scalars import Metric, excluded_count, read_metric
-from judgecp.scale import LikertScale
+from judgecp.base.errors import InputError, NoUsableRecords
+from judgecp.workflows.study import evaluate
+from judgecp.workflows.study.warnings import summary_lines
+from judgecp.kinds.protocol import Protocol, misspelled_settings, parse_settings
+from judgecp.workflows.results import Result
+from judgecp.workflows.scalars import Metric, excluded_count, read_metric
+from judgecp.base.scale import LikertScale
 
 logger = logging.getLogger("lm_eval.judgecp")
 

@@ -35,10 +35,10 @@ from lm_eval.models.hf_vlms import DEFAULT_IMAGE_PLACEHOLDER, HFMultimodalLM
 from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils import has_bos_prefix, replace_placeholders, resize_image
 
-from judgecp import images
+from judgecp.data import images
 from judgecp.adapters.lm_eval import set_model_name
 from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
-from judgecp.capture.logits import (
+from judgecp.adapters.capture.logits import (
     GenerationCapture,
     RatingVocabulary,
     capture_generation,
@@ -118,7 +118,7 @@ class JudgeCaptureMixin(GenerationPairingMixin):
         row), longest first, right-padded. The model computes logits only from
         the earliest context end of the batch on (right padding keeps every
         row's positions there), and each batch's reads reach the host in one
-        copy (:func:`~judgecp.capture.logits.read_continuations`).
+        copy (:func:`~judgecp.adapters.capture.logits.read_continuations`).
         """
         one_pass = self.judgecp_scoring == "one_pass"
         max_length = self.max_length

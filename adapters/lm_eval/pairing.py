@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judgecp import images
-from judgecp.extraction import DEFAULT_FLOOR
-from judgecp.records import judge_output
-from judgecp.scale import LikertScale
+from judgecp.data import images
+from judgecp.data.extraction import DEFAULT_FLOOR
+from judgecp.base.records import judge_output
+from judgecp.base.scale import LikertScale
 
 logger = logging.getLogger("lm_eval.judgecp")
 

@@ -15,7 +15,7 @@ The prompt is MT-Bench's pairwise judge template (FastChat
 answering with the letter only, as SCOPE (arXiv:2602.13110, appendix B.3.1)
 describes: the request for an explanation and the tie verdict ``[[C]]`` are
 removed, and the verdict is the bare letter (its first token is what is
-scored): :mod:`judgecp.prompts`, the same words in both harnesses. The exact
+scored): :mod:`judgecp.data.prompts`, the same words in both harnesses. The exact
 text is in each task's README.
 """
 
@@ -27,13 +27,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgecp import datasources
+from judgecp.data import datasources
 from judgecp.adapters.lm_eval.task import JudgeReportTask
-from judgecp.errors import InputError
-from judgecp.exclusions import Exclusions
-from judgecp.prompts import PAIRWISE_SYSTEM_SINGLE_TURN, pairwise_user_turn
-from judgecp.records import likeliest, pair_record
-from judgecp.scalars import Metric, pairwise_metrics
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
+from judgecp.data.prompts import PAIRWISE_SYSTEM_SINGLE_TURN, pairwise_user_turn
+from judgecp.base.records import likeliest, pair_record
+from judgecp.workflows.scalars import Metric, pairwise_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 

@@ -26,12 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judgecp.errors import InputError, require
-from judgecp.exclusions import Exclusions
-from judgecp.hookspecs import hookimpl
-from judgecp.plugins import RecordBatch, RecordFormat
-from judgecp.records import parse_judge_output
-from judgecp.tables import jsonl_objects
+from judgecp.base.errors import InputError, require
+from judgecp.base.exclusions import Exclusions
+from judgecp.base.hookspecs import hookimpl
+from judgecp.base.plugins import RecordBatch, RecordFormat
+from judgecp.base.records import parse_judge_output
+from judgecp.data.tables import jsonl_objects
 
 
 @hookimpl

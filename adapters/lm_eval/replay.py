@@ -22,7 +22,7 @@ from typing import Any
 
 from lm_eval.api.model import LM
 
-from judgecp.records import judge_output
+from judgecp.base.records import judge_output
 
 logger = logging.getLogger("lm_eval.judgecp")
 

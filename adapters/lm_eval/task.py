@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from lm_eval.api.task import ConfigurableTask
 
-from judgecp import images
+from judgecp.data import images
 from judgecp.adapters.lm_eval import calibrated, model_name
 from judgecp.adapters.lm_eval.metrics import (
     TaskReport,
@@ -39,10 +39,10 @@ from judgecp.adapters.lm_eval.metrics import (
     task_protocol,
     task_report,
 )
-from judgecp.errors import InputError
-from judgecp.records import complete, likeliest, parse_judge_output, score_record
-from judgecp.scalars import Metric, calibrated_metrics, likert_metrics
-from judgecp.scale import LikertScale
+from judgecp.base.errors import InputError
+from judgecp.base.records import complete, likeliest, parse_judge_output, score_record
+from judgecp.workflows.scalars import Metric, calibrated_metrics, likert_metrics
+from judgecp.base.scale import LikertScale
 
 EXCLUDE_IMAGE = "image_load_failed"
 EXCLUDE_NOT_JSON = "response_not_json"

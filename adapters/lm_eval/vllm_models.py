@@ -6,7 +6,7 @@ found by judgecp's extractor, exactly as for the HF models, and a label
 missing from a top-k list gets ``floor`` and a ``missing_token`` flag. The
 answer/capture pairing, de-duplication and ``record=`` are the HF models'
 (:mod:`judgecp.adapters.lm_eval.pairing`); converting vLLM's outputs is in
-:mod:`judgecp.capture.logits` (the core), tested without vLLM. Direct scoring
+:mod:`judgecp.adapters.capture.logits` (the core), tested without vLLM. Direct scoring
 (``multiple_choice``) is lm-eval's own vLLM scoring, one request per label
 (vLLM's prefix cache shares the context).
 
@@ -22,7 +22,7 @@ from lm_eval.models.vllm_causallms import VLLM
 from lm_eval.models.vllm_vlms import VLLM_VLM
 
 from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
-from judgecp.capture.logits import capture_from_vllm_output, response_from_vllm_capture
+from judgecp.adapters.capture.logits import capture_from_vllm_output, response_from_vllm_capture
 
 
 class _VLLMJudgeMixin(GenerationPairingMixin):

@@ -37,9 +37,9 @@ from typing import Any
 
 from judgecp.adapters.vlmeval.runtime import PROMPTS, capture_target, deliver, row_letters
 from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
-from judgecp.capture.generate import failed_record, positions_output
+from judgecp.adapters.capture.generate import failed_record, positions_output
 from judgecp.data.choice import LETTERS
-from judgecp.extraction import DEFAULT_FLOOR, openai_logprob_positions
+from judgecp.data.extraction import DEFAULT_FLOOR, openai_logprob_positions
 
 log = logging.getLogger("judgecp.vlmeval")
 

@@ -2,10 +2,10 @@
 
 ``calibrated_evaluation(prediction_file, calibrator)`` reads the prediction
 file (with its logprob sidecars) as :func:`judgecp.adapters.vlmeval.evaluation.prediction_batch`
-does, applies the calibrator (:func:`judgecp.calibrators.apply`) to every
+does, applies the calibrator (:func:`judgecp.workflows.calibrators.apply`) to every
 row, labeled or not, writes the summary beside the prediction file as
 ``<stem>_calibrated.json`` and returns the plain-number headline VLMEvalKit
-logs (:func:`judgecp.headline.calibrated_headline`: ``n``, ``excluded``,
+logs (:func:`judgecp.workflows.headline.calibrated_headline`: ``n``, ``excluded``,
 ``set_size`` and ``singleton_share`` (pairwise ``abstention_rate``),
 ``coverage_labeled`` (pairwise ``risk_labeled``), ``drift.p_value``,
 ``drift.alarm``, ``estimate.ppi.mean`` with ``.lower`` / ``.upper``, and
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.adapters.vlmeval.summary import strict_headline, with_overall, write_score_file
-from judgecp.errors import InputError
-from judgecp.headline import calibrated_headline
-from judgecp.outputs import atomic_write_text
+from judgecp.base.errors import InputError
+from judgecp.workflows.headline import calibrated_headline
+from judgecp.base.outputs import atomic_write_text
 
 #: Suffix of the summary file written beside the prediction file.
 SUFFIX = "_calibrated"
@@ -53,12 +53,12 @@ def calibrated_evaluation(
     """The headline and the full summary of ``calibrator`` (a path or a Calibrator) on a prediction file.
 
     ``force``: apply a calibrator fitted on another judge, task or scale (the dataset setting
-    ``"force": true``); without it such a calibrator is an :class:`~judgecp.errors.InputError`
+    ``"force": true``); without it such a calibrator is an :class:`~judgecp.base.errors.InputError`
     naming what differs and that setting.
     """
     from judgecp.adapters.vlmeval.evaluation import prediction_batch
-    from judgecp.calibrators import Calibrator, apply, check_compatible
-    from judgecp.calibrators.results import ApplyResult
+    from judgecp.workflows.calibrators import Calibrator, apply, check_compatible
+    from judgecp.workflows.calibrators.results import ApplyResult
     from judgecp.data import from_table
     from judgecp.kinds import calibration_kind
 

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 USAGE = """\
 usage: judgecp vlmeval [run.py arguments ...]
@@ -46,7 +46,7 @@ def _build(argv: Sequence[str]) -> int:
     )
     from judgecp.cli import Parser
     from judgecp.cli.flags import whole
-    from judgecp.outputs import Folder, check_outputs
+    from judgecp.base.outputs import Folder, check_outputs
 
     p = Parser(prog="judgecp vlmeval build-tsv",
                                 description="Build a judge dataset's VLMEvalKit TSV from the public release (offline).")

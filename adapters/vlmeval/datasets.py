@@ -58,8 +58,8 @@ from judgecp.adapters.vlmeval.specs import (
     JudgeSpec,
 )
 from judgecp.adapters.vlmeval.summary import primary_keys
-from judgecp.errors import InputError
-from judgecp.exclusions import Exclusions
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
 from judgecp.kinds import get_kind
 
 
@@ -123,7 +123,7 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         label_scale: str | None = None,
         force: bool = False,
     ) -> None:
-        # The protocol's settings as given (None: the kind's default, judgecp.protocol), checked now.
+        # The protocol's settings as given (None: the kind's default, judgecp.kinds.protocol), checked now.
         self.settings: dict[str, Any] = dict(
             alpha=alpha, methods=methods, seeds=seeds, cal_fraction=cal_fraction, mondrian=mondrian,
             alphas=alphas, n_splits=n_splits, signal=signal, controllers=controllers, delta=delta,

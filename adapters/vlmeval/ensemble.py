@@ -26,7 +26,7 @@ Nothing here imports VLMEvalKit except :func:`dataset_class`.
   (:func:`judgecp.adapters.vlmeval.predictions.read_predictions`), turns each
   row into the ``pair`` record the ensemble reads (``prompt``,
   ``meta.item``, ``meta.answer_key``), runs
-  :func:`judgecp.ensemble.evaluate.ensemble_report` and writes
+  :func:`judgecp.workflows.ensemble.evaluate.ensemble_report` and writes
   ``<model>_<dataset>_ensemble.json`` beside the prediction file; the
   headline ``<method>|<score>`` floats land in ``status.json``.
   ``judgecp evaluate --kind ensemble RECORDS`` takes the records written by
@@ -46,9 +46,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from judgecp.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
-from judgecp.ensemble.sources import PreferenceItem, balance_order, read_hpdv2, read_mjbench
-from judgecp.ensemble.study import (
+from judgecp.data.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
+from judgecp.data.ensemble.sources import PreferenceItem, balance_order, read_hpdv2, read_mjbench
+from judgecp.workflows.ensemble.study import (
     STUDY_SETTINGS,
     displayed,
     sample_items,
@@ -58,9 +58,9 @@ from judgecp.ensemble.study import (
     study_report,
     study_settings,
 )
-from judgecp.errors import InputError
-from judgecp.exclusions import Exclusions
-from judgecp.outputs import atomic_write_text, atomic_writer
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
+from judgecp.base.outputs import atomic_write_text, atomic_writer
 
 DATASET_PREFIX = "ImagePrefEnsemble_"
 KIND = "ensemble"

@@ -22,7 +22,7 @@ Every row the TSV builder read is accounted for somewhere in it.
 
 The headline VLMEvalKit prints and stores in ``status.json`` is a dict of
 plain Python numbers (VLMEvalKit's JSON encoder fails on NumPy 2 scalars):
-the core's (:func:`judgecp.headline.report_headline`: ``n``, ``n_read``,
+the core's (:func:`judgecp.workflows.headline.report_headline`: ``n``, ``n_read``,
 ``excluded`` and the kind's numbers), ``excluded_at_build``, and the primary
 metrics again as ``...|overall`` keys, so VLMEvalKit's own summary picks them
 without judgecp (:mod:`~judgecp.adapters.vlmeval.summary`); it is also
@@ -48,26 +48,26 @@ from judgecp.adapters.vlmeval.predictions import (
 from judgecp.adapters.vlmeval.specs import JudgeSpec
 from judgecp.adapters.vlmeval.summary import with_overall, write_score_file
 from judgecp.data import Fields, from_table
-from judgecp.errors import InputError, NoUsableRecords
-from judgecp.evaluation import evaluate
-from judgecp.exclusions import Exclusions
-from judgecp.headline import report_headline
-from judgecp.outputs import atomic_write_text
-from judgecp.plugins import RecordBatch
-from judgecp.protocol import Protocol, parse_settings
-from judgecp.report import dumps
-from judgecp.results import StudyResult
-from judgecp.scale import LabelScale
-from judgecp.tables import Table, table_from_rows
+from judgecp.base.errors import InputError, NoUsableRecords
+from judgecp.workflows.study import evaluate
+from judgecp.base.exclusions import Exclusions
+from judgecp.workflows.headline import report_headline
+from judgecp.base.outputs import atomic_write_text
+from judgecp.base.plugins import RecordBatch
+from judgecp.kinds.protocol import Protocol, parse_settings
+from judgecp.present.console import dumps
+from judgecp.workflows.results import StudyResult
+from judgecp.base.scale import LabelScale
+from judgecp.data.tables import Table, table_from_rows
 
 log = logging.getLogger("judgecp.vlmeval")
 
 
 def dataset_protocol(kind: str, settings: Mapping[str, Any] | None = None) -> Protocol:
-    """The core's :class:`~judgecp.protocol.Protocol` for a prediction file of ``kind``.
+    """The core's :class:`~judgecp.kinds.protocol.Protocol` for a prediction file of ``kind``.
 
     ``settings`` are the dataset's arguments as the user gave them (names of
-    :data:`judgecp.protocol.SETTINGS`, ``None`` for the kind's default); the
+    :data:`judgecp.kinds.protocol.SETTINGS`, ``None`` for the kind's default); the
     ones another kind uses are ignored, so one set of arguments serves every
     dataset of a run. As in VLMEvalKit's dataset arguments, ``seeds`` are
     the splits of Likert, multiple-choice and PARC files and ``n_splits``
@@ -100,7 +100,7 @@ def metric_path(prediction_file: str | Path, kind: str = "likert") -> Path:
 
 def headline(report: Mapping[str, Any], protocol: Protocol | None = None) -> dict[str, Any]:
     """Plain-number summary of a report, for VLMEvalKit's log and ``status.json`` (nested one level):
-    :func:`judgecp.headline.report_headline`, ``excluded_at_build`` (the rows the TSV builder left out)
+    :func:`judgecp.workflows.headline.report_headline`, ``excluded_at_build`` (the rows the TSV builder left out)
     and the primary metrics as ``...|overall`` keys (:func:`~judgecp.adapters.vlmeval.summary.with_overall`)."""
     built = (report.get("vlmeval") or {}).get("excluded_at_build")
     extra = None if built is None else {"excluded_at_build": sum(int(e["count"]) for e in built)}
@@ -153,7 +153,7 @@ def core_data(
 
 def record_table(table: PredictionTable, records: list[dict[str, Any]], excluded: Exclusions) -> Table:
     """The records as the core's table (checked and flattened as any record file); none usable is the
-    core's :class:`~judgecp.errors.NoUsableRecords` (the reader's counts and the records' own)."""
+    core's :class:`~judgecp.base.errors.NoUsableRecords` (the reader's counts and the records' own)."""
     if not records:
         raise InputError(f"{table.path}: no usable rows ({_reasons(excluded)})")
     rows = table_from_rows(records, source=str(table.path), excluded=excluded, n_read=len(records) + excluded.total)

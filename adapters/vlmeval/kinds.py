@@ -14,13 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 if TYPE_CHECKING:
     from judgecp.adapters.vlmeval.predictions import PredictionTable
     from judgecp.adapters.vlmeval.specs import JudgeSpec
-    from judgecp.scale import LabelScale
-    from judgecp.tables import Table
+    from judgecp.base.scale import LabelScale
+    from judgecp.data.tables import Table
 
 
 class VlmevalKind:
@@ -73,7 +73,7 @@ class LikertVlmeval(VlmevalKind):
 
     def default_spec(self, table: PredictionTable) -> JudgeSpec | None:
         from judgecp.adapters.vlmeval.specs import SCALE_COLUMN, JudgeSpec
-        from judgecp.scale import LikertScale
+        from judgecp.base.scale import LikertScale
 
         scales = {str(r.columns.get(SCALE_COLUMN)) for r in table.rows if r.columns.get(SCALE_COLUMN)}
         scale = LikertScale.parse(scales.pop()) if len(scales) == 1 else LikertScale()

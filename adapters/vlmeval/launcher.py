@@ -28,7 +28,7 @@ from typing import Any
 from judgecp.adapters.vlmeval.register import Registration, register, require_vlmeval
 from judgecp.adapters.vlmeval.runtime import mark_mcq, register_prompt, run_context
 from judgecp.adapters.vlmeval.specs import spec_for
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 ENV_RUN = "JUDGECP_VLMEVAL_RUN"
 #: VLMEvalKit's root logger (``vlmeval.smp.log.ROOT_LOGGER_NAME``); run.py logs under it.
@@ -142,7 +142,7 @@ def run_script(run_py: Path, argv: Sequence[str]) -> int:
     row or refused a calibrator), skips it and exits 0; a CI job would pass
     with nothing evaluated. Errors logged under VLMEvalKit's ``vlmeval``
     loggers make the exit status 1, with one line naming the first. A judgecp
-    :class:`~judgecp.errors.InputError` that ``run.py`` logs with its
+    :class:`~judgecp.base.errors.InputError` that ``run.py`` logs with its
     traceback is logged without it: its message is the one line.
     """
     # Counted where each record starts (Logger.handle), for the run only: VLMEvalKit's loggers do not

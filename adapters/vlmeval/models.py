@@ -3,7 +3,7 @@
 :func:`attach_capture` wraps the ``generate(message, dataset)`` method of an
 already built VLMEvalKit model object (the class is untouched). For a
 judgecp judge dataset, the wrapped call runs the model's own ``generate``
-inside a :class:`~judgecp.capture.generate.GenerateCapture` (the core's) and returns
+inside a :class:`~judgecp.adapters.capture.generate.GenerateCapture` (the core's) and returns
 ``{"prediction": text, "extra_records": json}``, VLMEvalKit's structured
 prediction (it keeps ``extra_records`` as a column of the prediction file);
 the record also goes to the run's sidecar JSONL. For VLMEvalKit's own
@@ -32,8 +32,8 @@ from judgecp.adapters.vlmeval.runtime import (
     row_letters,
 )
 from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
-from judgecp.capture.generate import GenerateCapture, generate_record
-from judgecp.errors import InputError
+from judgecp.adapters.capture.generate import GenerateCapture, generate_record
+from judgecp.base.errors import InputError
 from judgecp.kinds import get_kind, kind_names
 
 LP_SUFFIX = "-lp"

@@ -10,8 +10,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from judgecp.hookspecs import hookimpl
-from judgecp.plugins import RecordBatch, RecordFormat
+from judgecp.base.hookspecs import hookimpl
+from judgecp.base.plugins import RecordBatch, RecordFormat
 
 
 @hookimpl

@@ -55,14 +55,14 @@ from judgecp.adapters.vlmeval.specs import (
     dataset_names,
     spec_for,
 )
-from judgecp.capture.generate import CAPTURE_FAILURE_FLAGS
+from judgecp.adapters.capture.generate import CAPTURE_FAILURE_FLAGS
 from judgecp.data.choice import LETTERS, row_options, variation_name
 from judgecp.data.fields import to_list, to_object
 from judgecp.data.pair import ORDERS_FWD, ORDERS_REV
-from judgecp.errors import InputError
-from judgecp.exclusions import Exclusions
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
 from judgecp.kinds import get_kind, kind_names, kind_of_shape
-from judgecp.records import (
+from judgecp.base.records import (
     FIELDS,
     choice_record,
     judge_output,
@@ -70,9 +70,9 @@ from judgecp.records import (
     parse_judge_output,
     score_record,
 )
-from judgecp.scale import LabelScale
-from judgecp.tables import read_jsonl
-from judgecp.tables import read_table as core_read_table
+from judgecp.base.scale import LabelScale
+from judgecp.data.tables import read_jsonl
+from judgecp.data.tables import read_table as core_read_table
 
 #: VLMEvalKit's inference failure marker (``vlmeval.smp.file.INFER_FAIL_MSG``).
 INFER_FAIL_MARKER = "Failed to obtain answer"
@@ -349,7 +349,7 @@ def read_predictions(
     return table
 
 
-#: What a capture failure flag means, for messages (judgecp.capture.generate.CAPTURE_FAILURE_FLAGS).
+#: What a capture failure flag means, for messages (judgecp.adapters.capture.generate.CAPTURE_FAILURE_FLAGS).
 CAPTURE_FAILURES = {
     "no_answer_letter": "the model generated none of the row's option letters",
     "no_capture": "the model decodes outside transformers' generate",

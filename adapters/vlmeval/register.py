@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.adapters.vlmeval.models import LP_SUFFIX, attach_capture, lp_name
-from judgecp.errors import InputError, MissingDependencyError
+from judgecp.base.errors import InputError, MissingDependencyError
 
 ENV_MODELS = "JUDGECP_VLMEVAL_MODELS"
 

@@ -4,16 +4,16 @@ Core commands: ``evaluate`` (the repeated-split study of any kind),
 ``records`` (any supported input as ``judgecp.record/1`` JSONL),
 ``methods`` (the registered methods and controllers) and ``bench``. Harness
 adapters add theirs through the ``register_commands`` hook. An error meant
-for the user (:class:`~judgecp.errors.InputError`, a missing optional
+for the user (:class:`~judgecp.base.errors.InputError`, a missing optional
 dependency, a bad flag value) is printed on one line and the exit status is 2.
-Commands run with one BLAS/OpenMP thread per process (:mod:`judgecp.threads`;
+Commands run with one BLAS/OpenMP thread per process (:mod:`judgecp.base.threads`;
 the user's ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``OPENBLAS_NUM_THREADS``
 kept), and work that runs past a few seconds writes a progress line on
-stderr (:mod:`judgecp.progress`; ``--quiet`` turns it off). A library's
+stderr (:mod:`judgecp.base.progress`; ``--quiet`` turns it off). A library's
 Python warning is one line at the end (:func:`summarised_warnings`). SIGINT
 ends a command with exit status 130 and SIGTERM with 143, after one line
 ``judgecp: interrupted``; outputs are written atomically
-(:mod:`judgecp.outputs`), so the previous output is then intact. An
+(:mod:`judgecp.base.outputs`), so the previous output is then intact. An
 unexpected ``OSError`` (a file that vanished or became unreadable midway)
 is one line naming the path, exit status 2.
 """
@@ -32,8 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from judgecp.errors import InputError, MissingDependencyError
-from judgecp.threads import pinned, runs_a_model
+from judgecp.base.errors import InputError, MissingDependencyError
+from judgecp.base.threads import pinned, runs_a_model
 
 #: Exit statuses of an interrupted command (128 + the signal's number, as a shell reports them).
 EXIT_INTERRUPTED = 130
@@ -84,7 +84,7 @@ def _os_error_line(exc: OSError) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from judgecp import __version__
     from judgecp.cli import commands, evaluate, report
-    from judgecp.plugins import get_plugin_manager
+    from judgecp.base.plugins import get_plugin_manager
 
     parser = Parser(
         prog="judgecp", description="How far can a model judge be trusted? Conformal reliability metrics for judges."
@@ -107,8 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 @contextmanager
 def progress_lines(args: argparse.Namespace) -> Iterator[None]:
-    """Progress on stderr for work past a few seconds (judgecp.progress): off with --quiet, from the start with --progress."""
-    from judgecp.progress import DELAY, enabled
+    """Progress on stderr for work past a few seconds (judgecp.base.progress): off with --quiet, from the start with --progress."""
+    from judgecp.base.progress import DELAY, enabled
 
     forced = bool(getattr(args, "progress", False))
     with enabled(forced or not getattr(args, "quiet", False), delay=0.0 if forced else DELAY):

@@ -1,4 +1,4 @@
-"""``judgecp bench fitted``: every fitted method at 10k rows against plain split conformal (judgecp.bench_fitted)."""
+"""``judgecp bench fitted``: every fitted method at 10k rows against plain split conformal (judgecp.bench.fitted)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 def add_parser(bench: Any) -> None:
     """Add ``fitted`` to the ``judgecp bench`` sub-parsers."""
     b = bench.add_parser("fitted", help="every fitted method (and its cv=5 version) at 10k rows vs plain split conformal")
-    from judgecp.bench_fitted import add_arguments
+    from judgecp.bench.fitted import add_arguments
 
     add_arguments(b)
     b.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from judgecp.bench_fitted import run as run_bench
+    from judgecp.bench.fitted import run as run_bench
 
     return run_bench(args)

@@ -17,7 +17,7 @@ from typing import Any
 
 from judgecp.cli.evaluate import LABEL_SCALE_HELP
 from judgecp.cli.flags import level, whole
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 
 def _input_flags(p: argparse.ArgumentParser) -> None:
@@ -45,7 +45,7 @@ def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
     """The validated data of ``args.input`` (any kind, any registered format)."""
     from judgecp.cli.evaluate import read_input
     from judgecp.data import Fields
-    from judgecp.scale import LabelScale, LikertScale
+    from judgecp.base.scale import LabelScale, LikertScale
 
     fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
                     group=args.group, joins=tuple(args.join), features=getattr(args, "features", None))
@@ -59,8 +59,8 @@ def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
 
 
 def _write_json(path: str | None, obj: Mapping[str, Any]) -> None:
-    from judgecp.outputs import atomic_write_text
-    from judgecp.report import dumps
+    from judgecp.base.outputs import atomic_write_text
+    from judgecp.present.console import dumps
 
     if path:
         atomic_write_text(path, dumps(obj) + "\n")
@@ -91,7 +91,7 @@ def add_calibrate(sub: Any) -> None:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from judgecp.calibrators import calibrate
+    from judgecp.workflows.calibrators import calibrate
     from judgecp.cli.evaluate import check_output
 
     check_output(args, {"--output": args.output})
@@ -132,9 +132,9 @@ def add_apply(sub: Any) -> None:
 
 
 def run_apply(args: argparse.Namespace) -> int:
-    from judgecp.calibrators import Calibrator, annotate, apply
+    from judgecp.workflows.calibrators import Calibrator, annotate, apply
     from judgecp.cli.evaluate import check_output
-    from judgecp.tables import write_records
+    from judgecp.data.tables import write_records
 
     check_output(args, {"--output": args.output, "--json": args.json})
     cal = Calibrator.load(args.calibrator)
@@ -151,7 +151,7 @@ def run_apply(args: argparse.Namespace) -> int:
 
             name_judge_in_records(raw, args.judge)
         write_records(args.output, applied.records() if raw is None else annotate(raw, applied))
-    from judgecp.calibrators.results import ApplyResult
+    from judgecp.workflows.calibrators.results import ApplyResult
 
     _write_json(args.json, ApplyResult(summary))
     _warn(summary)
@@ -161,8 +161,8 @@ def run_apply(args: argparse.Namespace) -> int:
 
 def raw_records(args: argparse.Namespace) -> list[dict[str, Any]] | None:
     """The input's records as read (a records file, or a harness file's records); ``None`` for a plain table."""
-    from judgecp.plugins import record_format, sniff_format
-    from judgecp.tables import read_jsonl
+    from judgecp.base.plugins import record_format, sniff_format
+    from judgecp.data.tables import read_jsonl
 
     path = Path(args.input)
     fmt = sniff_format(path) if args.format == "auto" else args.format
@@ -271,7 +271,7 @@ def add_estimate(sub: Any) -> None:
 
 def run_estimate(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
-    from judgecp.ppi import estimate
+    from judgecp.stats.ppi import estimate
 
     check_output(args, {"--json": args.json})
     if bool(args.input) == bool(args.labeled or args.unlabeled):
@@ -285,7 +285,7 @@ def run_estimate(args: argparse.Namespace) -> int:
         from judgecp.cli.nightly import estimate_two_files
 
         out = estimate_two_files(args)
-    from judgecp.calibrators.results import EstimateResult, with_degenerate
+    from judgecp.workflows.calibrators.results import EstimateResult, with_degenerate
 
     out = with_degenerate(out)
     _write_json(args.json, EstimateResult(out))

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from judgecp.cli.flags import levels, whole
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 
 def add_records(sub: Any) -> None:
@@ -46,9 +46,9 @@ def run_records(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
     from judgecp.data import Fields, from_table
     from judgecp.data.export import to_records
-    from judgecp.plugins import record_format, sniff_format
-    from judgecp.scale import LabelScale, LikertScale
-    from judgecp.tables import check_readable, read_table, write_records
+    from judgecp.base.plugins import record_format, sniff_format
+    from judgecp.base.scale import LabelScale, LikertScale
+    from judgecp.data.tables import check_readable, read_table, write_records
 
     check_output(args, {"--output": args.output})
     path = Path(args.input)
@@ -87,7 +87,7 @@ def run_records(args: argparse.Namespace) -> int:
 def add_example(sub: Any) -> None:
     p = sub.add_parser(
         "example", help="write the embedded synthetic example's records: a calibration set and two nightly runs",
-        description="Write judgecp.record/1 files of the synthetic Likert judge (judgecp.simulate; not a real "
+        description="Write judgecp.record/1 files of the synthetic Likert judge (judgecp.synthetic.judges; not a real "
         "model) into OUT: calibration.jsonl (600 labeled items), night_a.jsonl and night_b.jsonl (3,000 items each, "
         "the first 150 labeled; the judge is kinder to run B, whose answers humans rate the same). The nightly "
         "loop of README.md and docs/nightly.md runs on them.",
@@ -110,9 +110,9 @@ def run_example(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from judgecp.data.export import to_records
-    from judgecp.outputs import check_outputs
-    from judgecp.simulate import simulate_likert_judge
-    from judgecp.tables import write_records
+    from judgecp.base.outputs import check_outputs
+    from judgecp.synthetic.judges import simulate_likert_judge
+    from judgecp.data.tables import write_records
 
     if not args.out.strip():
         raise InputError("judgecp example: OUT is empty; name the folder to write into")
@@ -150,8 +150,8 @@ def add_methods(sub: Any) -> None:
 
 
 def run_methods(args: argparse.Namespace) -> int:
-    from judgecp.plugins import method_classes, method_parameters, missing_dependency
-    from judgecp.selective import controller_classes
+    from judgecp.base.plugins import method_classes, method_parameters, missing_dependency
+    from judgecp.stats.selective import controller_classes
 
     print("conformal methods (--methods NAME or NAME(param=value, ...); any method also takes conditional=label, "
           "one that fits a model cv=K and features=entropy+margin+mode, docs/beyond.md):")
@@ -199,10 +199,10 @@ def add_bench(sub: Any) -> Any:
 def run_bench_scale(args: argparse.Namespace) -> int:
     import json
 
-    from judgecp.bench_scale import bench_scale
+    from judgecp.bench.scale import bench_scale
     from judgecp.cli.evaluate import check_output
-    from judgecp.outputs import atomic_write_text
-    from judgecp.plugins import split_method_list
+    from judgecp.base.outputs import atomic_write_text
+    from judgecp.base.plugins import split_method_list
 
     check_output(args, {"--json": args.json})
     methods = split_method_list(args.methods) if args.methods else None
@@ -214,9 +214,9 @@ def run_bench_scale(args: argparse.Namespace) -> int:
 
 
 def run_bench_protocol(args: argparse.Namespace) -> int:
-    from judgecp.bench import bench_protocol
+    from judgecp.bench.studies import bench_protocol
     from judgecp.cli.evaluate import flag_name
-    from judgecp.protocol import parse_settings
+    from judgecp.kinds.protocol import parse_settings
 
     protocol = parse_settings({"methods": args.methods, "splits": args.splits, "jobs": args.jobs}, kind="likert",
                               spell=flag_name)
@@ -227,9 +227,9 @@ def run_bench_protocol(args: argparse.Namespace) -> int:
 
 
 def run_bench_scope(args: argparse.Namespace) -> int:
-    from judgecp.bench import bench_scope
+    from judgecp.bench.studies import bench_scope
     from judgecp.cli.evaluate import flag_name
-    from judgecp.protocol import parse_settings
+    from judgecp.kinds.protocol import parse_settings
 
     protocol = parse_settings({"alphas": args.alphas, "splits": args.splits}, kind="pairwise", spell=flag_name)
     bench_scope(args.pairs, protocol, sys.stdout)

@@ -1,6 +1,6 @@
 """``judgecp evaluate --kind ensemble``: prompt ensembles from one record per (item, prompt).
 
-The ensemble study (:mod:`judgecp.ensemble.evaluate`: uniform averaging, the
+The ensemble study (:mod:`judgecp.workflows.ensemble.evaluate`: uniform averaging, the
 Bayesian prompt ensemble and the multimodal mixture, with ECE, MCE, AUPRC,
 NLL and BY selection, as in Table 6 of the prompt-ensemble supplement) runs
 under the ``evaluate`` command: :func:`add_arguments` adds its own flags as
@@ -17,7 +17,7 @@ import argparse
 from typing import Any
 
 from judgecp.cli.flags import number, whole
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 #: argparse dest -> flag, of the flags only ``--kind ensemble`` takes.
 ENSEMBLE_FLAGS = {
@@ -53,8 +53,8 @@ def check_unused(args: argparse.Namespace, kind: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """``judgecp evaluate --kind ensemble ...``; returns the exit status."""
     from judgecp.cli.evaluate import check_output
-    from judgecp.ensemble.evaluate import build_parser, parse_seeds
-    from judgecp.ensemble.evaluate import run as run_ensemble
+    from judgecp.workflows.ensemble.evaluate import build_parser, parse_seeds
+    from judgecp.workflows.ensemble.evaluate import run as run_ensemble
 
     defaults = build_parser().parse_args([])
     other = sorted(
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 def looks_like_ensemble(path: str, fmt: str | None) -> bool:
     """Whether a file holds prompt-ensemble records (``meta.item`` with several prompts); never raises."""
-    from judgecp.ensemble.evaluate import read_input_records
+    from judgecp.workflows.ensemble.evaluate import read_input_records
 
     try:
         source, _ = read_input_records(path, "auto" if fmt in (None, "table") else fmt)

@@ -2,7 +2,7 @@
 
 The flags mean the same for every ``--kind``: the column flags become a
 :class:`judgecp.data.Fields`, the protocol flags go through
-:func:`judgecp.protocol.parse_settings` (a flag a kind does not use is an
+:func:`judgecp.kinds.protocol.parse_settings` (a flag a kind does not use is an
 error, never silently ignored), and the report is :func:`judgecp.evaluate`'s.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from judgecp.cli import ensemble
 from judgecp.cli.flags import level, levels, number
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 #: Protocol flags (argparse dest -> setting name).
 PROTOCOL_FLAGS = ("alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "mondrian",
@@ -123,8 +123,8 @@ def input_paths(args: argparse.Namespace) -> list[str]:
 
 def check_output(args: argparse.Namespace, outputs: dict[str, str | None]) -> None:
     """Outputs that cannot be written, or would replace an input, are an error before any work
-    (:func:`judgecp.outputs.check_outputs`; ``outputs``: flag -> path)."""
-    from judgecp.outputs import check_outputs
+    (:func:`judgecp.base.outputs.check_outputs`; ``outputs``: flag -> path)."""
+    from judgecp.base.outputs import check_outputs
 
     check_outputs(outputs, inputs=input_paths(args))
 
@@ -132,8 +132,8 @@ def check_output(args: argparse.Namespace, outputs: dict[str, str | None]) -> No
 def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The validated data of ``args.input`` and the reader's own report section (if any)."""
     from judgecp.data import from_table
-    from judgecp.plugins import record_format, sniff_format
-    from judgecp.tables import check_readable, read_table
+    from judgecp.base.plugins import record_format, sniff_format
+    from judgecp.data.tables import check_readable, read_table
 
     path = Path(args.input)
     check_readable(path)
@@ -155,14 +155,14 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import Fields
-    from judgecp.evaluation import evaluate
-    from judgecp.evaluation.sweep import write_sweep
-    from judgecp.evaluation.warnings import summary_lines
+    from judgecp.workflows.study import evaluate
+    from judgecp.workflows.study.sweep import write_sweep
+    from judgecp.workflows.study.warnings import summary_lines
     from judgecp.kinds import get_kind
-    from judgecp.outputs import atomic_write_text
-    from judgecp.protocol import parse_settings
-    from judgecp.report import write_report
-    from judgecp.scale import LabelScale, LikertScale
+    from judgecp.base.outputs import atomic_write_text
+    from judgecp.kinds.protocol import parse_settings
+    from judgecp.present.console import write_report
+    from judgecp.base.scale import LabelScale, LikertScale
 
     if args.kind is not None:
         own = get_kind(args.kind).run_evaluate_command(args)
@@ -202,7 +202,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.row_features:
         if not kind.row_features:
             raise InputError(f"--row-features: an option of --kind likert, not of --kind {kind.name}")
-        from judgecp.row_features import with_row_features
+        from judgecp.data.row_features import with_row_features
 
         names = [n.strip() for n in args.row_features.split(",") if n.strip()]
         data = with_row_features(data, [n for n in names if n != "parsed"], parsed="parsed" in names)

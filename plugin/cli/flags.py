@@ -5,7 +5,7 @@ Every level flag (``--alpha``, ``--alphas``, ``--delta``, ``--drift-level``,
 number flag through :func:`number` or :func:`whole`: NaN, infinities,
 values out of range and words are refused before any work, in one line that
 names the flag (:class:`judgecp.cli.Parser` turns argparse's message into an
-:class:`~judgecp.errors.InputError`).
+:class:`~judgecp.base.errors.InputError`).
 
 >>> level("0.1")
 0.1

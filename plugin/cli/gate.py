@@ -1,6 +1,6 @@
 """``judgecp gate``: an exit code for CI from any judgecp result or an lm-eval results file.
 
-Every judgecp JSON is a typed result (:mod:`judgecp.results`) read by its
+Every judgecp JSON is a typed result (:mod:`judgecp.workflows.results`) read by its
 flat scalar names (``coverage_naive``, ``estimate.ppi.lower``,
 ``difference.ppi.lower``, ``drift.alarm``...); an lm-eval results file by its
 metric names (the same names: judgecp's tasks report these scalars), as
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 #: Metric names listed in an error before "... and N more".
 SHOWN = 40
@@ -91,14 +91,14 @@ def resolve(metric: str, values: Mapping[str, float | None], where: str, harness
             return found[0]
     names = list(values)
     shown = ", ".join(names[:SHOWN]) + (f" ... and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
-    from judgecp.errors import did_you_mean
+    from judgecp.base.errors import did_you_mean
 
     raise InputError(f"metric {metric!r} is not in {where}{did_you_mean(metric, names)}; it has: {shown or 'no metrics'}")
 
 
 def read_gated(path: Path) -> tuple[dict[str, float | None], dict[str, str], str, bool]:
     """The file's metrics, the untrustworthy ones with why, what the file is, and whether it is lm-eval's."""
-    from judgecp.results import load_result
+    from judgecp.workflows.results import load_result
 
     if not path.is_file():
         raise InputError(f"{path}: no such file")

@@ -16,7 +16,7 @@ from typing import Any
 
 from judgecp.cli.calibrators import _input_flags, _write_json, read_data
 from judgecp.cli.flags import level, number, whole
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 # -- compare -----------------------------------------------------------------------------------
 
@@ -41,12 +41,12 @@ def add_compare(sub: Any) -> None:
 
 def run_compare(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
-    from judgecp.compare import compare
+    from judgecp.workflows.nightly.compare import compare
 
     check_output(args, {"--json": args.json})
     a, b = read_run(args, args.a), read_run(args, args.b)
     out = compare(a, b, alpha=args.alpha, group=args.group, paired=args.paired, stratify=args.stratify)
-    from judgecp.calibrators.results import CompareResult
+    from judgecp.workflows.calibrators.results import CompareResult
 
     _write_json(args.json, CompareResult(out))
     print(format_compare(out))
@@ -64,10 +64,10 @@ def read_run(args: argparse.Namespace, path: str) -> Any:
         args.input = path
         return read_data(args, require_label=False)
     from judgecp.data import Fields, from_table
-    from judgecp.exclusions import Exclusions
-    from judgecp.plugins import record_formats
-    from judgecp.scale import LikertScale
-    from judgecp.tables import table_from_rows
+    from judgecp.base.exclusions import Exclusions
+    from judgecp.base.plugins import record_formats
+    from judgecp.base.scale import LikertScale
+    from judgecp.data.tables import table_from_rows
 
     formats = record_formats()
     batches = []
@@ -138,13 +138,13 @@ def labeled_pairs(args: argparse.Namespace) -> tuple[Any, Any, str, int]:
 
     path = Path(args.input)
     if is_calibrator(path):
-        from judgecp.calibrators import Calibrator
+        from judgecp.workflows.calibrators import Calibrator
 
         cal = Calibrator.load(path)
         if cal.ppi_labels is None or cal.ppi_proxy is None:
             raise InputError(f"{path}: the calibrator stores no labeled PPI pairs (recalibrate with this version)")
         return cal.ppi_labels, cal.ppi_proxy, f"calibrator {path} ({cal.ppi_labels.size} labeled items)", 0
-    from judgecp.ppi import proxy_and_target
+    from judgecp.stats.ppi import proxy_and_target
 
     data = read_data(args, require_label=False)
     f, y, _ = proxy_and_target(data)
@@ -164,14 +164,14 @@ def is_calibrator(path: Path) -> bool:
 
 def run_plan(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
-    from judgecp.plan import plan
+    from judgecp.stats.plan import plan
 
     check_output(args, {"--json": args.json})
     y, f, source, unlabeled_rows = labeled_pairs(args)
     n_unlabeled = args.unlabeled if args.unlabeled is not None else (unlabeled_rows or math.inf)
     out = plan(y, f, args.half_width, alpha=args.alpha, n_unlabeled=n_unlabeled, confidence=args.confidence,
                source=source)
-    from judgecp.calibrators.results import PlanResult
+    from judgecp.workflows.calibrators.results import PlanResult
 
     _write_json(args.json, PlanResult(out))
     rel, labels = out["assumed"], out["labels"]
@@ -210,9 +210,9 @@ def add_select(sub: Any) -> None:
 
 
 def run_select(args: argparse.Namespace) -> int:
-    from judgecp.active import select
+    from judgecp.stats.active import select
     from judgecp.cli.evaluate import check_output
-    from judgecp.tables import write_records
+    from judgecp.data.tables import write_records
 
     check_output(args, {"--output": args.output, "--json": args.json})
     if args.calibrator and args.pilot:
@@ -227,7 +227,7 @@ def run_select(args: argparse.Namespace) -> int:
     data = read_data(args, require_label=False)
     res = select(data, args.budget, mix=args.mix, alpha=args.alpha, random_state=args.random_state,
                  labeled_pairs=pairs)
-    from judgecp.compare import item_ids
+    from judgecp.workflows.nightly.compare import item_ids
 
     ids = item_ids(data)
     chosen = {str(ids[i]): float(res["probability"][i]) for i in res["selected"].tolist()}
@@ -235,7 +235,7 @@ def run_select(args: argparse.Namespace) -> int:
     count = write_records(args.output, rows)
     summary = res["summary"]
     summary.update(output=args.output, n_written=count, label_field=label, source=str(data.source))
-    from judgecp.calibrators.results import SelectResult
+    from judgecp.workflows.calibrators.results import SelectResult
 
     _write_json(args.json, SelectResult(summary))
     w = summary["expected_width"]
@@ -260,7 +260,7 @@ def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float])
             if key in chosen:
                 out.append({**rec, "label": rec.get("label"), "sampling_probability": chosen[key]})
         return out, "label"
-    from judgecp.tables import read_table
+    from judgecp.data.tables import read_table
 
     table = read_table(args.input)
     label = columns.get("label") or args.label or "label"
@@ -279,8 +279,8 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     when L's items carry a ``sampling_probability`` (``judgecp select``), the active estimate over U's items."""
     import numpy as np
 
-    from judgecp.compare import item_ids
-    from judgecp.ppi import (
+    from judgecp.workflows.nightly.compare import item_ids
+    from judgecp.stats.ppi import (
         add_no_proxy_stratum,
         no_proxy_labels,
         ppi_mean,
@@ -300,7 +300,7 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded}
     pi = sampling_probabilities(lab)
     if pi is not None:
-        from judgecp.active import active_mean
+        from judgecp.stats.active import active_mean
 
         rest = ~np.isin(item_ids(unl), item_ids(lab))  # the run's other items (the labeled file's are in it)
         y = np.concatenate([y_l, np.full(int(rest.sum()), np.nan)])

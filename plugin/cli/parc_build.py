@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from judgecp.cli.flags import number, whole
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 
 def add_parser(sub: Any) -> None:
@@ -63,7 +63,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _rewriter(args: argparse.Namespace) -> Any:
-    from judgecp.parc_build import HFRewriter, OpenAIRewriter
+    from judgecp.workflows.parc_build import HFRewriter, OpenAIRewriter
 
     if args.rewriter_url and args.rewriter_hf:
         raise InputError("--rewriter-url and --rewriter-hf: choose one rewriter")
@@ -80,10 +80,10 @@ def _rewriter(args: argparse.Namespace) -> Any:
 def run_build(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from judgecp.outputs import Folder, check_outputs
-    from judgecp.parc_build import ExchangeMap, TransformSettings, build
-    from judgecp.parc_build.builder import parse_variations
-    from judgecp.parc_build.output import OUTPUTS
+    from judgecp.base.outputs import Folder, check_outputs
+    from judgecp.workflows.parc_build import ExchangeMap, TransformSettings, build
+    from judgecp.workflows.parc_build.builder import parse_variations
+    from judgecp.workflows.parc_build.output import OUTPUTS
 
     check_outputs({"-o": Folder(args.out, OUTPUTS)}, inputs=[args.source, args.exchange_map])
     spec = args.variations

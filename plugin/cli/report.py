@@ -33,9 +33,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from judgecp.outputs import Folder, check_outputs
-    from judgecp.protocol import parse_settings
-    from judgecp.reports import write_report
+    from judgecp.base.outputs import Folder, check_outputs
+    from judgecp.kinds.protocol import parse_settings
+    from judgecp.workflows.reports import write_report
 
     check_outputs({"-o": Folder(args.output, REPORT_ENTRIES)}, inputs=args.reports)
     names = [n.strip() for n in args.names.split(",")] if args.names else None

@@ -21,9 +21,9 @@ from judgecp.data.choice import PAD_LOGPROB, ChoiceData
 from judgecp.data.fields import Fields
 from judgecp.data.pair import PairData
 from judgecp.data.score import ScoreData
-from judgecp.errors import InputError
-from judgecp.memory import release_freed_memory
-from judgecp.tables import Table, read_table, table_from_rows
+from judgecp.base.errors import InputError
+from judgecp.base.memory import release_freed_memory
+from judgecp.data.tables import Table, read_table, table_from_rows
 
 AnyData = ScoreData | PairData | ChoiceData
 
@@ -82,7 +82,7 @@ def load(
     ``"table"`` (CSV/TSV/JSONL/JSON/Parquet); ``None`` or ``"auto"``
     recognises the file by its content.
     """
-    from judgecp.plugins import record_format, sniff_format
+    from judgecp.base.plugins import record_format, sniff_format
 
     if format in (None, "auto"):
         format = sniff_format(Path(path))
@@ -108,7 +108,7 @@ def from_records(
     """Validate records in memory (``judgecp.record/1`` dicts, or any rows with the right columns)."""
     table = table_from_rows(list(records), source=source)
     if table.n_rows == 0:
-        from judgecp.errors import NoUsableRecords
+        from judgecp.base.errors import NoUsableRecords
 
         raise NoUsableRecords(source, table.excluded, table.n_read)
     return from_table(table, kind, fields, **options)

@@ -39,9 +39,9 @@ from judgecp.data.fields import (
     to_object,
     token_columns,
 )
-from judgecp.errors import InputError, NoUsableRecords
-from judgecp.exclusions import Exclusions
-from judgecp.tables import Table
+from judgecp.base.errors import InputError, NoUsableRecords
+from judgecp.base.exclusions import Exclusions
+from judgecp.data.tables import Table
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -152,7 +152,7 @@ def variation_name(variation: str, family: Any, flags: Exclusions, rid: str) -> 
     becomes ``<family>-<name>`` (flag ``variation_renamed``); without one it
     stays as it is and PARC counts it as ``variation_unknown``.
     """
-    from judgecp.parc import FAMILIES, family_of
+    from judgecp.stats.parc import FAMILIES, family_of
 
     if variation == "O":
         return variation

@@ -16,7 +16,7 @@ import numpy as np
 from judgecp.data.choice import ChoiceData
 from judgecp.data.pair import PairData
 from judgecp.data.score import ScoreData
-from judgecp.records import choice_record, pair_record, score_record
+from judgecp.base.records import choice_record, pair_record, score_record
 
 TOP_LEVEL = ("task", "group", "judge", "prompt")
 

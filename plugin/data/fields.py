@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.errors import InputError, did_you_mean, unknown
-from judgecp.tables import ArrowColumn, Table, arrow_pool, read_table
+from judgecp.base.errors import InputError, did_you_mean, unknown
+from judgecp.data.tables import ArrowColumn, Table, arrow_pool, read_table
 
 ID_CANDIDATES = ("id", "sample_id", "doc_id", "index")
 

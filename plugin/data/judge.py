@@ -14,8 +14,8 @@ from typing import Any
 
 from judgecp.data.choice import FIELD_COLUMNS
 from judgecp.data.fields import is_blank
-from judgecp.errors import InputError
-from judgecp.tables import Table
+from judgecp.base.errors import InputError
+from judgecp.data.tables import Table
 
 #: The columns a reader takes the judge's name from, first found first (multiple choice also reads ``model``).
 JUDGE_COLUMNS: tuple[str, ...] = FIELD_COLUMNS["judge"]

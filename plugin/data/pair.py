@@ -37,9 +37,9 @@ from judgecp.data.fields import (
     to_float,
     token_columns,
 )
-from judgecp.errors import InputError, NoUsableRecords
-from judgecp.exclusions import Exclusions
-from judgecp.tables import Table
+from judgecp.base.errors import InputError, NoUsableRecords
+from judgecp.base.exclusions import Exclusions
+from judgecp.data.tables import Table
 
 FloatArray = NDArray[np.float64]
 

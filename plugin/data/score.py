@@ -16,7 +16,7 @@ record's own, ``neg_inf_floored``, ``nan_floored``.
 
 Labels on another scale than the judge's (``label_scale``, the CLI's
 ``--label-scale LO:HI``) are mapped onto it by
-:meth:`judgecp.scale.LabelScale.to_judge` and kept when not integers:
+:meth:`judgecp.base.scale.LabelScale.to_judge` and kept when not integers:
 :attr:`ScoreData.continuous_labels` then says that only interval methods
 apply (docs/beyond.md, "Continuous labels").
 """
@@ -48,11 +48,11 @@ from judgecp.data.fields import (
     to_object,
 )
 from judgecp.data.score_columns import logprob_columns
-from judgecp.errors import InputError, NoUsableRecords, unknown
-from judgecp.exclusions import Exclusions
-from judgecp.extraction import DEFAULT_FLOOR
-from judgecp.scale import LabelScale, LikertScale, label_scale_hint
-from judgecp.tables import ArrowColumn, Table, arrow_pool
+from judgecp.base.errors import InputError, NoUsableRecords, unknown
+from judgecp.base.exclusions import Exclusions
+from judgecp.data.extraction import DEFAULT_FLOOR
+from judgecp.base.scale import LabelScale, LikertScale, label_scale_hint
+from judgecp.data.tables import ArrowColumn, Table, arrow_pool
 
 #: Record fields that are not groupable fields of a row.
 _NOT_FIELDS = ("schema", "shape", "flags", "exclude")
@@ -76,7 +76,7 @@ class ScoreData(Rows):
     columns: dict[str, Any] = field(default_factory=dict)
     kind: Literal["likert"] = "likert"
     #: Rows left out only for want of a judge proxy (no score logprobs): their labels, NaN where unlabeled.
-    #: Not in the arrays above; PPI keeps them as their own stratum (:func:`judgecp.ppi.estimate`).
+    #: Not in the arrays above; PPI keeps them as their own stratum (:func:`judgecp.stats.ppi.estimate`).
     no_proxy_labels: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     #: The scale the labels were given on, when not the judge's (``labels`` are mapped onto ``scale``).
     label_scale: LabelScale | None = None

@@ -6,9 +6,9 @@ import fnmatch
 import re
 
 from judgecp.data.fields import Fields, LogprobColumns
-from judgecp.errors import InputError, unknown
-from judgecp.scale import LikertScale
-from judgecp.tables import Table
+from judgecp.base.errors import InputError, unknown
+from judgecp.base.scale import LikertScale
+from judgecp.data.tables import Table
 
 _TRAILING_INT = re.compile(r"^(.*?)(-?\d+)$")
 

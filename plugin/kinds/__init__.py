@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
-from judgecp.errors import InputError, unknown
-from judgecp.hookspecs import hookimpl
+from judgecp.base.errors import InputError, unknown
+from judgecp.base.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     import argparse
@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     import pluggy
 
     from judgecp.data.fields import Fields
-    from judgecp.protocol import Protocol
-    from judgecp.scalars import Metric
-    from judgecp.tables import Table
+    from judgecp.kinds.protocol import Protocol
+    from judgecp.workflows.scalars import Metric
+    from judgecp.data.tables import Table
 
 
 class Kind:
@@ -114,20 +114,20 @@ class Kind:
 
     def applied_metrics(self) -> list[Metric]:
         """The per-item part of a calibrator's apply summary as scalars (sets by default; pairwise: accept)."""
-        from judgecp.calibrators.results import set_summary_metrics
+        from judgecp.workflows.calibrators.results import set_summary_metrics
 
         return set_summary_metrics()
 
     def headline(self, body: Mapping[str, Any], protocol: Protocol) -> dict[str, Any]:
         """The plain numbers a harness logs beside its results (nested one level)."""
-        from judgecp.headline import counts
+        from judgecp.workflows.headline import counts
 
         return counts(body)
 
     # -- presentation ---------------------------------------------------------------------------
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
         """The console table ``judgecp evaluate`` prints."""
-        from judgecp.report import write_head
+        from judgecp.present.console import write_head
 
         write_head(body, out, self.noun)
 
@@ -153,12 +153,12 @@ class Kind:
 
     def fit_calibrator(self, data: Any, *, method: str | None, alpha: float, groups: str | None,
                        random_state: int | None, signal: str, delta: float) -> Any:
-        """A fitted estimator for a saved calibrator (:class:`judgecp.calibrators.fitting.Fitted`)."""
+        """A fitted estimator for a saved calibrator (:class:`judgecp.workflows.calibrators.fitting.Fitted`)."""
         raise InputError(f"judges of kind {self.name!r} cannot be calibrated")
 
     def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
         """The estimator and this kind's fields of a calibrator file, read and checked
-        (:class:`judgecp.calibrators.fileformat.KindParts`)."""
+        (:class:`judgecp.workflows.calibrators.fileformat.KindParts`)."""
         raise InputError(f"judges of kind {self.name!r} have no calibrator file")
 
     def compatibility(self, cal: Any, data: Any) -> list[str]:
@@ -167,7 +167,7 @@ class Kind:
 
     def apply_calibrator(self, cal: Any, data: Any, *, groups: str | None) -> Any:
         """The calibrator's per-item output on ``data`` and its summary
-        (:class:`judgecp.calibrators.applying.ApplyParts`)."""
+        (:class:`judgecp.workflows.calibrators.applying.ApplyParts`)."""
         raise InputError(f"judges of kind {self.name!r} cannot be calibrated")
 
     def record_key(self, record: Any) -> str:
@@ -180,11 +180,11 @@ class Kind:
     report_focus: ClassVar[str | None] = "methods"
 
     def report_tables(self, runs: Any) -> list[Any]:
-        """``judgecp report``'s tables of this kind's reports (:class:`judgecp.reports.render.Table`)."""
+        """``judgecp report``'s tables of this kind's reports (:class:`judgecp.present.render.Table`)."""
         return []
 
     def report_figures(self) -> tuple[Any, ...]:
-        """``judgecp report``'s figure builders of this kind, in order (:mod:`judgecp.reports.figures`)."""
+        """``judgecp report``'s figure builders of this kind, in order (:mod:`judgecp.workflows.reports.figures`)."""
         return ()
 
     def group_coverages(self, body: Mapping[str, Any]) -> list[tuple[str, str, Any, int, bool]]:
@@ -203,7 +203,7 @@ class Kind:
 
 def kind_classes(pm: pluggy.PluginManager | None = None) -> dict[str, type[Kind]]:
     """Every registered kind by name, the built-ins first (the ``register_kinds`` hook)."""
-    from judgecp.plugins import get_plugin_manager
+    from judgecp.base.plugins import get_plugin_manager
 
     pm = pm or get_plugin_manager()
     found: dict[str, type[Kind]] = {}

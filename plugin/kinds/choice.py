@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 from judgecp.kinds import Kind
 
 if TYPE_CHECKING:
     from judgecp.data.fields import Fields
-    from judgecp.protocol import Protocol
-    from judgecp.scalars import Metric
-    from judgecp.tables import Table
+    from judgecp.kinds.protocol import Protocol
+    from judgecp.workflows.scalars import Metric
+    from judgecp.data.tables import Table
 
 
 class ChoiceKind(Kind):
@@ -43,7 +43,7 @@ class ChoiceKind(Kind):
 
     def example(self, **options: Any) -> Any:
         from judgecp.data import from_records
-        from judgecp.simulate import simulate_mcq_records
+        from judgecp.synthetic.judges import simulate_mcq_records
 
         self.check_reader_options(options)
         return from_records(simulate_mcq_records(), source="example: synthetic MCQ model")
@@ -53,8 +53,8 @@ class ChoiceKind(Kind):
         return bool(cls.output == "set" and not cls.ordinal)
 
     def check_method(self, spec: str, flag: str) -> None:
-        from judgecp.methods.variants import VARIANT_OPTIONS
-        from judgecp.plugins import method_classes, parse_method_spec
+        from judgecp.stats.methods.variants import VARIANT_OPTIONS
+        from judgecp.base.plugins import method_classes, parse_method_spec
 
         name, kwargs = parse_method_spec(spec)
         if not self.accepts_method(method_classes()[name]):
@@ -66,12 +66,12 @@ class ChoiceKind(Kind):
                              "use the model's own probabilities")
 
     def study(self, data: Any, protocol: Protocol) -> dict[str, Any]:
-        from judgecp.evaluation.choice import evaluate_choices
+        from judgecp.workflows.study.choice import evaluate_choices
 
         return evaluate_choices(data, protocol)
 
     def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None, categories: tuple[str, ...] = ()) -> list[Metric]:
-        from judgecp.scalars import mcq_metrics
+        from judgecp.workflows.scalars import mcq_metrics
 
         if body is not None:
             protocol = protocol.with_(methods=tuple(body["methods"]) or None)
@@ -87,7 +87,7 @@ class ChoiceKind(Kind):
         return out
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
-        from judgecp.report import write_mcq_table
+        from judgecp.present.console import write_mcq_table
 
         super().write_console(body, out)
         write_mcq_table(body, out)
@@ -95,12 +95,12 @@ class ChoiceKind(Kind):
 
     # -- reports ---------------------------------------------------------------------------------
     def report_tables(self, runs: Any) -> list[Any]:
-        from judgecp.reports import mcq_tables
+        from judgecp.workflows.reports import mcq_tables
 
         return mcq_tables(runs)
 
     def report_figures(self) -> tuple[Any, ...]:
-        from judgecp.reports import figures as f
+        from judgecp.workflows.reports import figures as f
 
         return (f.mcq_methods, f.mcq_sweep, f.mcq_groups, f.set_size_hist)
 
@@ -114,7 +114,7 @@ class ChoiceKind(Kind):
         """The probability of the predicted option and whether it is correct."""
         import numpy as np
 
-        from judgecp.calibrators.statistics import choice_probabilities
+        from judgecp.workflows.calibrators.statistics import choice_probabilities
 
         rows = np.arange(data.n)
         f = choice_probabilities(data)[rows, data.prediction]
@@ -122,16 +122,16 @@ class ChoiceKind(Kind):
         return f, np.where(data.labeled, correct, np.nan)
 
     def drift_statistic(self, data: Any, signal: str) -> tuple[str, Any]:
-        from judgecp.calibrators.statistics import choice_probabilities
+        from judgecp.workflows.calibrators.statistics import choice_probabilities
 
         return "top_option_probability", choice_probabilities(data).max(axis=1)
 
     def fit_calibrator(self, data: Any, *, method: str | None, alpha: float, groups: str | None,
                        random_state: int | None, signal: str, delta: float) -> Any:
-        from judgecp.calibrators.fitting import Fitted, check_saveable, check_size
-        from judgecp.estimators import ChoiceSets
-        from judgecp.plugins import check_method_spec
-        from judgecp.scale import LikertScale
+        from judgecp.workflows.calibrators.fitting import Fitted, check_saveable, check_size
+        from judgecp.kinds.estimators import ChoiceSets
+        from judgecp.base.plugins import check_method_spec
+        from judgecp.base.scale import LikertScale
 
         if groups:
             raise InputError("groups (Mondrian) are for Likert calibrators")
@@ -142,7 +142,7 @@ class ChoiceKind(Kind):
         return Fitted(est, spec, options=sorted({o for opts in data.options for o in opts}))
 
     def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
-        from judgecp.calibrators.fileformat import choice_parts
+        from judgecp.workflows.calibrators.fileformat import choice_parts
 
         return choice_parts(reader, method, alpha, n)
 
@@ -155,7 +155,7 @@ class ChoiceKind(Kind):
 
     def apply_calibrator(self, cal: Any, data: Any, *, groups: str | None) -> Any:
         """Option sets per item; coverage (a correct option in the set) on the run's labeled items."""
-        from judgecp.calibrators.applying import (
+        from judgecp.workflows.calibrators.applying import (
             ApplyParts,
             choice_coverage_check,
             coverage_section,
@@ -184,20 +184,20 @@ class ParcKind(ChoiceKind):
 
     def example(self, **options: Any) -> Any:
         from judgecp.data import from_records
-        from judgecp.simulate import simulate_parc_records
+        from judgecp.synthetic.judges import simulate_parc_records
 
         self.check_reader_options(options)
         return from_records(simulate_parc_records(), source="example: synthetic PARC records")
 
     def study(self, data: Any, protocol: Protocol) -> dict[str, Any]:
-        from judgecp.evaluation.parc import evaluate_parc
+        from judgecp.workflows.study.parc import evaluate_parc
 
         return evaluate_parc(data, protocol)
 
     def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None, categories: tuple[str, ...] = (),
                 *, variations: tuple[str, ...] = (), families: tuple[str, ...] = (),
                 datasets: tuple[str, ...] = ()) -> list[Metric]:
-        from judgecp.scalars import parc_metrics
+        from judgecp.workflows.scalars import parc_metrics
 
         if body is not None:
             reliability = body.get("reliability") or {}
@@ -209,12 +209,12 @@ class ParcKind(ChoiceKind):
     report_focus = None
 
     def report_tables(self, runs: Any) -> list[Any]:
-        from judgecp.reports import parc_tables
+        from judgecp.workflows.reports import parc_tables
 
         return parc_tables(runs)
 
     def report_figures(self) -> tuple[Any, ...]:
-        from judgecp.reports import figures as f
+        from judgecp.workflows.reports import figures as f
 
         return (f.parc_heatmaps,)
 
@@ -236,7 +236,7 @@ class ParcKind(ChoiceKind):
         return out
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
-        from judgecp.report import write_head, write_parc_table
+        from judgecp.present.console import write_head, write_parc_table
 
         write_head(body, out, self.noun)
         write_parc_table(body, out)

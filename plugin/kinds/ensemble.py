@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 from judgecp.kinds import Kind
 
 if TYPE_CHECKING:
-    from judgecp.protocol import Protocol
-    from judgecp.scalars import Metric
+    from judgecp.kinds.protocol import Protocol
+    from judgecp.workflows.scalars import Metric
 
 
 class EnsembleKind(Kind):
-    """Prompt ensembles: records of any shape tied by ``meta.item``, read and evaluated by :mod:`judgecp.ensemble`.
+    """Prompt ensembles: records of any shape tied by ``meta.item``, read and evaluated by :mod:`judgecp.workflows.ensemble`.
 
     The study has its own flags (``judgecp evaluate --kind ensemble --clusters ...``), so the command runs
     it itself (:meth:`run_evaluate_command`).
@@ -31,7 +31,7 @@ class EnsembleKind(Kind):
 
     def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None, *,
                 with_mixture: bool = False) -> list[Metric]:
-        from judgecp.scalars import ensemble_metrics
+        from judgecp.workflows.scalars import ensemble_metrics
 
         if body is not None:
             with_mixture = "mixture" in (body.get("methods") or {})

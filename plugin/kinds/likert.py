@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 from judgecp.kinds import Kind
 
 if TYPE_CHECKING:
     from judgecp.data.fields import Fields
-    from judgecp.protocol import Protocol
-    from judgecp.scalars import Metric
-    from judgecp.tables import Table
+    from judgecp.kinds.protocol import Protocol
+    from judgecp.workflows.scalars import Metric
+    from judgecp.data.tables import Table
 
 #: The Likert judge's point metrics a headline shows (those the report has).
 HEADLINE_POINT = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae", "bias")
@@ -56,17 +56,17 @@ class LikertKind(Kind):
         return score_records(data)
 
     def example(self, **options: Any) -> Any:
-        from judgecp.simulate import simulate_likert_judge
+        from judgecp.synthetic.judges import simulate_likert_judge
 
         return simulate_likert_judge(scale=options.get("scale"))
 
     def study(self, data: Any, protocol: Protocol) -> dict[str, Any]:
-        from judgecp.evaluation.score import evaluate_scores
+        from judgecp.workflows.study.score import evaluate_scores
 
         return evaluate_scores(data, protocol)
 
     def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None) -> list[Metric]:
-        from judgecp.scalars import likert_metrics
+        from judgecp.workflows.scalars import likert_metrics
 
         if body is not None:
             protocol = protocol.with_(methods=tuple(body["methods"]) or None)
@@ -79,7 +79,7 @@ class LikertKind(Kind):
         for key in HEADLINE_POINT:
             if key in point:
                 out[key] = point[key]
-        from judgecp.evaluation.metrics import headline_entry
+        from judgecp.stats.coverage import headline_entry
 
         for name, entry in (body.get("methods") or {}).items():
             head = headline_entry(entry)  # continuous labels: no label set, the interval
@@ -92,7 +92,7 @@ class LikertKind(Kind):
         return out
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
-        from judgecp.report import write_detail, write_table
+        from judgecp.present.console import write_detail, write_table
 
         write_table(body, out)
         if detail is not None:
@@ -108,25 +108,25 @@ class LikertKind(Kind):
 
     # -- reports ---------------------------------------------------------------------------------
     def report_tables(self, runs: Any) -> list[Any]:
-        from judgecp.reports import likert_tables
+        from judgecp.workflows.reports import likert_tables
 
         return likert_tables(runs)
 
     def report_figures(self) -> tuple[Any, ...]:
-        from judgecp.reports import figures as f
+        from judgecp.workflows.reports import figures as f
 
         return (f.reliability_map, f.likert_methods, f.likert_sweep, f.group_coverage, f.coverage_by_label,
                 f.coverage_by_error, f.width_distribution, f.confusion, f.judge_reliability, f.rsg)
 
     def group_coverages(self, body: Mapping[str, Any]) -> list[tuple[str, str, Any, int, bool]]:
-        from judgecp.evaluation.metrics import headline_entry
+        from judgecp.stats.coverage import headline_entry
 
         mondrian = bool((body.get("protocol") or {}).get("mondrian"))
         return [(g, method, headline_entry(m)["coverage"], entry["n"], mondrian)
                 for g, entry in (body.get("groups") or {}).items() for method, m in entry["methods"].items()]
 
     def sweep_entry(self, entry: Mapping[str, Any]) -> tuple[float, float]:
-        from judgecp.evaluation.metrics import headline_entry
+        from judgecp.stats.coverage import headline_entry
 
         head = headline_entry(entry)  # label sets; the interval for continuous labels
         return float(head["coverage"]), float(head["width"])
@@ -136,7 +136,7 @@ class LikertKind(Kind):
         """The judge's expected score ``sum_k k p_k`` and the human score."""
         import numpy as np
 
-        from judgecp.features import expected_score, judge_probabilities
+        from judgecp.stats.features import expected_score, judge_probabilities
 
         return expected_score(judge_probabilities(data.logprobs, data.scale), data.scale), data.labels.astype(np.float64)
 
@@ -145,14 +145,14 @@ class LikertKind(Kind):
 
     def fit_calibrator(self, data: Any, *, method: str | None, alpha: float, groups: str | None,
                        random_state: int | None, signal: str, delta: float) -> Any:
-        from judgecp.calibrators.fitting import (
+        from judgecp.workflows.calibrators.fitting import (
             Fitted,
             check_conformal_part,
             check_saveable,
             check_size,
         )
-        from judgecp.estimators import ScoreIntervals
-        from judgecp.plugins import check_method_spec
+        from judgecp.kinds.estimators import ScoreIntervals
+        from judgecp.base.plugins import check_method_spec
 
         check_size(alpha, data.n)
         spec = check_method_spec(method or self.default_calibration_method)
@@ -163,7 +163,7 @@ class LikertKind(Kind):
         return Fitted(est, spec, scale=(data.scale.minimum, data.scale.maximum))
 
     def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
-        from judgecp.calibrators.fileformat import likert_parts
+        from judgecp.workflows.calibrators.fileformat import likert_parts
 
         return likert_parts(reader, method, alpha, n)
 
@@ -178,7 +178,7 @@ class LikertKind(Kind):
         calibration-conditional law (none for continuous labels and a set method: said so)."""
         import numpy as np
 
-        from judgecp.calibrators.applying import (
+        from judgecp.workflows.calibrators.applying import (
             ApplyParts,
             coverage_section,
             likert_coverage_check,
@@ -212,7 +212,7 @@ class LikertKind(Kind):
 
 def record_scale(table: Table) -> Any:
     """The scale score records carry (one for all of them), if any."""
-    from judgecp.scale import LikertScale
+    from judgecp.base.scale import LikertScale
 
     scales = {tuple(s) for s in table.columns["scale"] if isinstance(s, list) and len(s) == 2}
     if len(scales) > 1:
@@ -227,6 +227,6 @@ def record_label_scale(table: Table) -> Any:
     if len(scales) > 1 or (scales and len(cells) < table.n_rows):
         raise InputError(f"{table.source}: the records' label_scale differs between records "
                          f"({sorted(map(str, scales))[:3]}{', and none on some' if len(cells) < table.n_rows else ''})")
-    from judgecp.scale import LabelScale
+    from judgecp.base.scale import LabelScale
 
     return LabelScale.parse(scales.pop(), flag=f"{table.source}: label_scale") if scales else None

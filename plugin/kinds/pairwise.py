@@ -9,9 +9,9 @@ from judgecp.kinds import Kind
 
 if TYPE_CHECKING:
     from judgecp.data.fields import Fields
-    from judgecp.protocol import Protocol
-    from judgecp.scalars import Metric
-    from judgecp.tables import Table
+    from judgecp.kinds.protocol import Protocol
+    from judgecp.workflows.scalars import Metric
+    from judgecp.data.tables import Table
 
 
 class PairwiseKind(Kind):
@@ -44,18 +44,18 @@ class PairwiseKind(Kind):
         return pair_records(data)
 
     def example(self, **options: Any) -> Any:
-        from judgecp.simulate import simulate_pairwise_judge
+        from judgecp.synthetic.judges import simulate_pairwise_judge
 
         self.check_reader_options(options)
         return simulate_pairwise_judge()
 
     def study(self, data: Any, protocol: Protocol) -> dict[str, Any]:
-        from judgecp.evaluation.pair import evaluate_pairs
+        from judgecp.workflows.study.pair import evaluate_pairs
 
         return evaluate_pairs(data, protocol)
 
     def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None) -> list[Metric]:
-        from judgecp.scalars import pairwise_metrics
+        from judgecp.workflows.scalars import pairwise_metrics
 
         if body is not None:
             controllers = tuple(body["controllers"])
@@ -74,15 +74,15 @@ class PairwiseKind(Kind):
     def drift_statistic(self, data: Any, signal: str) -> tuple[str, Any]:
         import numpy as np
 
-        from judgecp.signals import signals
+        from judgecp.stats.signals import signals
 
         return f"uncertainty:{signal}", np.asarray(signals(data)[signal].uncertainty, dtype=np.float64)
 
     def fit_calibrator(self, data: Any, *, method: str | None, alpha: float, groups: str | None,
                        random_state: int | None, signal: str, delta: float) -> Any:
-        from judgecp.calibrators.fitting import Fitted
-        from judgecp.errors import InputError
-        from judgecp.estimators import SelectiveJudge
+        from judgecp.workflows.calibrators.fitting import Fitted
+        from judgecp.base.errors import InputError
+        from judgecp.kinds.estimators import SelectiveJudge
 
         if groups:
             raise InputError("groups (Mondrian) are for Likert calibrators")
@@ -90,14 +90,14 @@ class PairwiseKind(Kind):
         return Fitted(SelectiveJudge(spec, risk_level=alpha, signal=signal, delta=delta).calibrate(data), spec)
 
     def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
-        from judgecp.calibrators.fileformat import pairwise_parts
+        from judgecp.workflows.calibrators.fileformat import pairwise_parts
 
         return pairwise_parts(reader, method, alpha, n)
 
     def apply_calibrator(self, cal: Any, data: Any, *, groups: str | None) -> Any:
         """Accept or abstain per pair (both orders share the pair's decision); the error among accepted
         labeled pairs, with the permutation check of the controller."""
-        from judgecp.calibrators.applying import ApplyParts, pairwise_risk_check
+        from judgecp.workflows.calibrators.applying import ApplyParts, pairwise_risk_check
 
         pred = cal.estimator.predict(data)
         accept = pred.accept
@@ -120,7 +120,7 @@ class PairwiseKind(Kind):
         return f"{record.get('pair_id')}|{record.get('order')}"
 
     def applied_metrics(self) -> list[Metric]:
-        from judgecp.calibrators.results import accept_summary_metrics
+        from judgecp.workflows.calibrators.results import accept_summary_metrics
 
         return accept_summary_metrics()
 
@@ -142,17 +142,17 @@ class PairwiseKind(Kind):
     report_focus = "controllers"
 
     def report_tables(self, runs: Any) -> list[Any]:
-        from judgecp.reports import pairwise_tables
+        from judgecp.workflows.reports import pairwise_tables
 
         return pairwise_tables(runs)
 
     def report_figures(self) -> tuple[Any, ...]:
-        from judgecp.reports import figures as f
+        from judgecp.workflows.reports import figures as f
 
         return (f.risk_coverage, f.risk_vs_alpha, f.accepted_share, f.signal_reliability)
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
-        from judgecp.report import write_pairwise_table
+        from judgecp.present.console import write_pairwise_table
 
         super().write_console(body, out)
         write_pairwise_table(body, out)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecp import datasources, images
+from judgecp.data import datasources, images
 from judgecp.adapters.lm_eval.ensemble_task import ensemble_dataset
-from judgecp.ensemble.sources import (
+from judgecp.data.ensemble.sources import (
     HPDV2_HUB_ID,
     MJBENCH_HUB_ID,
     MJBENCH_SPLITS,
@@ -23,8 +23,8 @@ from judgecp.ensemble.sources import (
     read_hpdv2,
     read_mjbench,
 )
-from judgecp.errors import InputError, require
-from judgecp.exclusions import Exclusions
+from judgecp.base.errors import InputError, require
+from judgecp.base.exclusions import Exclusions
 
 __all__ = ["load_hpdv2", "load_mjbench"]
 
@@ -49,7 +49,7 @@ def load_hpdv2(data_dir: str | None = None, max_items: Any = None, data_seed: An
 def load_mjbench(data_dir: str | None = None, max_items: Any = None, data_seed: Any = 0,
                  mjbench_split: str = "quality", **metadata: Any) -> Any:
     """``custom_dataset`` hook: MJ-Bench pairs of one split (``dataset_kwargs.mjbench_split``),
-    the candidates of a seeded half swapped (:func:`~judgecp.ensemble.sources.balance_order`)."""
+    the candidates of a seeded half swapped (:func:`~judgecp.data.ensemble.sources.balance_order`)."""
     if mjbench_split not in MJBENCH_SPLITS:
         raise InputError(f"MJ-Bench split must be one of {', '.join(MJBENCH_SPLITS)}, got {mjbench_split!r}")
     root = datasources.local_dir(data_dir, MJBENCH_ENV)

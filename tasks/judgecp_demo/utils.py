@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecp import datasources
+from judgecp.data import datasources
 from judgecp.adapters.lm_eval.demo import demo_items
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
 

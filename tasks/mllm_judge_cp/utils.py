@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from judgecp import datasources, images
+from judgecp.data import datasources, images
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
-from judgecp.prompts import MLLM_JUDGE_PROMPT
-from judgecp.tables import read_jsonl
+from judgecp.data.prompts import MLLM_JUDGE_PROMPT
+from judgecp.data.tables import read_jsonl
 
 logger = logging.getLogger("lm_eval.judgecp")
 

@@ -16,7 +16,7 @@ import ast
 import re
 from typing import Any
 
-from judgecp import datasources, images
+from judgecp.data import datasources, images
 from judgecp.adapters.lm_eval.choice_task import (
     MultipleChoiceTask,
     choice_document,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from judgecp.adapters.lm_eval.pairwise_task import Pair, PairwiseJudgeTask
-from judgecp.prompts import PAIRWISE_SYSTEM_SECOND_TURN
+from judgecp.data.prompts import PAIRWISE_SYSTEM_SECOND_TURN
 from judgecp.tasks._loaders import Source, load_pairs, vote_pairs
 
 __all__ = ["MTBenchHumanTask", "load_docs"]

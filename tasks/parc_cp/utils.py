@@ -12,7 +12,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from judgecp import datasources
+from judgecp.data import datasources
 from judgecp.adapters.lm_eval.choice_task import (
     PARCTask,
     choice_document,
@@ -20,8 +20,8 @@ from judgecp.adapters.lm_eval.choice_task import (
     left_out_document,
     placeholder_prompt,
 )
-from judgecp.errors import InputError
-from judgecp.tables import read_jsonl
+from judgecp.base.errors import InputError
+from judgecp.data.tables import read_jsonl
 
 __all__ = ["PARCVariationTask", "doc_to_text", "load_docs"]
 

@@ -15,10 +15,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from judgecp import datasources, images
+from judgecp.data import datasources, images
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
-from judgecp.prompts import POLARIS_PROMPT
-from judgecp.tables import read_jsonl
+from judgecp.data.prompts import POLARIS_PROMPT
+from judgecp.data.tables import read_jsonl
 
 HUB_DATASET = "yuwd/Polaris"
 ENV_VAR = "JUDGECP_POLARIS_DIR"

@@ -13,7 +13,7 @@ import random
 from typing import Any
 
 from judgecp.adapters.lm_eval.pairwise_task import Pair, PairwiseJudgeTask, left_out
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 from judgecp.tasks._loaders import Source, load_pairs
 
 __all__ = ["RewardBenchTask", "load_docs"]

@@ -1,1 +1,1 @@
-"""Tests of judgecp.ensemble (prompt ensembles)."""
+"""Tests of judgecp.workflows.ensemble (prompt ensembles)."""

@@ -1,4 +1,4 @@
-"""``judgecp evaluate --kind ensemble``: the same study as ``python -m judgecp.ensemble.evaluate``, flags checked."""
+"""``judgecp evaluate --kind ensemble``: the same study as ``python -m judgecp.workflows.ensemble.evaluate``, flags checked."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 import pytest
 
 from judgecp.cli import main
-from judgecp.ensemble.embeddings import write_embeddings
-from judgecp.ensemble.evaluate import main as module_main
-from judgecp.ensemble.records import read_ensemble_records
-from judgecp.simulate import simulate_prompt_judge, simulated_records
+from judgecp.data.ensemble.embeddings import write_embeddings
+from judgecp.workflows.ensemble.evaluate import main as module_main
+from judgecp.data.ensemble.records import read_ensemble_records
+from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 
 
 @pytest.fixture

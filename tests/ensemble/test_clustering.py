@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from judgecp.ensemble.clustering import SphericalKMeans
-from judgecp.errors import InputError
-from judgecp.simulate import simulate_prompt_judge
+from judgecp.stats.ensemble.clustering import SphericalKMeans
+from judgecp.base.errors import InputError
+from judgecp.synthetic.judges import simulate_prompt_judge
 
 
 def test_recovers_well_separated_clusters():
@@ -29,7 +29,7 @@ def test_clustering_sample_is_256_per_cluster_and_seeded():
 
 
 def test_best_of_several_initialisations_is_kept(monkeypatch):
-    from judgecp.ensemble import clustering
+    from judgecp.stats.ensemble import clustering
 
     runs = []
     original = clustering._lloyd

@@ -8,7 +8,7 @@ import types
 import numpy as np
 import pytest
 
-from judgecp.ensemble.embeddings import (
+from judgecp.data.ensemble.embeddings import (
     CLIP_MODEL,
     CLIP_PRETRAINED,
     embed_pairs,
@@ -16,7 +16,7 @@ from judgecp.ensemble.embeddings import (
     read_embeddings,
     write_embeddings,
 )
-from judgecp.errors import InputError, MissingDependencyError
+from judgecp.base.errors import InputError, MissingDependencyError
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".jsonl"])
@@ -121,7 +121,7 @@ def test_open_clip_encoder_plumbing_with_a_tiny_local_model(monkeypatch):
 
 
 def test_command_embeds_a_local_source(tmp_path, monkeypatch, capsys):
-    from judgecp.ensemble.embeddings import main
+    from judgecp.data.ensemble.embeddings import main
     from tests.ensemble.test_sources import hpdv2_dir
 
     torch = pytest.importorskip("torch")

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from judgecp.ensemble.estimator import PromptEnsemble, uniform_proba
-from judgecp.ensemble.metrics import expected_calibration_error, negative_log_likelihood
-from judgecp.errors import InputError
-from judgecp.simulate import simulate_prompt_judge
+from judgecp.stats.ensemble.estimator import PromptEnsemble, uniform_proba
+from judgecp.stats.ensemble.metrics import expected_calibration_error, negative_log_likelihood
+from judgecp.base.errors import InputError
+from judgecp.synthetic.judges import simulate_prompt_judge
 
 
 def fit_three(sim, n_val, seed, embeddings=None):

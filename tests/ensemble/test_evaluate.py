@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from judgecp.ensemble.embeddings import write_embeddings
-from judgecp.ensemble.evaluate import main
-from judgecp.simulate import simulate_prompt_judge, simulated_records
+from judgecp.data.ensemble.embeddings import write_embeddings
+from judgecp.workflows.ensemble.evaluate import main
+from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 
 
 @pytest.fixture

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp, softmax
 
-from judgecp.ensemble.objective import (
+from judgecp.stats.ensemble.objective import (
     closed_form_weights,
     fit_weights,
     lower_bound,
     objective,
     objective_and_gradient,
 )
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 
 def tiny_case(seed: int, items: int = 3, prompts: int = 3, clusters: int = 2):

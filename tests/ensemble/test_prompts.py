@@ -6,14 +6,14 @@ import re
 
 import pytest
 
-from judgecp.ensemble.prompts import (
+from judgecp.data.ensemble.prompts import (
     build_prompt_set,
     load_parts,
     main,
     read_prompt_set,
     write_prompt_set,
 )
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 from tests.helpers import REPO
 
 SEED = REPO.parent / "shared" / "seeds" / "bayesian-prompt-ensembles-supplement.txt"

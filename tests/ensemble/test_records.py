@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from judgecp.ensemble.prompts import build_prompt_set
-from judgecp.ensemble.records import read_ensemble_records
-from judgecp.errors import InputError
-from judgecp.simulate import simulate_prompt_judge, simulated_records
+from judgecp.data.ensemble.prompts import build_prompt_set
+from judgecp.data.ensemble.records import read_ensemble_records
+from judgecp.base.errors import InputError
+from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 
 
 def record(item, prompt, logprobs, label="A", **meta):

@@ -10,15 +10,15 @@ import types
 import numpy as np
 import pytest
 
-from judgecp.ensemble.sources import (
+from judgecp.data.ensemble.sources import (
     HPDV2_HUB_ID,
     MJBENCH_HUB_ID,
     balance_order,
     read_hpdv2,
     read_mjbench,
 )
-from judgecp.errors import InputError
-from judgecp.exclusions import Exclusions
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
 
 
 def png(path, value):

@@ -1,13 +1,13 @@
-"""judgecp.ensemble.study: a study that cannot be evaluated still reports its counts (what both harnesses show)."""
+"""judgecp.workflows.ensemble.study: a study that cannot be evaluated still reports its counts (what both harnesses show)."""
 
 from __future__ import annotations
 
 import pytest
 
-from judgecp.ensemble.study import study_report, study_settings, undefined_study_report
-from judgecp.errors import InputError
-from judgecp.scalars import ensemble_metrics, metric_values
-from judgecp.simulate import simulate_prompt_judge, simulated_records
+from judgecp.workflows.ensemble.study import study_report, study_settings, undefined_study_report
+from judgecp.base.errors import InputError
+from judgecp.workflows.scalars import ensemble_metrics, metric_values
+from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 
 
 def test_too_few_items_give_counts_and_nan_metrics() -> None:

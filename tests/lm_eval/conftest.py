@@ -46,7 +46,7 @@ def lm_eval_ready() -> None:
 
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> Path:
-    from judgecp.tiny_models import build_tiny_llama
+    from judgecp.bench.tiny_models import build_tiny_llama
     from tests.lm_eval.scripted import script_judge
 
     return build_tiny_llama(tmp_path_factory.mktemp("models") / "llama", prepare=lambda m, t: script_judge(m, t, SCRIPT))
@@ -54,7 +54,7 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) ->
 
 @pytest.fixture(scope="session")
 def tiny_llava(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> Path:
-    from judgecp.tiny_models import build_tiny_llava
+    from judgecp.bench.tiny_models import build_tiny_llava
     from tests.lm_eval.scripted import script_judge
 
     return build_tiny_llava(tmp_path_factory.mktemp("models") / "llava", prepare=lambda m, t: script_judge(m, t, SCRIPT))

@@ -1,7 +1,7 @@
 """Scripting a tiny random judge's answer, for the tests' end-to-end runs (test scaffolding, not shipped).
 
 :func:`script_judge` makes a model built by
-:mod:`judgecp.tiny_models` (``prepare=``) answer a fixed
+:mod:`judgecp.bench.tiny_models` (``prepare=``) answer a fixed
 text, so the chain-of-thought tests have a score for the extractor to find.
 """
 

@@ -97,7 +97,7 @@ def test_a_stopped_run_leaves_nothing_behind(tmp_path: Path, signum: int, code: 
 def test_the_judge_is_built_in_the_dtype_asked_and_its_language_model_is_the_text_judge() -> None:
     import torch
 
-    from judgecp.tiny_models import text_model_of, tiny_judge
+    from judgecp.bench.tiny_models import text_model_of, tiny_judge
 
     llava, processor = tiny_judge(vision=True, dtype="bfloat16")
     assert {p.dtype for p in llava.parameters()} == {torch.bfloat16} and torch.get_default_dtype() == torch.float32

@@ -93,10 +93,10 @@ def test_a_mismatched_calibrator_gives_nan_metrics_not_a_crash(tmp_path: Path) -
     import math
 
     from judgecp.adapters.lm_eval.calibrated import calibrated_report
-    from judgecp.calibrators import calibrate
+    from judgecp.workflows.calibrators import calibrate
     from judgecp.data.export import to_records
-    from judgecp.scalars import calibrated_metrics, read_metric
-    from judgecp.simulate import simulate_likert_judge
+    from judgecp.workflows.scalars import calibrated_metrics, read_metric
+    from judgecp.synthetic.judges import simulate_likert_judge
 
     records = to_records(simulate_likert_judge(n=200, seed=2))
     cal = calibrate(from_records_with_judge(records[:100], "judge-a"))

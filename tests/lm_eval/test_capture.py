@@ -15,14 +15,14 @@ skip_without_lm_eval()
 
 import torch  # noqa: E402
 
-from judgecp.capture.logits import (  # noqa: E402
+from judgecp.adapters.capture.logits import (  # noqa: E402
     RatingVocabulary,
     capture_from_vllm_output,
     plan_document,
     response_from_vllm_capture,
 )
-from judgecp.records import parse_judge_output  # noqa: E402
-from judgecp.scale import LikertScale  # noqa: E402
+from judgecp.base.records import parse_judge_output  # noqa: E402
+from judgecp.base.scale import LikertScale  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning")
 
@@ -245,7 +245,7 @@ def test_batched_cot_capture_equals_a_manual_pass_per_row(text_judge: Any) -> No
 
 
 def test_a_capture_reads_positions_on_demand_and_can_let_go_of_its_logits() -> None:
-    from judgecp.capture.logits import GenerationCapture, RatingPosition
+    from judgecp.adapters.capture.logits import GenerationCapture, RatingPosition
 
     tokenizer = SimpleNamespace(get_vocab=lambda: {"x": 0, "1": 1, "y": 2, "Ġ3": 3, "z": 4})
     vocab = RatingVocabulary(tokenizer, LikertScale())

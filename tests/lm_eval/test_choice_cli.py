@@ -28,7 +28,7 @@ from tests.lm_eval.helpers import (
 skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval.metrics import task_protocol  # noqa: E402
-from judgecp.scalars import mcq_metrics, parc_metrics  # noqa: E402
+from judgecp.workflows.scalars import mcq_metrics, parc_metrics  # noqa: E402
 from tests.lm_eval.helpers import samples_records  # noqa: E402
 from tests.lm_eval.helpers import task_metrics as recomputed  # noqa: E402
 
@@ -242,9 +242,9 @@ def test_parc_tasks_report_calibrated_reliability(image_run: tuple[Path, str]) -
 
 def test_choice_samples_files_recompute_every_metric(image_run: tuple[Path, str]) -> None:
     from judgecp.data.choice import variation_name
-    from judgecp.exclusions import Exclusions
-    from judgecp.parc import VARIATIONS as PARC_VARIATIONS
-    from judgecp.parc import family_of
+    from judgecp.base.exclusions import Exclusions
+    from judgecp.stats.parc import VARIATIONS as PARC_VARIATIONS
+    from judgecp.stats.parc import family_of
 
     output, _ = image_run
     results = results_file(output)

@@ -12,10 +12,10 @@ import pytest
 from judgecp import Protocol, evaluate, from_records
 from judgecp.adapters.lm_eval import metrics
 from judgecp.adapters.lm_eval.metrics import task_protocol, task_report
-from judgecp.errors import InputError
-from judgecp.records import choice_record, pair_record
-from judgecp.scalars import excluded_count, mcq_metrics, pairwise_metrics, parc_metrics, read_metric
-from judgecp.simulate import simulate_mcq_records, simulate_pairwise_judge, simulate_parc_records
+from judgecp.base.errors import InputError
+from judgecp.base.records import choice_record, pair_record
+from judgecp.workflows.scalars import excluded_count, mcq_metrics, pairwise_metrics, parc_metrics, read_metric
+from judgecp.synthetic.judges import simulate_mcq_records, simulate_pairwise_judge, simulate_parc_records
 from tests.lm_eval.helpers import aggregate_as_lm_eval
 
 
@@ -221,7 +221,7 @@ def test_parc_metrics_equal_the_core_report() -> None:
 
 def test_parc_variation_names_outside_parc_use_their_family() -> None:
     from judgecp.data.choice import variation_name
-    from judgecp.exclusions import Exclusions
+    from judgecp.base.exclusions import Exclusions
 
     flags = Exclusions()
     assert variation_name("LR-I", None, flags, "a") == "LR-I" and variation_name("O", "LR", flags, "b") == "O"

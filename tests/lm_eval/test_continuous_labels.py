@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from judgecp.adapters.lm_eval.metrics import task_protocol, task_report
-from judgecp.records import score_record
-from judgecp.scalars import likert_metrics, read_metric
-from judgecp.scale import LabelScale, LikertScale
+from judgecp.base.records import score_record
+from judgecp.workflows.scalars import likert_metrics, read_metric
+from judgecp.base.scale import LabelScale, LikertScale
 from tests.helpers import judge_draw
 from tests.lm_eval.helpers import judge_run, metric, results_file, samples
 

@@ -13,11 +13,11 @@ from tests.lm_eval.helpers import skip_without_lm_eval
 
 skip_without_lm_eval()
 
-from judgecp import images  # noqa: E402
+from judgecp.data import images  # noqa: E402
 from judgecp.adapters.lm_eval import pairwise_task, tasks_path  # noqa: E402
 from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir  # noqa: E402
-from judgecp.errors import InputError  # noqa: E402
-from judgecp.tables import read_jsonl  # noqa: E402
+from judgecp.base.errors import InputError  # noqa: E402
+from judgecp.data.tables import read_jsonl  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
@@ -100,7 +100,7 @@ def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(folder: str, tm
     """The same documents from the local copy (data_dir) and from the hub dataset the YAML and README name."""
     import datasets
 
-    from judgecp import datasources
+    from judgecp.data import datasources
     from tests.lm_eval import fixtures
 
     builder, call = HUB_LOADS[folder]

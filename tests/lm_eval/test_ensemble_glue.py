@@ -18,12 +18,12 @@ from judgecp.adapters.lm_eval.ensemble_task import (  # noqa: E402
     records_report,
     task_settings,
 )
-from judgecp.ensemble.prompts import build_prompt_set, write_prompt_set  # noqa: E402
-from judgecp.ensemble.sources import PreferenceItem  # noqa: E402
-from judgecp.ensemble.study import DEFAULT_PROMPTS, SAMPLE_PROMPT, sample_items, select_prompts  # noqa: E402
-from judgecp.errors import InputError  # noqa: E402
-from judgecp.scalars import ensemble_metrics, metric_values  # noqa: E402
-from judgecp.simulate import simulate_prompt_judge, simulated_records  # noqa: E402
+from judgecp.data.ensemble.prompts import build_prompt_set, write_prompt_set  # noqa: E402
+from judgecp.data.ensemble.sources import PreferenceItem  # noqa: E402
+from judgecp.workflows.ensemble.study import DEFAULT_PROMPTS, SAMPLE_PROMPT, sample_items, select_prompts  # noqa: E402
+from judgecp.base.errors import InputError  # noqa: E402
+from judgecp.workflows.scalars import ensemble_metrics, metric_values  # noqa: E402
+from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records  # noqa: E402
 
 
 def test_default_prompts_start_with_the_sample_and_have_distinct_texts() -> None:
@@ -99,9 +99,9 @@ def simulated(n_items: int = 120, n_prompts: int = 4) -> tuple[list[dict], dict]
 
 
 def test_task_report_equals_the_core_report_and_counts_excluded_records(tmp_path) -> None:
-    from judgecp.ensemble.embeddings import write_embeddings
-    from judgecp.ensemble.evaluate import ensemble_report
-    from judgecp.ensemble.records import read_ensemble_records
+    from judgecp.data.ensemble.embeddings import write_embeddings
+    from judgecp.workflows.ensemble.evaluate import ensemble_report
+    from judgecp.data.ensemble.records import read_ensemble_records
 
     records, vectors = simulated()
     records[0] = {**records[0], "exclude": "image_load_failed"}
@@ -140,7 +140,7 @@ def _png(path, colour):
 def test_mjbench_from_the_hub_keeps_images_in_the_table(tmp_path, monkeypatch) -> None:
     import datasets
 
-    from judgecp import images
+    from judgecp.data import images
     from judgecp.adapters.lm_eval import tasks_path
     from tests.lm_eval.test_data_sources import task_utils
 

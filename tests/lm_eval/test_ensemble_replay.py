@@ -27,7 +27,7 @@ from tests.lm_eval.helpers import results_file, run_lm_eval, skip_without_lm_eva
 
 skip_without_lm_eval()
 
-from judgecp.ensemble.prompts import build_prompt_set  # noqa: E402
+from judgecp.data.ensemble.prompts import build_prompt_set  # noqa: E402
 
 TASK = "image_pref_ensemble_cp_hpdv2"
 #: prompt -> the cluster it is reliable on
@@ -44,8 +44,8 @@ def build(root: Path) -> tuple[Path, Path, Path]:
     """The HPD v2 directory, the recording and the embeddings."""
     from PIL import Image
 
-    from judgecp.ensemble.embeddings import write_embeddings
-    from judgecp.ensemble.sources import read_hpdv2
+    from judgecp.data.ensemble.embeddings import write_embeddings
+    from judgecp.data.ensemble.sources import read_hpdv2
 
     rng = np.random.default_rng(7)
     annotations = []
@@ -123,11 +123,11 @@ def test_the_post_hoc_weights_find_each_clusters_reliable_prompts(replay_run: tu
 
 
 def test_negative_control_without_rekeying_the_flipped_prompts_look_unreliable(replay_run: tuple[Path, Path, Path]) -> None:
-    from judgecp.ensemble.evaluate import ensemble_report
-    from judgecp.ensemble.records import read_ensemble_records
+    from judgecp.workflows.ensemble.evaluate import ensemble_report
+    from judgecp.data.ensemble.records import read_ensemble_records
 
     _, embeddings, root = replay_run
-    from judgecp.ensemble.embeddings import read_embeddings
+    from judgecp.data.ensemble.embeddings import read_embeddings
 
     records: list[dict[str, Any]] = [
         {"schema": "judgecp.record/1", "shape": "pair", "id": f"{item}/{prompt}", "prompt": prompt, "label": label,
@@ -142,7 +142,7 @@ def test_negative_control_without_rekeying_the_flipped_prompts_look_unreliable(r
 
 
 def test_the_table6_sweep_reads_the_samples_file(replay_run: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    from judgecp.ensemble.sweep import main as sweep_main
+    from judgecp.workflows.ensemble.sweep import main as sweep_main
 
     output, embeddings, _ = replay_run
     samples_file = sorted(output.rglob(f"samples_{TASK}_2*.jsonl"))[-1]

@@ -24,7 +24,7 @@ from tests.lm_eval.helpers import judge_run, results_file, samples, skip_without
 skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval.ensemble_task import records_report  # noqa: E402
-from judgecp.scalars import ensemble_metrics, metric_values  # noqa: E402
+from judgecp.workflows.scalars import ensemble_metrics, metric_values  # noqa: E402
 from tests.lm_eval.helpers import samples_records  # noqa: E402
 
 PROMPTS = [
@@ -84,8 +84,8 @@ def colour_embeddings(hpdv2: Path, mjbench: Path, out: Path) -> Path:
     """Item embeddings of both directories from a small local encoder (mean colour), keyed by item id."""
     from PIL import Image
 
-    from judgecp.ensemble.embeddings import embed_pairs, write_embeddings
-    from judgecp.ensemble.sources import read_hpdv2, read_mjbench
+    from judgecp.data.ensemble.embeddings import embed_pairs, write_embeddings
+    from judgecp.data.ensemble.sources import read_hpdv2, read_mjbench
 
     def encoder(paths: list[str]) -> np.ndarray:
         vectors = []

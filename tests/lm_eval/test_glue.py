@@ -12,11 +12,11 @@ import pytest
 from judgecp.adapters.lm_eval import metrics
 from judgecp.adapters.lm_eval.metrics import aggregations, task_protocol, task_report
 from judgecp.adapters.lm_eval.plugin import read_samples
-from judgecp.errors import InputError
-from judgecp.records import judge_output, parse_judge_output, score_record
-from judgecp.scalars import excluded_count, likert_metrics, read_metric
-from judgecp.scale import LikertScale
-from judgecp.simulate import simulate_likert_judge
+from judgecp.base.errors import InputError
+from judgecp.base.records import judge_output, parse_judge_output, score_record
+from judgecp.workflows.scalars import excluded_count, likert_metrics, read_metric
+from judgecp.base.scale import LikertScale
+from judgecp.synthetic.judges import simulate_likert_judge
 from tests.lm_eval.helpers import aggregate_as_lm_eval
 
 SCALE = LikertScale()

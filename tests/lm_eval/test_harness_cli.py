@@ -32,8 +32,8 @@ from tests.lm_eval.helpers import (
 skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval import tasks_path  # noqa: E402
-from judgecp.records import parse_judge_output  # noqa: E402
-from judgecp.scale import LikertScale  # noqa: E402
+from judgecp.base.records import parse_judge_output  # noqa: E402
+from judgecp.base.scale import LikertScale  # noqa: E402
 
 METADATA = json.dumps({"seeds": 5})
 

@@ -13,7 +13,7 @@ import pytest
 
 from judgecp.adapters.vlmeval.api_judge import FAIL_MSG, JudgeCPOpenAI
 from judgecp.adapters.vlmeval.runtime import PROMPTS, prediction_sha1, run_context
-from judgecp.extraction import DEFAULT_FLOOR
+from judgecp.data.extraction import DEFAULT_FLOOR
 from tests.json_server import JSONServer
 from tests.vlmeval.sources import png_bytes
 

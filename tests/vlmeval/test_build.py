@@ -28,7 +28,7 @@ from judgecp.adapters.vlmeval.specs import (
     spec_for,
 )
 from judgecp.cli import main
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 from tests.vlmeval.sources import (
     mllm_judge_pair_source,
     mllm_judge_source,

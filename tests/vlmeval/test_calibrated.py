@@ -47,7 +47,7 @@ def test_a_calibrator_of_another_kind_is_refused(tmp_path: Path) -> None:
     pairs = prediction_file("pairwise", tmp_path)
     cal = tmp_path / "cal.json"
     assert main(["calibrate", str(likert), "--format", "vlmeval", "-o", str(cal), "--alpha", "0.25"]) == 0
-    from judgecp.errors import InputError
+    from judgecp.base.errors import InputError
 
     with pytest.raises(InputError):
         calibrated_evaluation(pairs, cal)
@@ -55,7 +55,7 @@ def test_a_calibrator_of_another_kind_is_refused(tmp_path: Path) -> None:
 
 def test_a_calibrator_of_another_task_is_refused_naming_the_dataset_setting_then_forced(tmp_path: Path) -> None:
     """Item 11 of issue 29: the refusal names what works in VLMEvalKit ("force": true), and force applies it."""
-    from judgecp.errors import InputError
+    from judgecp.base.errors import InputError
 
     mllm = prediction_file("clean", tmp_path)  # task MLLMJudge_CP
     polaris = prediction_file("polaris", tmp_path)  # task Polaris_CP, the same judge

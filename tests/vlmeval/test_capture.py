@@ -20,7 +20,7 @@ from judgecp.adapters.vlmeval.runtime import (  # noqa: E402
     register_prompt,
     run_context,
 )
-from judgecp.capture.generate import (  # noqa: E402
+from judgecp.adapters.capture.generate import (  # noqa: E402
     FLAG_BEAM_SEARCH,
     FLAG_NO_CAPTURE,
     FLAG_NO_LETTER,
@@ -30,10 +30,10 @@ from judgecp.capture.generate import (  # noqa: E402
     likert_record,
     position_logprobs,
 )
-from judgecp.errors import InputError  # noqa: E402
-from judgecp.extraction import DEFAULT_FLOOR, letter_output, token_letter  # noqa: E402
-from judgecp.records import SCHEMA  # noqa: E402
-from judgecp.scale import LikertScale  # noqa: E402
+from judgecp.base.errors import InputError  # noqa: E402
+from judgecp.data.extraction import DEFAULT_FLOOR, letter_output, token_letter  # noqa: E402
+from judgecp.base.records import SCHEMA  # noqa: E402
+from judgecp.base.scale import LikertScale  # noqa: E402
 from tests.vlmeval.tiny_models import tiny_llama  # noqa: E402
 
 PROMPT = "the chart shows a red table value. final analysis and rating"

@@ -166,7 +166,7 @@ def records_match_a_forward_pass(ws: Workspace, run: Path, model: str, dataset: 
     that label, at the record's position. Returns how many records were checked (those with logprobs)."""
     import torch
 
-    from judgecp.capture.generate import GenerateCapture, label_token_ids
+    from judgecp.adapters.capture.generate import GenerateCapture, label_token_ids
 
     stem = f"{model}_{dataset}"
     _, rows = read_xlsx(run / f"{stem}.xlsx")
@@ -203,7 +203,7 @@ def records_match_a_forward_pass(ws: Workspace, run: Path, model: str, dataset: 
 
 def test_captured_logprobs_equal_a_manual_forward_pass(ws: Workspace, tiny_model: Path) -> None:
     """The sidecar of the launcher run against a forward pass of the same model over the same tokens."""
-    from judgecp.scale import LikertScale
+    from judgecp.base.scale import LikertScale
 
     judge, run = launcher_judge(ws, "out_cli", LP, tiny_model, 12, "test_launcher_runs_mllm_judge_end_to_end")
     scale = list(LikertScale().tokens)
@@ -354,7 +354,7 @@ def test_pairwise_judging_in_both_orders_end_to_end(ws: Workspace) -> None:
 
 def test_letter_logprobs_equal_a_manual_forward_pass(ws: Workspace, letters_model: Path) -> None:
     """The pairwise run's records against a forward pass of the same model over the same tokens."""
-    from judgecp.extraction import token_letter
+    from judgecp.data.extraction import token_letter
 
     judge, run = launcher_judge(ws, "out_pair", LLP, letters_model, 4, "test_pairwise_judging_in_both_orders_end_to_end")
     assert records_match_a_forward_pass(ws, run, LLP, PAIR, judge, MLLM_JUDGE_PAIR, ["A", "B"], token_letter) == 24
@@ -577,7 +577,7 @@ def test_polaris_dataset_argument_label_scale(tmp_path: Path, monkeypatch: pytes
     """VLMEvalKit's PolarisCP with the dataset argument label_scale="0:1" evaluates the unbinned score_mean."""
     from judgecp.adapters.vlmeval.builders import build_polaris
     from judgecp.adapters.vlmeval.datasets import PolarisCP
-    from judgecp.errors import InputError
+    from judgecp.base.errors import InputError
     from tests.vlmeval.sources import polaris_source
 
     monkeypatch.setenv("LMUData", str(tmp_path / "lmu"))

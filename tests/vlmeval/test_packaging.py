@@ -16,14 +16,14 @@ from judgecp.adapters.vlmeval.launcher import ENV_RUN, find_run_py
 from judgecp.adapters.vlmeval.register import VLMEvalKitMissing, register
 from judgecp.adapters.vlmeval.specs import SPECS, dataset_names
 from judgecp.cli import main
-from judgecp.errors import InputError, MissingDependencyError
+from judgecp.base.errors import InputError, MissingDependencyError
 
 ADAPTER = Path(__file__).resolve().parents[2] / "adapters" / "vlmeval"
 
 
 def test_importing_judgecp_and_the_adapter_imports_no_harness_and_no_torch() -> None:
     code = (
-        "import sys, judgecp, judgecp.cli, judgecp.adapters.vlmeval, judgecp.capture.generate, judgecp.capture.logits\n"
+        "import sys, judgecp, judgecp.cli, judgecp.adapters.vlmeval, judgecp.adapters.capture.generate, judgecp.adapters.capture.logits\n"
         "from judgecp.adapters.vlmeval import builders, evaluation, predictions, models, api_judge, "
         "register, launcher, cli, runtime, specs\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('vlmeval', 'torch', 'transformers', 'pandas'))\n"

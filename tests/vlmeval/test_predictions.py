@@ -29,8 +29,8 @@ from judgecp.adapters.vlmeval.predictions import (
     split_stem,
 )
 from judgecp.cli import main
-from judgecp.errors import InputError
-from judgecp.records import problem
+from judgecp.base.errors import InputError
+from judgecp.base.records import problem
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LP = "tiny-docling-lp"

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from judgecp.prompts import (
+from judgecp.data.prompts import (
     MLLM_JUDGE_PROMPT,
     PAIRWISE_PROMPT,
     POLARIS_PROMPT,

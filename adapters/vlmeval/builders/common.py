@@ -14,11 +14,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from judgecp.errors import InputError
-from judgecp.exclusions import Exclusions
-from judgecp.outputs import building_directory
-from judgecp.scale import LikertScale
-from judgecp.tables import read_jsonl
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
+from judgecp.base.outputs import building_directory
+from judgecp.base.scale import LikertScale
+from judgecp.data.tables import read_jsonl
 
 #: Manifest format version (bump when its fields change meaning).
 MANIFEST_VERSION = 1

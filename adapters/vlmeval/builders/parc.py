@@ -8,7 +8,7 @@ from typing import Any
 from judgecp.adapters.vlmeval.builders.common import Build, BuildResult, find, image_readable
 from judgecp.adapters.vlmeval.specs import KIND_COLUMN, PARC
 from judgecp.data.choice import LETTERS
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 PARC_FILE = "variations.jsonl"
 
@@ -21,7 +21,7 @@ def parc_dataset_name(name: str) -> str:
 
 def _problem(rid: str, item: dict[str, Any], src: Path) -> tuple[str, str] | dict[str, Any]:
     """The record's options, answers, variation, family and image paths, or ``(reason, detail)``."""
-    from judgecp.parc import FAMILIES, family_of
+    from judgecp.stats.parc import FAMILIES, family_of
 
     options = item.get("options")
     if (not isinstance(options, dict) or len(options) < 2

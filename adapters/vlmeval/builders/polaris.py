@@ -9,7 +9,7 @@ from typing import Any
 
 from judgecp.adapters.vlmeval.builders.common import Build, BuildResult, find
 from judgecp.adapters.vlmeval.specs import KIND_COLUMN, POLARIS, SCALE_COLUMN
-from judgecp.errors import InputError
+from judgecp.base.errors import InputError
 
 CSV_FILES = ("polaris_test.csv",)
 IMAGE_DIRS = ("images", "image")

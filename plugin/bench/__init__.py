@@ -1,0 +1,1 @@
+"""Benchmarks (``judgecp bench ...``): time and memory of the core's work against plain implementations."""

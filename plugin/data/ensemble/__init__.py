@@ -1,0 +1,1 @@
+"""Prompt-ensemble inputs: records per (item, prompt), prompt sets, item sources and image embeddings."""

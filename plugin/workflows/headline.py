@@ -1,0 +1,79 @@
+"""A report's headline: the plain numbers a harness logs and stores beside its own results.
+
+A harness prints one flat table of numbers per benchmark (VLMEvalKit's
+``status.json`` and run summary, nested one level as ``<name>|<key>``); the
+full report is written beside it. These functions choose the numbers, from the
+report of the repeated-split study (:func:`report_headline`) or from the
+summary of a saved calibrator applied to a run (:func:`calibrated_headline`).
+Both return plain Python numbers (a harness's JSON encoder may fail on NumPy
+scalars); nothing here knows a harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from judgecp.kinds.protocol import Protocol
+from judgecp.present.console import to_strict
+
+
+def _total(entries: Any) -> int:
+    return sum(int(e["count"]) for e in entries or [])
+
+
+def counts(report: Mapping[str, Any]) -> dict[str, Any]:
+    """``n``, ``n_read`` and ``excluded`` (the count): the headline's start for every kind."""
+    return {"n": report.get("n", 0), "n_read": report.get("n_read", 0), "excluded": _total(report.get("excluded"))}
+
+
+def report_headline(
+    report: Mapping[str, Any], protocol: Protocol | None = None, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Plain-number summary of a report of :func:`judgecp.evaluate` (nested one level).
+
+    Every kind: ``n``, ``n_read``, ``excluded`` (the count); then the kind's
+    own numbers (:meth:`judgecp.kinds.Kind.headline`). Likert: point metrics
+    and, per method, ``coverage``, ``set_width`` and (interval methods)
+    ``interval_coverage``, ``interval_width``, ``full_range``. Pairwise:
+    ``scope`` coverage and risk at the protocol's ``alpha`` (and every other
+    controller's), the protocol's signal's ``accuracy``, ``auroc``, ``auprc``,
+    ``ece``, and ``single_order`` (pairs seen in one order only). PARC:
+    calibrated ``reliability`` and ``accuracy``, ``overall`` (the model's
+    mean over its cells) and per family (``O``, ``LR``, ``LS``, ``VR``,
+    ``VS``). ``extra`` (a harness's own counts) comes next, and the report's
+    ``error`` last. NaN becomes ``None``.
+    """
+    from judgecp.kinds import get_kind
+
+    out = get_kind(str(report.get("kind", "likert"))).headline(report, protocol or Protocol())
+    out.update(extra or {})
+    if report.get("error"):
+        out["error"] = report["error"]
+    strict = to_strict(out)
+    assert isinstance(strict, dict)
+    return strict
+
+
+def calibrated_headline(summary: Mapping[str, Any]) -> dict[str, float | None]:
+    """The plain numbers of a calibrator's summary (:func:`judgecp.workflows.calibrators.apply`); ``None`` where undefined.
+
+    The scalars of the apply summary (:class:`judgecp.workflows.calibrators.results.ApplyResult`, the metrics
+    lm-eval's calibrated tasks report by the same names): ``n``, ``n_read``, ``excluded``; Likert and
+    multiple choice: ``set_size`` (mean), ``singleton_share``, ``empty_sets``, ``coverage_labeled``;
+    pairwise: ``abstention_rate``, ``risk_labeled`` (error among accepted); every kind:
+    ``drift.p_value``, ``drift.alarm``, and the PPI++ ``estimate.ppi.mean`` / ``.lower`` / ``.upper`` /
+    ``.se`` next to ``estimate.judge_only.*`` (the judge's own mean) and ``estimate.labeled_only.*``.
+    ``None`` stands for no labels, no unlabeled rows, or an estimate that is degenerate or withheld.
+    Counts are integers.
+    """
+    from judgecp.workflows.calibrators.results import ApplyResult
+
+    result = summary if isinstance(summary, ApplyResult) else ApplyResult(summary)
+    untrusted = result.untrusted()
+    out: dict[str, float | None] = {}
+    for name, value in result.scalars().items():
+        if name in untrusted:
+            value = None
+        out[name] = int(value) if value is not None and name in ("n", "n_read", "excluded") else value
+    return out

@@ -23,10 +23,11 @@ integrations live in :mod:`judgecp.adapters` and are never imported from here.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 
 from judgecp.stats.conformal import ConformalMethod, Prediction, conformal_quantile
-from judgecp.data import ChoiceData, Fields, PairData, ScoreData, from_records, from_table, load
+from judgecp.data import ChoiceData, Fields, PairData, ScoreData
+from judgecp.kinds.reading import from_records, from_table, load
+from judgecp.base.version import __version__
 from judgecp.base.errors import InputError, MissingDependencyError, NotCalibratedError, NoUsableRecords
 from judgecp.kinds.estimators import (
     ChoicePrediction,
@@ -48,10 +49,6 @@ from judgecp.synthetic.judges import (
     simulate_parc_records,
 )
 
-try:
-    __version__ = version("judgecp")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0+unknown"
 
 __all__ = [
     "SCHEMA",

@@ -18,7 +18,8 @@ import statistics
 import sys
 import time
 
-from judgecp.base.plugins import build_method, split_method_list
+from judgecp.kinds.registry import build_method
+from judgecp.stats.methods.spec import split_method_list
 from judgecp.kinds.protocol import split_indices
 from judgecp.synthetic.judges import simulate_likert_judge
 

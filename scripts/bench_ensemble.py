@@ -1,4 +1,4 @@
-"""Timings of judgecp.workflows.ensemble, as ratios measured in one run.
+"""Timings of judgecp.kinds.ensemble, as ratios measured in one run.
 
     python scripts/bench_ensemble.py [--repeats 5]
 
@@ -6,7 +6,7 @@
    50 validation items: L-BFGS with BLAS pinned to one thread (what
    ``fit_weights`` does), L-BFGS with the BLAS threads left alone, and the
    closed-form maximiser.
-2. The default simulated sweep (``python -m judgecp.workflows.ensemble.sweep
+2. The default simulated sweep (``python -m judgecp.kinds.ensemble.sweep
    --example``) with the closed-form solver against ``--solver lbfgs``.
 
 Prints the median wall time of each and the ratios, with the machine's core
@@ -27,7 +27,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from judgecp.stats.ensemble.objective import closed_form_weights, fit_weights, objective_and_gradient
-from judgecp.workflows.ensemble.sweep import main as sweep_main
+from judgecp.kinds.ensemble.sweep import main as sweep_main
 
 
 def timed(fn: Callable[[], object], repeats: int) -> float:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp import Fields, Protocol, evaluate, load
-from judgecp.base.plugins import canonical_spec, parse_method_spec
+from judgecp.stats.methods.spec import canonical_spec, parse_method_spec
 from judgecp.data.row_features import with_row_features
 
 REPO = Path(__file__).resolve().parents[1]

@@ -65,7 +65,7 @@ def repeated_coverage(
     on ``draw(n_cal)`` and returns ``coverage(method, *draw(n_test))`` (a
     number, or one per label).
     """
-    from judgecp.base.plugins import build_method
+    from judgecp.kinds.registry import build_method
 
     rows = []
     for r in range(reps):

@@ -19,7 +19,7 @@ from judgecp.workflows.calibrators import SCHEMA, Calibrator, apply, calibrate, 
 from judgecp.workflows.calibrators.fileformat import schema_path
 from judgecp.cli import main
 from judgecp.data import ScoreData
-from judgecp.data.export import to_records
+from judgecp.kinds.reading import to_records
 from judgecp.base.errors import InputError
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
 

@@ -13,7 +13,7 @@ from judgecp import from_records
 from judgecp.workflows.calibrators import SCHEMA, Calibrator, apply, calibrate, content_digest, drift_test
 from judgecp.cli import main
 from judgecp.data import ScoreData
-from judgecp.data.export import to_records
+from judgecp.kinds.reading import to_records
 from judgecp.base.errors import InputError
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
 from tests.helpers import judge_draw

@@ -143,7 +143,7 @@ def test_methods_listing(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_strict_json_turns_nan_into_null() -> None:
-    from judgecp.present.console import dumps
+    from judgecp.base.jsonio import dumps
 
     text = dumps({"a": float("nan"), "b": [np.float64("inf"), np.int64(3)], "c": {"d": np.bool_(True)}})
     assert strict_load(text) == {"a": None, "b": [None, 3], "c": {"d": True}}

@@ -13,7 +13,7 @@ from judgecp import Fields, load
 from judgecp.cli import main
 from judgecp.workflows.nightly.compare import compare
 from judgecp.data import ScoreData
-from judgecp.data.export import to_records
+from judgecp.kinds.reading import to_records
 from judgecp.base.errors import InputError
 from tests.helpers import shared_file
 

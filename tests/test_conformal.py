@@ -16,7 +16,7 @@ from judgecp.stats.conformal import (
     min_calibration_size,
 )
 from judgecp.base.errors import InputError
-from judgecp.base.plugins import build_method, method_classes
+from judgecp.kinds.registry import build_method, method_classes
 from judgecp.base.scale import LikertScale
 from tests.helpers import cheap_spec, judge_draw
 

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from judgecp import Protocol, evaluate, from_records
 from judgecp.cli import main
-from judgecp.data import from_table
-from judgecp.data.export import to_records
+from judgecp.kinds.reading import from_table
+from judgecp.kinds.reading import to_records
 from judgecp.base.errors import InputError
 from judgecp.kinds.protocol import parse_settings
 from judgecp.base.scale import LabelScale, LikertScale
@@ -184,7 +184,7 @@ def test_continuous_report_skips_sets_and_says_what_it_binned() -> None:
 
 def test_continuous_coverage_is_the_interval_s_on_each_split() -> None:
     """The report's coverage is the share of test labels inside [l, u] (recomputed here for naive)."""
-    from judgecp.base.plugins import build_method
+    from judgecp.kinds.registry import build_method
     from judgecp.kinds.protocol import split_indices
 
     d = unit_data(300, 5)
@@ -317,7 +317,7 @@ def test_apply_covers_continuous_labels_over_many_draws() -> None:
 def test_report_of_a_continuous_study(tmp_path: Path) -> None:
     """``judgecp report`` draws a continuous-label report: intervals where label sets would be, said in the caption."""
     pytest.importorskip("matplotlib")
-    from judgecp.present.console import dumps
+    from judgecp.base.jsonio import dumps
 
     path = tmp_path / "continuous.json"
     path.write_text(dumps(evaluate(unit_data(300, 13), Protocol(methods=("naive", "lvd", "lac"), splits=2,

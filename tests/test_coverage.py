@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from judgecp.base.plugins import build_method
+from judgecp.kinds.registry import build_method
 from judgecp.base.scale import LikertScale
 from tests.helpers import cheap_spec, judge_draw, repeated_coverage
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.data import Fields, ScoreData, from_records, load
+from judgecp.data import Fields, ScoreData
+from judgecp.kinds.reading import from_records, load
 from judgecp.base.errors import InputError
 from judgecp.data.extraction import DEFAULT_FLOOR
 from judgecp.base.scale import LikertScale

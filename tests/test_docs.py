@@ -8,7 +8,7 @@ from tests.helpers import REPO
 
 
 def test_readme_complexity_table_is_what_the_methods_state() -> None:
-    from judgecp.base.plugins import method_classes
+    from judgecp.kinds.registry import method_classes
 
     text = (REPO / "docs" / "methods.md").read_text()
     rows = dict(re.findall(r"^\| `(\w+)` \| (.+ \| .+) \|$", text.split("| method | time | memory |")[1].split("\n\n")[0], re.M))

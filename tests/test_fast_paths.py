@@ -80,7 +80,7 @@ def test_chr_threshold_and_sets_unchanged() -> None:
 def test_boosted_trees_unchecked_path_is_bit_identical(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Trees fed float32 features converted once (no per-call checks) give the checked path's intervals."""
     import judgecp.stats.methods.boosted as boosted
-    from judgecp.base.plugins import build_method
+    from judgecp.kinds.registry import build_method
 
     scale = LikertScale()
     rng = np.random.default_rng(4)

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judgecp.data import ChoiceData, PairData, ScoreData, from_table
+from judgecp.data import ChoiceData, PairData, ScoreData
+from judgecp.kinds.reading import from_table
 from judgecp.base.errors import InputError
 from judgecp.data.tables import read_table
 

@@ -268,7 +268,7 @@ def test_an_unexpected_os_error_is_one_line_naming_the_path(capsys: pytest.Captu
 @pytest.mark.parametrize("engine", ["pyarrow", "python"])
 def test_a_csv_saved_by_excel_reads_like_the_plain_one(likert_csv: Path, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
-    from judgecp.data import from_table
+    from judgecp.kinds.reading import from_table
     from judgecp.data.tables import read_table
 
     excel = tmp_path / "excel.csv"
@@ -298,7 +298,7 @@ def deep(depth: int) -> str:
 
 
 def test_a_deeply_nested_line_is_a_counted_malformed_line(likert_csv: Path, tmp_path: Path) -> None:
-    from judgecp.data import from_table
+    from judgecp.kinds.reading import from_table
     from judgecp.data.tables import read_table
 
     records = tmp_path / "records.jsonl"

@@ -149,7 +149,7 @@ def test_a_group_under_its_target_is_data_a_script_can_act_on(tmp_path: Path,
 
 def test_an_exclusion_reason_from_a_cell_stays_one_line(tmp_path: Path) -> None:
     """An ``exclude`` cell with line breaks (a cut file, a hostile writer) is counted as one-line text."""
-    from judgecp.data import load
+    from judgecp.kinds.reading import load
     from judgecp.base.errors import NoUsableRecords
 
     path = tmp_path / "t.csv"

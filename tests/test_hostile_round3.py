@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from judgecp.data.export import to_records
+from judgecp.kinds.reading import to_records
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
 from tests.test_hostile_input import one_line_error, run
 
@@ -60,7 +60,7 @@ def test_calibrate_refuses_a_negative_random_state(likert_records: Path, tmp_pat
 def test_a_seed_the_shuffling_thread_refuses_reaches_the_caller() -> None:
     """The pairwise study shuffles in a thread; a generator it cannot build used to leave the caller waiting."""
     code = ("import numpy as np\n"
-            "from judgecp.workflows.study.pair import shuffled_rows\n"
+            "from judgecp.kinds.pairwise.study import shuffled_rows\n"
             "try:\n"
             "    with shuffled_rows(np.arange(5), 3, -1) as rows:\n"
             "        list(rows)\n"

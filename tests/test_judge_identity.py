@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from judgecp.cli import main
-from judgecp.data.export import to_records
+from judgecp.kinds.reading import to_records
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records
 from tests.helpers import write_likert_csv
 

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from judgecp.stats.conformal import conformal_quantile
-from judgecp.data import ChoiceData, from_records, load
+from judgecp.data import ChoiceData
+from judgecp.kinds.reading import from_records, load
 from judgecp.base.errors import InputError
 from judgecp.workflows.study import evaluate
-from judgecp.workflows.study.choice import option_scale, option_sets
+from judgecp.kinds.choice.study import option_scale, option_sets
 from judgecp.stats.methods.sets import aps_scores, sets_at, true_label_scores
-from judgecp.base.plugins import build_method
+from judgecp.kinds.registry import build_method
 from judgecp.kinds.protocol import Protocol, parse_settings
 from judgecp.synthetic.judges import simulate_mcq_records
 

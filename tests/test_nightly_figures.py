@@ -9,7 +9,7 @@ pytest.importorskip("matplotlib", reason="the figures need matplotlib: pip insta
 
 from judgecp.workflows.nightly.compare import compare
 from judgecp.stats.plan import plan
-from judgecp.workflows.reports.figures.common import Missing, Plot
+from judgecp.present.figures import Missing, Plot
 from judgecp.workflows.reports.figures.nightly import difference_intervals, width_against_labels
 from tests.test_compare import paired_draw
 

@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.data import PairData, from_records, load
+from judgecp.data import PairData
+from judgecp.kinds.reading import from_records, load
 from judgecp.base.errors import InputError
 from judgecp.workflows.study import evaluate
-from judgecp.workflows.study.pair import Splits, make_controller
+from judgecp.kinds.pairwise.study import Splits, make_controller
 from judgecp.kinds.protocol import Protocol
 from judgecp.stats.selective import ClopperPearson, apply
 from judgecp.stats.signals import signals
@@ -276,7 +277,7 @@ def test_shuffled_rows_are_the_protocols_splits_and_the_thread_ends() -> None:
     that stops early ends the thread, and an error in the thread reaches the caller."""
     import threading
 
-    from judgecp.workflows.study.pair import shuffled_rows
+    from judgecp.kinds.pairwise.study import shuffled_rows
 
     values = np.random.default_rng(1).permutation(1000).astype(np.int32)
     want = np.random.default_rng(7).permuted(np.tile(values, (6, 1)), axis=1)

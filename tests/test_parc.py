@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgecp.data import ChoiceData, from_records
+from judgecp.data import ChoiceData
+from judgecp.kinds.reading import from_records
 from judgecp.base.errors import InputError
 from judgecp.workflows.study import evaluate_parc
 from judgecp.stats.parc import calibrated, reliability, reliability_exponent

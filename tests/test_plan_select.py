@@ -238,7 +238,7 @@ def test_cli_select_then_estimate(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_cli_select_then_estimate_pairwise(tmp_path: Path) -> None:
     """Pairs: both orders of a chosen pair are written, and the pair's sampling_probability reaches estimate."""
-    from judgecp.data.export import to_records
+    from judgecp.kinds.reading import to_records
     from judgecp.synthetic.judges import simulate_pairwise_judge
 
     records = to_records(simulate_pairwise_judge(400, seed=1))

@@ -14,14 +14,9 @@ import pytest
 from judgecp.base import hookspecs
 from judgecp.data.extraction import ScoreExtraction, extract_score
 from judgecp.base.hookspecs import hookimpl
-from judgecp.base.plugins import (
-    DISABLE_AUTOLOAD_ENV,
-    build_method,
-    make_plugin_manager,
-    method_classes,
-    parse_method_spec,
-    split_method_list,
-)
+from judgecp.base.plugins import DISABLE_AUTOLOAD_ENV, make_plugin_manager
+from judgecp.kinds.registry import build_method, method_classes
+from judgecp.stats.methods.spec import parse_method_spec, split_method_list
 from tests.helpers import REPO, judge_draw
 
 DOC = REPO / "docs" / "plugins.md"

@@ -184,7 +184,7 @@ def test_records_command_maps_any_table_onto_records(tmp_path: Path, capsys: pyt
 
 def test_an_excluded_record_is_counted_under_its_own_reason() -> None:
     """A placeholder record (an adapter's malformed line) with no options: its reason, not options_missing."""
-    from judgecp.data import from_records
+    from judgecp.kinds.reading import from_records
 
     good = [choice_record(f"q{i}", options=["A", "B"], label=["A"], logprobs={"A": -0.1, "B": -2.0}) for i in range(6)]
     placeholder = choice_record("bad", options=[], label=[], exclude="malformed_json_line")

@@ -15,10 +15,10 @@ import pytest
 pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
 
 from judgecp.cli import main
-from judgecp.data import from_records
+from judgecp.kinds.reading import from_records
 from judgecp.workflows.study import evaluate
 from judgecp.kinds.protocol import Protocol
-from judgecp.present.console import dumps
+from judgecp.base.jsonio import dumps
 from judgecp.workflows.reports import build_document, write_report
 from judgecp.workflows.reports import figures as F
 from judgecp.workflows.reports.figures import Missing, Plot
@@ -380,7 +380,7 @@ def test_reliability_and_set_size_figures(reports) -> None:
     assert len(ax.containers) == 2 and ax.get_xlabel() == "set size (options)"
     assert [p.get_height() for p in ax.containers[0]] == pytest.approx(list(mcq.report["set_size_distribution"]["lac"].values()))
     old = {k: v for k, v in lik.report.items() if k != "reliability_diagram"}
-    from judgecp.workflows.reports.load import Run
+    from judgecp.present.runs import Run
 
     assert isinstance(F.judge_reliability([Run("old", "old.json", old)], "naive"), Missing)
 
@@ -435,7 +435,7 @@ def write_lm_eval_run(folder: Path, date: str, model_args: str, tasks: dict[str,
 
 def test_an_lm_eval_folder_names_judges_by_model_and_task_and_groups_subtasks(tmp_path) -> None:
     """Judges named from the results file (not lm-eval's folder name), a group's subtasks one judge with groups."""
-    from judgecp.data.export import to_records
+    from judgecp.kinds.reading import to_records
 
     records = to_records(simulate_likert_judge(600))
     by_group = {g: [r for r in records if r["group"] == g] for g in ("easy", "medium", "hard")}
@@ -466,8 +466,8 @@ def test_an_lm_eval_folder_names_judges_by_model_and_task_and_groups_subtasks(tm
 
 
 def test_subtasks_without_a_covering_task_are_put_together() -> None:
-    from judgecp.data.export import to_records
-    from judgecp.base.plugins import RecordBatch
+    from judgecp.kinds.reading import to_records
+    from judgecp.data.formats import RecordBatch
     from judgecp.workflows.reports.collect import combine_subtasks
 
     a, b = to_records(simulate_likert_judge(50, seed=1)), to_records(simulate_likert_judge(40, seed=2))
@@ -517,7 +517,7 @@ def lab(hex_colors: list[str]) -> np.ndarray:
 
 
 def test_fourteen_methods_get_fourteen_distinct_colours(reports) -> None:
-    from judgecp.workflows.reports.figures.common import colors, series_style
+    from judgecp.present.figures import colors, series_style
 
     palette = lab(colors(16))
     distance = np.linalg.norm(palette[:, None] - palette[None], axis=2) + np.eye(16) * 1e9

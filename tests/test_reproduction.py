@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from judgecp.data import Fields, load
+from judgecp.data import Fields
+from judgecp.kinds.reading import load
 from judgecp.stats.diagnostics import confusion_matrix, point_metrics
 from tests.helpers import REPO, SHARED_DATA, shared_file
 

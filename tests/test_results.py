@@ -11,7 +11,8 @@ import pytest
 
 from judgecp import Protocol, evaluate
 from judgecp.cli import main
-from judgecp.workflows.results import MetricError, StudyResult, load_result, read_result
+from judgecp.kinds.metrics import MetricError
+from judgecp.workflows.results import StudyResult, load_result, read_result
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
 
 

@@ -1,4 +1,4 @@
-"""judgecp.workflows.scalars: every kind's report read as the flat metrics a harness shows (no harness needed)."""
+"""judgecp.kinds.metrics: every kind's report read as the flat metrics a harness shows (no harness needed)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,13 @@ import math
 import pytest
 
 from judgecp import Protocol, evaluate, from_records
-from judgecp.workflows.scalars import (
-    calibrated_metrics,
-    ensemble_metrics,
-    likert_metrics,
-    mcq_metrics,
-    metric_suffix,
-    metric_values,
-    pairwise_metrics,
-    parc_metrics,
-    read_metric,
-)
+from judgecp.workflows.calibrators.results import calibrated_metrics
+from judgecp.kinds.ensemble import ensemble_metrics
+from judgecp.kinds.likert.study import likert_metrics
+from judgecp.kinds.choice.study import mcq_metrics
+from judgecp.kinds.metrics import metric_suffix, metric_values, read_metric
+from judgecp.kinds.pairwise.study import pairwise_metrics
+from judgecp.kinds.choice.parc_study import parc_metrics
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_parc_records
 
 
@@ -48,8 +44,8 @@ def test_an_undefined_report_keeps_its_counts_and_nothing_else() -> None:
 
 
 def test_a_missing_key_is_an_error_naming_it_and_null_is_undefined() -> None:
-    from judgecp.workflows.results import MetricError
-    from judgecp.workflows.scalars import metric_value
+    from judgecp.kinds.metrics import MetricError
+    from judgecp.kinds.metrics import metric_value
 
     protocol = Protocol(methods=("naive",), seeds=(0, 1))
     report = evaluate(simulate_likert_judge(n=200, seed=3), protocol).to_json()

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from judgecp.cli import main
-from judgecp.data import from_records
+from judgecp.kinds.reading import from_records
 from judgecp.workflows.study import evaluate
-from judgecp.workflows.study.sweep import SWEEP_KEY, sweep_levels
+from judgecp.kinds.sweep import SWEEP_KEY, sweep_levels
 from judgecp.kinds.protocol import Protocol
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records
 

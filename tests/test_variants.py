@@ -26,7 +26,8 @@ import pytest
 from judgecp.stats.conformal import min_calibration_size
 from judgecp.base.errors import InputError
 from judgecp.stats.methods.variants import Variant, make_variant
-from judgecp.base.plugins import build_method, check_method_spec, method_classes, parse_method_spec
+from judgecp.kinds.registry import build_method, check_method_spec, method_classes
+from judgecp.stats.methods.spec import parse_method_spec
 from judgecp.base.scale import LikertScale
 from tests.helpers import cheap_spec, judge_draw, repeated_coverage
 

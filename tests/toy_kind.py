@@ -22,7 +22,7 @@ from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
 from judgecp.base.hookspecs import hookimpl
 from judgecp.kinds import Kind
-from judgecp.workflows.scalars import Metric, _pick, _with_stderr, excluded_count
+from judgecp.kinds.metrics import Metric, pick, with_stderr, excluded_count
 
 YES = ("yes", "y", "1", "true")
 NO = ("no", "n", "0", "false")
@@ -150,8 +150,8 @@ class VerdictKind(Kind):
                 "set_size": float(np.mean(size))}
 
     def metrics(self, protocol: Any, body: Mapping[str, Any] | None = None) -> list[Metric]:
-        return [Metric("n", _pick("n"), None, always=True), Metric("excluded", excluded_count, False, always=True),
-                *_with_stderr("coverage", ("coverage",), None), Metric("set_size", _pick("set_size"), False)]
+        return [Metric("n", pick("n"), None, always=True), Metric("excluded", excluded_count, False, always=True),
+                *with_stderr("coverage", ("coverage",), None), Metric("set_size", pick("set_size"), False)]
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
         super().write_console(body, out)
@@ -173,14 +173,14 @@ class VerdictKind(Kind):
 
     def fit_calibrator(self, data: VerdictData, *, method: str | None, alpha: float, groups: str | None,
                        random_state: int | None, signal: str, delta: float) -> Any:
-        from judgecp.workflows.calibrators.fitting import Fitted
+        from judgecp.kinds.calibration import Fitted
 
         if method not in (None, "lac") or groups:
             raise InputError("a verdict calibrator is LAC, without groups")
         return Fitted(VerdictSets(alpha).calibrate(data), "lac")
 
     def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
-        from judgecp.workflows.calibrators.fileformat import KindParts
+        from judgecp.kinds.calibration import KindParts
 
         if method != "lac":
             reader.fail("method", f"a verdict calibrator is 'lac', not {method!r}")
@@ -188,7 +188,7 @@ class VerdictKind(Kind):
         return KindParts(est, None, None, None, "p_yes", (0.0, 1.0), (0.0, 1.0))
 
     def apply_calibrator(self, cal: Any, data: VerdictData, *, groups: str | None) -> Any:
-        from judgecp.workflows.calibrators.applying import ApplyParts, coverage_section, set_summary
+        from judgecp.kinds.calibration import ApplyParts, coverage_section, set_summary
         from judgecp.stats.checks import GroupCount, beta_binomial_pvalue
 
         s = sets(data.p_yes, cal.estimator.threshold_)

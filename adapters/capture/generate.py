@@ -230,7 +230,7 @@ def generate_record(
     letters: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The judge output of ``kind`` (scores, ``likert``: :func:`likert_record`; the others: :func:`letter_record`)."""
-    if get_kind(kind).record_shape == "score":
+    if get_kind(kind).reader.record_shape == "score":
         return likert_record(calls, tokenizer, scale=scale)
     return letter_record(calls, tokenizer, letters, kind=kind)
 
@@ -242,7 +242,7 @@ def positions_output(
     """The judge output of ``kind`` from generated tokens and per-position candidate logprobs (full
     vocabulary or a top-K list): :func:`~judgecp.data.extraction.score_output` for ``likert`` (``scale``),
     :func:`~judgecp.data.extraction.letter_output` at the first generated letter for the others."""
-    shape = get_kind(kind).record_shape
+    shape = get_kind(kind).reader.record_shape
     if shape == "score":
         return score_output(tokens, positions, scale=scale or LikertScale(), floor=floor, flags=flags, source=source)
     return letter_output(cast(Literal["pair", "choice"], shape), tokens, positions, list(letters), floor=floor, flags=flags, source=source)
@@ -252,7 +252,7 @@ def failed_record(
     *flags: str, kind: str = "likert", source: str = "hf_generate", letters: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """A judge output without logprobs (``flags`` say why)."""
-    shape = cast(Shape, get_kind(kind).record_shape)
+    shape = cast(Shape, get_kind(kind).reader.record_shape)
     extra = {} if shape == "score" else {"letters": list(letters or [])}
     return judge_output(shape, logprobs=None, flags=flags, stage=None, position=None, n_tokens=0, source=source,
                         **extra)

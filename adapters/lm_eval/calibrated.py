@@ -22,7 +22,7 @@ not, and reports per task
 scale (warned); without it such a run's metrics are NaN (but ``n`` and
 ``excluded``) and the reason is logged, so ``judgecp gate`` fails it while
 the run's results and samples are kept. The metrics' names and how each is read
-from the summary are the core's (:func:`judgecp.workflows.scalars.calibrated_metrics`).
+from the summary are the core's (:func:`judgecp.workflows.calibrators.results.calibrated_metrics`).
 Nothing here imports lm-eval.
 """
 
@@ -61,7 +61,7 @@ def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
              scale: LikertScale | None) -> Mapping[str, Any]:
     from judgecp.workflows.calibrators import apply
     from judgecp.workflows.calibrators.results import ApplyResult
-    from judgecp.data import from_records
+    from judgecp.kinds.reading import from_records
 
     data = None
     try:

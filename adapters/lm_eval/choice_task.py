@@ -29,7 +29,9 @@ from judgecp.base.exclusions import Exclusions
 from judgecp.stats.parc import variation_order
 from judgecp.data.prompts import choice_seed_prompt
 from judgecp.base.records import choice_record, likeliest
-from judgecp.workflows.scalars import Metric, mcq_metrics, parc_metrics
+from judgecp.kinds.metrics import Metric
+from judgecp.kinds.choice.study import mcq_metrics
+from judgecp.kinds.choice.parc_study import parc_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 

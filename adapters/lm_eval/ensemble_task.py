@@ -20,12 +20,12 @@ as they are (``judgecp evaluate --kind ensemble samples_<task>_<date>.jsonl``),
 so the ensemble is fitted and applied post hoc on any validation set.
 
 Inside lm-eval the task also reports the ensemble study over all its records
-(:func:`judgecp.workflows.ensemble.evaluate.ensemble_report`): per method (``uniform``,
+(:func:`judgecp.kinds.ensemble.evaluate.ensemble_report`): per method (``uniform``,
 ``bpe`` and, with an ``embeddings`` file, ``mixture``) ``ece``, ``mce``,
 ``auprc``, ``nll``, ``accuracy`` (each with ``_stderr``: the std over seeds)
 and the BY selection's ``fdp`` and ``selected``; plus ``n_items``,
 ``n_prompts``, ``excluded``. Settings come from ``--metadata`` (:data:`PROMPT_SETTINGS`
-and :data:`judgecp.workflows.ensemble.study.STUDY_SETTINGS`).
+and :data:`judgecp.kinds.ensemble.study.STUDY_SETTINGS`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from judgecp.adapters.lm_eval.metrics import by_id, counted
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.data.ensemble.prompts import JudgePrompt
 from judgecp.data.ensemble.sources import PreferenceItem
-from judgecp.workflows.ensemble.study import (
+from judgecp.kinds.ensemble.study import (
     displayed,
     sample_items,
     select_prompts,
@@ -52,13 +52,14 @@ from judgecp.workflows.ensemble.study import (
 )
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
-from judgecp.workflows.scalars import Metric, ensemble_metrics
+from judgecp.kinds.metrics import Metric
+from judgecp.kinds.ensemble import ensemble_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 
 #: Image placeholder of lm-eval's multimodal models.
 IMAGE_TOKEN = "<image>"
-#: ``--metadata`` keys of the prompt choice (besides the study's, :data:`judgecp.workflows.ensemble.study.STUDY_SETTINGS`,
+#: ``--metadata`` keys of the prompt choice (besides the study's, :data:`judgecp.kinds.ensemble.study.STUDY_SETTINGS`,
 #: and the data's: ``data_dir``, ``max_items``, ``data_seed``, ``split``) and their defaults.
 PROMPT_SETTINGS: dict[str, Any] = {"prompt_set": None, "prompts": None, "prompt_seed": 0}
 

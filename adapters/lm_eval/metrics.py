@@ -18,7 +18,7 @@ before (the record under every metric) still read, offline and here.
 The report is the core's (:func:`judgecp.evaluate`): the records go through
 the same reader as ``judgecp evaluate``, so a task's numbers and the post-hoc
 command's are the same; the metrics' names and how each is read from the
-report are the core's (:mod:`judgecp.workflows.scalars`). When no report can be computed (no usable record,
+report are the core's (:mod:`judgecp.kinds.metrics`). When no report can be computed (no usable record,
 fewer than four), it has ``error``: the counts ``n`` and ``excluded`` still
 hold and every other metric is NaN. Nothing here imports lm-eval.
 
@@ -35,13 +35,14 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from judgecp.data import Fields, from_records
+from judgecp.data import Fields
+from judgecp.kinds.reading import from_records
 from judgecp.base.errors import InputError, NoUsableRecords
 from judgecp.workflows.study import evaluate
 from judgecp.workflows.study.warnings import summary_lines
 from judgecp.kinds.protocol import Protocol, misspelled_settings, parse_settings
 from judgecp.workflows.results import Result
-from judgecp.workflows.scalars import Metric, excluded_count, read_metric
+from judgecp.kinds.metrics import Metric, excluded_count, read_metric
 from judgecp.base.scale import LikertScale
 
 logger = logging.getLogger("lm_eval.judgecp")

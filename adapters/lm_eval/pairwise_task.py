@@ -33,7 +33,8 @@ from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
 from judgecp.data.prompts import PAIRWISE_SYSTEM_SINGLE_TURN, pairwise_user_turn
 from judgecp.base.records import likeliest, pair_record
-from judgecp.workflows.scalars import Metric, pairwise_metrics
+from judgecp.kinds.metrics import Metric
+from judgecp.kinds.pairwise.study import pairwise_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 

@@ -41,7 +41,9 @@ from judgecp.adapters.lm_eval.metrics import (
 )
 from judgecp.base.errors import InputError
 from judgecp.base.records import complete, likeliest, parse_judge_output, score_record
-from judgecp.workflows.scalars import Metric, calibrated_metrics, likert_metrics
+from judgecp.kinds.metrics import Metric
+from judgecp.workflows.calibrators.results import calibrated_metrics
+from judgecp.kinds.likert.study import likert_metrics
 from judgecp.base.scale import LikertScale
 
 EXCLUDE_IMAGE = "image_load_failed"

@@ -45,7 +45,7 @@ def _build(argv: Sequence[str]) -> int:
         build_polaris,
     )
     from judgecp.cli import Parser
-    from judgecp.cli.flags import whole
+    from judgecp.base.flags import whole
     from judgecp.base.outputs import Folder, check_outputs
 
     p = Parser(prog="judgecp vlmeval build-tsv",

@@ -187,7 +187,7 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
         text = self.SPEC.render(line)
         msgs = [dict(type="image", value=p) for p in toliststr(tgt_path)]
         msgs.append(dict(type="text", value=text))
-        letters = get_kind(self.SPEC.kind).record_shape != "score"  # verdicts and options, not scores
+        letters = get_kind(self.SPEC.kind).reader.record_shape != "score"  # verdicts and options, not scores
         meta = {"letters": list(self.SPEC.answer_letters(line))} if letters else None
         PROMPTS.register(self.dataset_name, msgs, line["index"], meta)
         return msgs

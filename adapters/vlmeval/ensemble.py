@@ -26,7 +26,7 @@ Nothing here imports VLMEvalKit except :func:`dataset_class`.
   (:func:`judgecp.adapters.vlmeval.predictions.read_predictions`), turns each
   row into the ``pair`` record the ensemble reads (``prompt``,
   ``meta.item``, ``meta.answer_key``), runs
-  :func:`judgecp.workflows.ensemble.evaluate.ensemble_report` and writes
+  :func:`judgecp.kinds.ensemble.evaluate.ensemble_report` and writes
   ``<model>_<dataset>_ensemble.json`` beside the prediction file; the
   headline ``<method>|<score>`` floats land in ``status.json``.
   ``judgecp evaluate --kind ensemble RECORDS`` takes the records written by
@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 
 from judgecp.data.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
 from judgecp.data.ensemble.sources import PreferenceItem, balance_order, read_hpdv2, read_mjbench
-from judgecp.workflows.ensemble.study import (
+from judgecp.kinds.ensemble.study import (
     STUDY_SETTINGS,
     displayed,
     sample_items,

@@ -47,15 +47,16 @@ from judgecp.adapters.vlmeval.predictions import (
 )
 from judgecp.adapters.vlmeval.specs import JudgeSpec
 from judgecp.adapters.vlmeval.summary import with_overall, write_score_file
-from judgecp.data import Fields, from_table
+from judgecp.data import Fields
+from judgecp.kinds.reading import from_table
 from judgecp.base.errors import InputError, NoUsableRecords
 from judgecp.workflows.study import evaluate
 from judgecp.base.exclusions import Exclusions
 from judgecp.workflows.headline import report_headline
 from judgecp.base.outputs import atomic_write_text
-from judgecp.base.plugins import RecordBatch
+from judgecp.data.formats import RecordBatch
 from judgecp.kinds.protocol import Protocol, parse_settings
-from judgecp.present.console import dumps
+from judgecp.base.jsonio import dumps
 from judgecp.workflows.results import StudyResult
 from judgecp.base.scale import LabelScale
 from judgecp.data.tables import Table, table_from_rows
@@ -179,7 +180,7 @@ def _error_report(
             excluded.merge(excluded_at_load)
     from judgecp.kinds import get_kind
 
-    levels = ({"alphas": list(protocol.levels(kind))} if get_kind(kind).levels_are_controller_levels
+    levels = ({"alphas": list(protocol.levels(kind))} if get_kind(kind).study.levels_are_controller_levels
               else {"alpha": protocol.level})
     return {
         "kind": kind,

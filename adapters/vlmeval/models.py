@@ -89,7 +89,7 @@ def attach_capture(
         with GenerateCapture() as capture:
             text = inner(message=message, dataset=dataset)
         text = "" if text is None else str(text)
-        if kind not in kind_names() or not get_kind(kind).record_shape:
+        if kind not in kind_names() or not get_kind(kind).reader.record_shape:
             raise InputError(f"{dataset}: no logprob record builder for kind {kind!r}")
         record = generate_record(capture.calls, tok, kind, scale=spec.scale if spec is not None else None,
                                  letters=row_letters(meta, spec))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.base.hookspecs import hookimpl
-from judgecp.base.plugins import RecordBatch, RecordFormat
+from judgecp.data.formats import RecordBatch, RecordFormat
 
 
 @hookimpl

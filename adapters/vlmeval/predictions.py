@@ -184,9 +184,9 @@ def legacy_record(old: dict[str, Any]) -> dict[str, Any] | None:
     ``judge``, the rest ``meta``. ``None`` when ``old`` is not such a record.
     """
     kind = old.get("kind")
-    if old.get("v") != 1 or kind not in kind_names() or not get_kind(kind).record_shape:
+    if old.get("v") != 1 or kind not in kind_names() or not get_kind(kind).reader.record_shape:
         return None
-    shape = get_kind(kind).record_shape
+    shape = get_kind(kind).reader.record_shape
     meta = {k: old[k] for k in ("stage", "position", "n_tokens", "letters", "source", "prediction_sha1", "written_at")
             if k in old}
     record = judge_output(shape, logprobs=old.get("logprobs"), prediction=old.get("parsed" if shape == "score" else "answer"),
@@ -464,7 +464,7 @@ def likert_records(table: PredictionTable, spec: JudgeSpec, label_scale: LabelSc
     column is in every record's ``meta`` too (post hoc: ``--label score_mean
     --label-scale 0:1``).
     """
-    if get_kind(spec.kind).record_shape != "score":
+    if get_kind(spec.kind).reader.record_shape != "score":
         raise InputError(f"{spec.key}: kind {spec.kind!r} is not a judge of scores")
     task, judge, records = table.dataset or table.record_dataset(), table.record_model(), []
     label = spec.continuous_label if label_scale is not None and spec.continuous_label else spec.label

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from judgecp.present.console import to_strict
+from judgecp.base.jsonio import to_strict
 
 #: The suffix VLMEvalKit's fallback ranks highest after a key equal to ``overall``.
 OVERALL = "|overall"

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from judgecp.data.extraction import ScoreExtraction
     from judgecp.base.scale import LikertScale
+    from judgecp.data.extraction import ScoreExtraction
 
 hookspec = pluggy.HookspecMarker("judgecp")
 hookimpl = pluggy.HookimplMarker("judgecp")
@@ -108,10 +108,10 @@ def register_commands(commands: Any, benchmarks: Any) -> None:
 
 @hookspec
 def register_record_formats() -> list[Any]:  # type: ignore[empty-body]
-    """Return readers of harness output files, as :class:`judgecp.base.plugins.RecordFormat` objects.
+    """Return readers of harness output files, as :class:`judgecp.data.formats.RecordFormat` objects.
 
     A format has a ``name`` (``judgecp evaluate --format NAME``), a
-    ``description``, ``read(path, **options) -> judgecp.base.plugins.RecordBatch``
+    ``description``, ``read(path, **options) -> judgecp.data.formats.RecordBatch``
     (the file's judgments as ``judgecp.record/1`` records, what could not be
     read counted by reason) and ``sniff(path) -> bool`` (whether a file is of
     this format, for ``--format auto``). judgecp's adapters register

@@ -35,7 +35,7 @@ CHEAP = {"naive", "lac", "ordinal_set", "naive(conditional=label)", "lac(conditi
 
 def time_method(spec: str, X: Any, y: Any, cal: Any, test: Any, scale: Any, repeats: int) -> tuple[float, float]:
     """Median (CPU seconds, wall seconds) of ``repeats`` calibrate + predict runs, after one warm-up."""
-    from judgecp.base.plugins import build_method
+    from judgecp.kinds.registry import build_method
 
     def once(seed: int) -> tuple[float, float]:
         c0, w0 = time.process_time(), time.perf_counter()
@@ -84,7 +84,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from judgecp.base.plugins import split_method_list
+    from judgecp.stats.methods.spec import split_method_list
 
     methods = split_method_list(args.methods) if args.methods else list(DEFAULT)
     bench_fitted(sys.stdout, rows=args.rows, repeats=args.repeats, methods=methods)

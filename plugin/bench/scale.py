@@ -170,7 +170,7 @@ def bench_scale(
     out: TextIO, *, rows: int = 1_000_000, pairs: int = 1_000_000, pair_splits: int = 1000,
     method_rows: int = 100_000, methods: Sequence[str] | None = None, workdir: str | None = None,
 ) -> list[dict[str, Any]]:
-    from judgecp.base.plugins import method_classes
+    from judgecp.kinds.registry import method_classes
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:

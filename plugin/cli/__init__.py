@@ -34,6 +34,7 @@ from typing import Any, NoReturn
 
 from judgecp.base.errors import InputError, MissingDependencyError
 from judgecp.base.threads import pinned, runs_a_model
+from judgecp.base.version import __version__
 
 #: Exit statuses of an interrupted command (128 + the signal's number, as a shell reports them).
 EXIT_INTERRUPTED = 130
@@ -82,7 +83,6 @@ def _os_error_line(exc: OSError) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from judgecp import __version__
     from judgecp.cli import commands, evaluate, report
     from judgecp.base.plugins import get_plugin_manager
 

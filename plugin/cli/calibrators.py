@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.cli.evaluate import LABEL_SCALE_HELP
-from judgecp.cli.flags import level, whole
+from judgecp.base.flags import level, whole
 from judgecp.base.errors import InputError
 
 
@@ -60,7 +60,7 @@ def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
 
 def _write_json(path: str | None, obj: Mapping[str, Any]) -> None:
     from judgecp.base.outputs import atomic_write_text
-    from judgecp.present.console import dumps
+    from judgecp.base.jsonio import dumps
 
     if path:
         atomic_write_text(path, dumps(obj) + "\n")
@@ -161,7 +161,7 @@ def run_apply(args: argparse.Namespace) -> int:
 
 def raw_records(args: argparse.Namespace) -> list[dict[str, Any]] | None:
     """The input's records as read (a records file, or a harness file's records); ``None`` for a plain table."""
-    from judgecp.base.plugins import record_format, sniff_format
+    from judgecp.data.formats import record_format, sniff_format
     from judgecp.data.tables import read_jsonl
 
     path = Path(args.input)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from judgecp.cli.flags import levels, whole
+from judgecp.base.flags import levels, whole
 from judgecp.base.errors import InputError
 
 
@@ -44,9 +44,10 @@ def run_records(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from judgecp.cli.evaluate import check_output
-    from judgecp.data import Fields, from_table
-    from judgecp.data.export import to_records
-    from judgecp.base.plugins import record_format, sniff_format
+    from judgecp.data import Fields
+    from judgecp.kinds.reading import from_table
+    from judgecp.kinds.reading import to_records
+    from judgecp.data.formats import record_format, sniff_format
     from judgecp.base.scale import LabelScale, LikertScale
     from judgecp.data.tables import check_readable, read_table, write_records
 
@@ -109,7 +110,7 @@ def run_example(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from judgecp.data.export import to_records
+    from judgecp.kinds.reading import to_records
     from judgecp.base.outputs import check_outputs
     from judgecp.synthetic.judges import simulate_likert_judge
     from judgecp.data.tables import write_records
@@ -150,8 +151,8 @@ def add_methods(sub: Any) -> None:
 
 
 def run_methods(args: argparse.Namespace) -> int:
-    from judgecp.base.plugins import method_classes, method_parameters, missing_dependency
-    from judgecp.stats.selective import controller_classes
+    from judgecp.kinds.registry import method_classes, method_parameters, missing_dependency
+    from judgecp.kinds.registry import controller_classes
 
     print("conformal methods (--methods NAME or NAME(param=value, ...); any method also takes conditional=label, "
           "one that fits a model cv=K and features=entropy+margin+mode, docs/beyond.md):")
@@ -202,7 +203,7 @@ def run_bench_scale(args: argparse.Namespace) -> int:
     from judgecp.bench.scale import bench_scale
     from judgecp.cli.evaluate import check_output
     from judgecp.base.outputs import atomic_write_text
-    from judgecp.base.plugins import split_method_list
+    from judgecp.stats.methods.spec import split_method_list
 
     check_output(args, {"--json": args.json})
     methods = split_method_list(args.methods) if args.methods else None

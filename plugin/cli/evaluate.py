@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from judgecp.cli import ensemble
-from judgecp.cli.flags import level, levels, number
+from judgecp.base.flags import level, levels, number
 from judgecp.base.errors import InputError
 
 #: Protocol flags (argparse dest -> setting name).
@@ -99,7 +98,9 @@ def add_parser(sub: Any) -> None:
                      "seconds, a few lines a minute when stderr is not a terminal; none with --quiet)")
     out.add_argument("--detail", metavar="METHOD",
                      help="Likert: print coverage by label and by judge error, informativeness and midpoints for METHOD (default: the first)")
-    ensemble.add_arguments(p)
+    for kind in kinds().values():
+        if kind.command is not None:
+            kind.command.add_arguments(p)
     p.set_defaults(func=run_evaluate)
 
 
@@ -131,8 +132,8 @@ def check_output(args: argparse.Namespace, outputs: dict[str, str | None]) -> No
 
 def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The validated data of ``args.input`` and the reader's own report section (if any)."""
-    from judgecp.data import from_table
-    from judgecp.base.plugins import record_format, sniff_format
+    from judgecp.kinds.reading import from_table
+    from judgecp.data.formats import record_format, sniff_format
     from judgecp.data.tables import check_readable, read_table
 
     path = Path(args.input)
@@ -156,24 +157,25 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
 def run_evaluate(args: argparse.Namespace) -> int:
     from judgecp.data import Fields
     from judgecp.workflows.study import evaluate
-    from judgecp.workflows.study.sweep import write_sweep
+    from judgecp.kinds.sweep import write_sweep
     from judgecp.workflows.study.warnings import summary_lines
     from judgecp.kinds import get_kind
     from judgecp.base.outputs import atomic_write_text
     from judgecp.kinds.protocol import parse_settings
-    from judgecp.present.console import write_report
+    from judgecp.workflows.study import write_report
     from judgecp.base.scale import LabelScale, LikertScale
 
-    if args.kind is not None:
-        own = get_kind(args.kind).run_evaluate_command(args)
-        if own is not None:
-            return own
+    if args.kind is not None and (command := get_kind(args.kind).command) is not None:
+        return command.run(args)
     if args.example == bool(args.input):
         raise InputError("give an INPUT file or --example (not both)")
     if args.example and args.judge is not None:
         raise InputError("--judge names the judge of INPUT's records; the example's are synthetic")
     check_output(args, {"--json": args.json})
-    ensemble.check_unused(args, args.kind or "likert")
+    for other in kinds().values():
+        given = other.command.given(args) if other.command is not None else []
+        if given:
+            raise InputError(f"{', '.join(given)}: options of --kind {other.name}, not of --kind {args.kind or TABLE_KIND}")
     fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
                     group=args.group or args.mondrian, joins=tuple(args.join), features=args.features,
                     flags={"group": "--mondrian" if args.mondrian and not args.group else "--group",
@@ -188,19 +190,22 @@ def run_evaluate(args: argparse.Namespace) -> int:
         reader_options["label_scale"] = LabelScale.parse(args.label_scale)
     info: dict[str, Any] = {}
     if args.example:
-        kind = get_kind(args.kind or "likert")
-        data = kind.example(**reader_options)
-        if args.group is None and args.mondrian is None and kind.example_group is not None:
-            args.group = kind.example_group  # the example's groups get their tables
+        kind = get_kind(args.kind or TABLE_KIND)
+        data = kind.reader.example(**reader_options)
+        if args.group is None and args.mondrian is None and kind.study.example_group is not None:
+            args.group = kind.study.example_group  # the example's groups get their tables
     else:
         try:
             data, info = read_input(args, args.kind, fields, reader_options)
         except InputError as exc:
-            raise ensemble.with_hint(exc, args) from None
+            for other in kinds().values():
+                if other.command is not None:
+                    exc = other.command.hint(exc, args)
+            raise exc from None
         kind = get_kind(data.kind)
-    kind.check_reader_options(reader_options)
+    kind.reader.check_options(reader_options, kind.name)
     if args.row_features:
-        if not kind.row_features:
+        if not kind.reader.row_features:
             raise InputError(f"--row-features: an option of --kind likert, not of --kind {kind.name}")
         from judgecp.data.row_features import with_row_features
 
@@ -209,7 +214,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     values = {name: getattr(args, name) for name in PROTOCOL_FLAGS}
     protocol = parse_settings(values, kind=kind.name, spell=flag_name)
     report = evaluate(data, protocol, **info)
-    detail = kind.console_detail(report, args.detail)
+    detail = kind.presenter.console_detail(report, args.detail, kind.name)
     if args.json:
         atomic_write_text(args.json, report.dumps())
     where = f"{args.json} (`warnings`)" if args.json else "the JSON report's `warnings` (--json OUT)"

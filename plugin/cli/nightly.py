@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.cli.calibrators import _input_flags, _write_json, read_data
-from judgecp.cli.flags import level, number, whole
+from judgecp.base.flags import level, number, whole
 from judgecp.base.errors import InputError
 
 # -- compare -----------------------------------------------------------------------------------
@@ -63,9 +63,10 @@ def read_run(args: argparse.Namespace, path: str) -> Any:
     if not folder.is_dir():
         args.input = path
         return read_data(args, require_label=False)
-    from judgecp.data import Fields, from_table
+    from judgecp.data import Fields
+    from judgecp.kinds.reading import from_table
     from judgecp.base.exclusions import Exclusions
-    from judgecp.base.plugins import record_formats
+    from judgecp.data.formats import record_formats
     from judgecp.base.scale import LikertScale
     from judgecp.data.tables import table_from_rows
 

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from judgecp.cli.flags import number, whole
+from judgecp.base.flags import number, whole
 from judgecp.base.errors import InputError
 
 

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.base.errors import InputError, NoUsableRecords
+from judgecp.base.exclusions import Exclusions
 from judgecp.data.fields import (
     Fields,
     LogprobColumns,
@@ -39,8 +41,6 @@ from judgecp.data.fields import (
     to_object,
     token_columns,
 )
-from judgecp.base.errors import InputError, NoUsableRecords
-from judgecp.base.exclusions import Exclusions
 from judgecp.data.tables import Table
 
 FloatArray = NDArray[np.float64]
@@ -58,6 +58,11 @@ FIELD_COLUMNS = {
     "source_id": ("source_id",),
     "sampling_probability": ("sampling_probability",),  # an item drawn by `judgecp select`
 }
+
+#: The columns a plain table usually names each record field by (``--label``, ``--prediction``,
+#: ``--logprobs`` override them), the first found wins.
+CHOICE_COLUMNS: Mapping[str, tuple[str, ...]] = {"label": ("label", "correct", "answer"), "prediction": ("prediction",),
+                                                 "logprobs": ("logprobs",)}
 
 
 @dataclass
@@ -202,9 +207,9 @@ def choice_data(
     fields = fields or Fields()
     excluded, flags = table.excluded, Exclusions()
     col = table.columns
-    id_col = fields.pick(table, "id", "mcq")
-    label_col = fields.label_column(table, "mcq", required=require_label)
-    pred_col = fields.pick(table, "prediction", "mcq")
+    id_col = fields.pick(table, "id", CHOICE_COLUMNS)
+    label_col = fields.label_column(table, CHOICE_COLUMNS, required=require_label)
+    pred_col = fields.pick(table, "prediction", CHOICE_COLUMNS)
     lp_cols = option_columns(table, fields)
     field_cols = {name: next((c for c in names if c in col), None) for name, names in FIELD_COLUMNS.items()}
     if fields.group is not None:  # a column to group by, kept under its own name
@@ -283,3 +288,11 @@ def choice_data(
         kind=resolved,
     )
 
+
+def choice_probabilities(data: ChoiceData) -> NDArray[np.float64]:
+    """The model's probability of each option of each item (softmax over the valid options)."""
+    lp = np.where(data.valid, data.logprobs, -np.inf)
+    lp = lp - lp.max(axis=1, keepdims=True)
+    p = np.exp(lp)
+    out: NDArray[np.float64] = p / p.sum(axis=1, keepdims=True)
+    return out

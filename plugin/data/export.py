@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from judgecp.base.records import choice_record, pair_record, score_record
 from judgecp.data.choice import ChoiceData
 from judgecp.data.pair import PairData
 from judgecp.data.score import ScoreData
-from judgecp.base.records import choice_record, pair_record, score_record
 
 TOP_LEVEL = ("task", "group", "judge", "prompt")
 
@@ -29,15 +29,6 @@ def _fields(data: Any, i: int, skip: tuple[str, ...] = ()) -> dict[str, Any]:
 
 def _log(p: float) -> float:
     return math.log(p) if p > 0 else -math.inf
-
-
-def to_records(data: Any) -> list[dict[str, Any]]:
-    """One record per row (per pair and order for pairwise data): the data's kind writes them
-    (:meth:`judgecp.kinds.Kind.to_records`)."""
-    from judgecp.kinds import get_kind
-
-    records: list[dict[str, Any]] = get_kind(data.kind).to_records(data)
-    return records
 
 
 def score_records(data: ScoreData) -> list[dict[str, Any]]:

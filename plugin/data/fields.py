@@ -31,11 +31,14 @@ from judgecp.data.tables import ArrowColumn, Table, arrow_pool, read_table
 ID_CANDIDATES = ("id", "sample_id", "doc_id", "index")
 
 
-def column_candidates(kind: str, name: str) -> tuple[str, ...]:
-    """The columns a kind's tables usually name a record field by (the kind's ``columns``; else the name)."""
-    from judgecp.kinds import get_kind
+#: The columns a plain table names each record field by, when a reader names none of its own.
+DEFAULT_COLUMNS: Mapping[str, tuple[str, ...]] = {"label": ("label",), "prediction": ("prediction",),
+                                                  "logprobs": ("logprobs",)}
 
-    return tuple(get_kind(kind).columns.get(name, (name,)))
+
+def column_candidates(columns: Mapping[str, tuple[str, ...]], name: str) -> tuple[str, ...]:
+    """The columns a reader's tables usually name a record field by (its ``columns``; else the name)."""
+    return tuple(columns.get(name, (name,)))
 
 
 class Rows:
@@ -71,22 +74,22 @@ class Fields:
     def flag(self, name: str) -> str:
         return self.flags.get(name, f"--{name}")
 
-    def pick(self, table: Table, name: str, kind: str) -> str | None:
+    def pick(self, table: Table, name: str, columns: Mapping[str, tuple[str, ...]]) -> str | None:
         """The column of field ``name``: the one given (checked), else the first usual one present."""
         given = getattr(self, name)
         if given is not None:
             table.column(given, self.flag(name))
             return str(given)
-        candidates = ID_CANDIDATES if name == "id" else column_candidates(kind, name)
+        candidates = ID_CANDIDATES if name == "id" else column_candidates(columns, name)
         return next((c for c in candidates if c in table.columns), None)
 
-    def label_column(self, table: Table, kind: str, *, required: bool) -> str | None:
+    def label_column(self, table: Table, columns: Mapping[str, tuple[str, ...]], *, required: bool) -> str | None:
         """The label column; none found is an error naming the flag when labels are ``required``."""
-        column = self.pick(table, "label", kind)
+        column = self.pick(table, "label", columns)
         if column is None and required:
             columns = [c for c in table.columns if not c.startswith("_")]
             shown = ", ".join(columns[:12]) + (" ..." if len(columns) > 12 else "")
-            raise InputError(f"{table.source}: no label column (looked for {', '.join(column_candidates(kind, 'label'))}; "
+            raise InputError(f"{table.source}: no label column (looked for {', '.join(column_candidates(columns, 'label'))}; "
                              f"read as a table with columns {shown}); pass {self.flag('label')} COLUMN")
         return column
 

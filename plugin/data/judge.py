@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from judgecp.base.errors import InputError
 from judgecp.data.choice import FIELD_COLUMNS
 from judgecp.data.fields import is_blank
-from judgecp.base.errors import InputError
 from judgecp.data.tables import Table
 
 #: The columns a reader takes the judge's name from, first found first (multiple choice also reads ``model``).

@@ -21,13 +21,15 @@ in one order only: kept, its single-order probability stands for BPE).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.base.errors import InputError, NoUsableRecords
+from judgecp.base.exclusions import Exclusions
 from judgecp.data.fields import (
     Fields,
     LogprobColumns,
@@ -37,8 +39,6 @@ from judgecp.data.fields import (
     to_float,
     token_columns,
 )
-from judgecp.base.errors import InputError, NoUsableRecords
-from judgecp.base.exclusions import Exclusions
 from judgecp.data.tables import Table
 
 FloatArray = NDArray[np.float64]
@@ -50,6 +50,11 @@ ORDERS_FWD = {"fwd", "forward", "0", "ab", "original"}
 ORDERS_REV = {"rev", "reverse", "reversed", "1", "ba", "swapped"}
 #: Label of an unlabeled pair in :attr:`PairData.labels`.
 UNLABELED = -1
+
+#: The columns a plain table usually names each record field by (``--label``, ``--prediction``,
+#: ``--logprobs`` override them), the first found wins.
+PAIR_COLUMNS: Mapping[str, tuple[str, ...]] = {"label": ("label", "winner", "preference"), "prediction": ("prediction",),
+                                               "logprobs": ("logprobs",)}
 
 
 @dataclass
@@ -142,8 +147,8 @@ def pair_data(table: Table, fields: Fields | None = None, *, require_label: bool
     fields = fields or Fields()
     excluded, flags = table.excluded, Exclusions()
     col = table.columns
-    id_col = fields.pick(table, "id", "pairwise")
-    label_col = fields.label_column(table, "pairwise", required=require_label)
+    id_col = fields.pick(table, "id", PAIR_COLUMNS)
+    label_col = fields.label_column(table, PAIR_COLUMNS, required=require_label)
     verdicts = verdict_columns(table, fields)
     empty: list[Any] = [None] * table.n_rows
     p_a, p_b = col.get("p_A", empty), col.get("p_B", empty)

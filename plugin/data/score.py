@@ -33,6 +33,10 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.base.errors import InputError, NoUsableRecords, unknown
+from judgecp.base.exclusions import Exclusions
+from judgecp.base.scale import LabelScale, LikertScale, label_scale_hint
+from judgecp.data.extraction import DEFAULT_FLOOR
 from judgecp.data.fields import (
     BLANK,
     NOT_A_NUMBER,
@@ -47,16 +51,11 @@ from judgecp.data.fields import (
     text_array,
     to_object,
 )
-from judgecp.data.score_columns import logprob_columns
-from judgecp.base.errors import InputError, NoUsableRecords, unknown
-from judgecp.base.exclusions import Exclusions
-from judgecp.data.extraction import DEFAULT_FLOOR
-from judgecp.base.scale import LabelScale, LikertScale, label_scale_hint
+from judgecp.data.score_columns import SCORE_COLUMNS, logprob_columns
 from judgecp.data.tables import ArrowColumn, Table, arrow_pool
 
 #: Record fields that are not groupable fields of a row.
 _NOT_FIELDS = ("schema", "shape", "flags", "exclude")
-
 
 @dataclass
 class ScoreData(Rows):
@@ -122,7 +121,7 @@ class ScoreData(Rows):
         parsed: Any = None,
         fields: dict[str, Any] | None = None,
     ) -> ScoreData:
-        """Build from in-memory arrays (already valid; use :func:`judgecp.data.load` for files)."""
+        """Build from in-memory arrays (already valid; use :func:`judgecp.kinds.reading.load` for files)."""
         scale = scale or LikertScale()
         lp = np.asarray(logprobs, dtype=np.float64)
         y = np.asarray(labels, dtype=np.float64)
@@ -270,12 +269,12 @@ def score_data(
         raise InputError(f"--floor must be a negative log-probability (the default is log 1e-5 = {DEFAULT_FLOOR:.2f}), "
                          f"got {floor}: a floored label must not become the likeliest")
     excluded, flags = table.excluded, Exclusions()
-    id_col = fields.pick(table, "id", "likert")
+    id_col = fields.pick(table, "id", SCORE_COLUMNS)
     ids = _ids(table, id_col)
     join_info = join_tables(table, fields.joins, id_col, ids)
-    label_col = fields.label_column(table, "likert", required=require_label)
+    label_col = fields.label_column(table, SCORE_COLUMNS, required=require_label)
     lp = logprob_columns(table, fields, scale)
-    parsed_col = fields.pick(table, "prediction", "likert")
+    parsed_col = fields.pick(table, "prediction", SCORE_COLUMNS)
     if fields.group is not None:
         table.column(fields.group, fields.flag("group"))
     feature_cols: list[str] = []

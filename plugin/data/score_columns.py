@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Mapping
 
-from judgecp.data.fields import Fields, LogprobColumns
 from judgecp.base.errors import InputError, unknown
 from judgecp.base.scale import LikertScale
+from judgecp.data.fields import Fields, LogprobColumns
 from judgecp.data.tables import Table
 
 _TRAILING_INT = re.compile(r"^(.*?)(-?\d+)$")
+
+#: The columns a plain table usually names each record field by (``--label``, ``--prediction``,
+#: ``--logprobs`` override them), the first found wins.
+SCORE_COLUMNS: Mapping[str, tuple[str, ...]] = {
+    "label": ("label", "gt_score", "human_score", "human_label"),
+    "prediction": ("prediction", "parsed", "parsed_score", "judge_score"),
+    "logprobs": ("logprobs", "score_logprobs")}
 
 
 def logprob_columns(table: Table, fields: Fields, scale: LikertScale) -> LogprobColumns:
@@ -21,7 +29,7 @@ def logprob_columns(table: Table, fields: Fields, scale: LikertScale) -> Logprob
     if given is not None and given in table.columns:
         return LogprobColumns(object_column=given)
     if given is None:
-        found = fields.pick(table, "logprobs", "likert")
+        found = fields.pick(table, "logprobs", SCORE_COLUMNS)
         if found is not None and (table.shapes or any(isinstance(c, (dict, str)) for c in table.columns[found])):
             return LogprobColumns(object_column=found)
         groups: dict[str, dict[int, str]] = {}

@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgecp.stats.conformal import ConformalMethod, Prediction, check_alpha
-from judgecp.data import ChoiceData, PairData, ScoreData
 from judgecp.base.errors import InputError, NotCalibratedError
-from judgecp.stats.methods.mondrian import Mondrian
-from judgecp.base.plugins import build_method, check_method_spec
 from judgecp.base.scale import LikertScale
+from judgecp.data import ChoiceData, PairData, ScoreData
+from judgecp.kinds.registry import build_method, check_method_spec
+from judgecp.stats.conformal import ConformalMethod, Prediction, check_alpha
+from judgecp.stats.methods.mondrian import Mondrian
 
 BoolArray = NDArray[np.bool_]
 
@@ -142,7 +142,8 @@ class ScoreIntervals:
     def from_state(cls, state: Any, *, method: str, confidence_level: float, scale: LikertScale,
                    n_calibration: int, grouped: bool, where: str = "state") -> ScoreIntervals:
         """The calibrated estimator :meth:`state_dict` describes (``method``: the spec), every field checked."""
-        from judgecp.stats.saved_state import StateReader, saved_method_class
+        from judgecp.kinds.registry import saved_method_class
+        from judgecp.stats.saved_state import StateReader
 
         reader = StateReader(state, where)
         est = cls(method, confidence_level=confidence_level, scale=scale)
@@ -232,7 +233,8 @@ class ChoiceSets:
                    where: str = "state") -> ChoiceSets:
         """The calibrated estimator :meth:`state_dict` describes; ``width`` at most ``max_width`` (the options
         seen in calibration), checked before anything of that width is allocated."""
-        from judgecp.stats.saved_state import StateReader, saved_method_class
+        from judgecp.kinds.registry import saved_method_class
+        from judgecp.stats.saved_state import StateReader
 
         reader = StateReader(state, where)
         est = cls(method, confidence_level=confidence_level)
@@ -311,7 +313,7 @@ class SelectiveJudge:
         return self
 
     def _threshold(self, u_sorted: NDArray[np.float64], errors: BoolArray, signal: Any) -> float:
-        from judgecp.workflows.study.pair import make_controller
+        from judgecp.kinds.pairwise.study import make_controller
 
         ctrl = make_controller(self.controller, self.delta)
         return float(ctrl.thresholds(u_sorted[None, :], errors[None, :], self.risk_level, signal)[0])
@@ -332,8 +334,8 @@ class SelectiveJudge:
                    where: str = "state") -> SelectiveJudge:
         """The calibrated judge :meth:`state_dict` describes; the threshold must be the one the controller
         gives on the stored uncertainties and errors (so ``threshold: inf`` on a SCOPE file is refused)."""
+        from judgecp.kinds.registry import controller_classes
         from judgecp.stats.saved_state import RANGE_SLACK, StateReader, check_threshold
-        from judgecp.stats.selective import controller_classes
         from judgecp.stats.signals import RANGES, stored_signal
 
         reader = StateReader(state, where)
@@ -378,7 +380,7 @@ class PromptReliability:
         self.reference = reference
 
     def fit(self, data: ChoiceData) -> PromptReliability:
-        from judgecp.workflows.study.parc import fit_lac, row_scores
+        from judgecp.kinds.choice.parc_study import fit_lac, row_scores
 
         if self.reference not in ("variation", "original"):
             raise InputError(f"reference must be 'variation' or 'original', got {self.reference!r}")
@@ -390,7 +392,7 @@ class PromptReliability:
         return self
 
     def score(self, data: ChoiceData) -> dict[str, Any]:
-        from judgecp.workflows.study.parc import (
+        from judgecp.kinds.choice.parc_study import (
             add_test_rows,
             cell_entry,
             certainties,

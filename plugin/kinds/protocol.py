@@ -80,7 +80,7 @@ class Protocol:
         """The levels a kind sweeps: pairwise controllers run at every one (the headline's included)."""
         from judgecp.kinds import get_kind
 
-        if get_kind(kind).levels_are_controller_levels:
+        if get_kind(kind).study.levels_are_controller_levels:
             base = self.alphas or DEFAULT_ALPHAS
             return base if self.alpha is None or self.alpha in base else tuple(sorted({*base, float(self.alpha)}))
         return self.alphas or (self.level,)
@@ -91,7 +91,7 @@ class Protocol:
             return self.seeds
         from judgecp.kinds import get_kind
 
-        n = self.splits if self.splits is not None else get_kind(kind).default_splits
+        n = self.splits if self.splits is not None else get_kind(kind).study.default_splits
         return tuple(range(self.random_state, self.random_state + n))
 
     def n_splits(self, kind: str) -> int:
@@ -100,7 +100,7 @@ class Protocol:
     def method_specs(self, kind: str) -> tuple[str, ...]:
         from judgecp.kinds import get_kind
 
-        return self.methods if self.methods is not None else get_kind(kind).default_methods
+        return self.methods if self.methods is not None else get_kind(kind).study.default_methods
 
     def controller_names(self) -> tuple[str, ...]:
         return self.controllers if self.controllers is not None else DEFAULT_CONTROLLERS
@@ -185,7 +185,7 @@ def _number(value: Any, name: str, integer: bool = False) -> Any:
 
 def _items(value: Any) -> list[str]:
     """A list setting given as a list or as comma-separated text (method specs keep their parentheses)."""
-    from judgecp.base.plugins import split_method_list
+    from judgecp.stats.methods.spec import split_method_list
 
     if isinstance(value, str):
         return split_method_list(value)
@@ -233,7 +233,7 @@ def parse_settings(
     """
     from judgecp.kinds import get_kind
 
-    uses = get_kind(kind).settings
+    uses = get_kind(kind).study.settings
     out: dict[str, Any] = {}
     for key, value in values.items():
         if value is None:
@@ -277,7 +277,7 @@ def parse_settings(
         _check_settings(SimpleNamespace(**{**defaults, **out}), spell)  # type: ignore[arg-type]
         raise
     for c in protocol.controllers or ():
-        from judgecp.stats.selective import controller_classes
+        from judgecp.kinds.registry import controller_classes
 
         classes = controller_classes()
         if c not in classes:
@@ -293,14 +293,14 @@ def resolve_methods(items: Sequence[str], *, kind: str, spell: str = "methods") 
     parameter is an error naming the method's parameters.
     """
     from judgecp.kinds import get_kind
-    from judgecp.base.plugins import check_method_spec, method_classes, missing_dependency
+    from judgecp.kinds.registry import check_method_spec, method_classes, missing_dependency
 
     specs: list[str] = []
     skipped: list[tuple[str, str]] = []
     for item in items:
         if item == "all":
             for name, cls in method_classes().items():
-                if not get_kind(kind).accepts_method(cls):
+                if not get_kind(kind).study.accepts_method(cls):
                     continue
                 missing = missing_dependency(cls)
                 if missing is None:

@@ -12,11 +12,15 @@ import base64
 import html
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgecp.workflows.reports.figures import Plot
+from judgecp.base.errors import InputError
+from judgecp.present.console import fmt
+from judgecp.present.figures import Plot
+from judgecp.present.runs import Run
 
 #: Fixed matplotlib settings for byte-stable output (text is drawn in matplotlib's bundled DejaVu Sans).
 RC: dict[str, Any] = {"svg.hashsalt": "judgecp", "svg.fonttype": "path"}
@@ -141,3 +145,18 @@ def to_html(doc: Document, pngs: dict[str, bytes], title: str) -> str:
                        f"<figcaption>{_inline(value.caption)}</figcaption></figure>")
     out += ["</body>", "</html>"]
     return "\n".join(out) + "\n"
+
+
+def report_cell(value: Any, digits: int = 3) -> str:
+    """A report cell: the text table's, with an en dash for a missing value."""
+    return fmt(value, digits, missing="–")
+
+
+def choose_focus(runs: Sequence[Run], focus: str | None, section: str = "methods") -> str:
+    names = [list(r.report.get(section, {})) for r in runs]
+    if focus is not None:
+        if not all(focus in n for n in names):
+            raise InputError(f"--method {focus!r} is not in every {runs[0].kind} report ({', '.join(names[0])})")
+        return focus
+    common = [m for m in names[0] if all(m in n for n in names[1:])]
+    return common[0] if common else (names[0][0] if names[0] else "")

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.base.scale import LikertScale
 from judgecp.stats.coverage import RowMetrics, pooled, stratum_means
 from judgecp.stats.features import expected_score, judge_probabilities
-from judgecp.base.scale import LikertScale
 
 #: Fewest pooled test rows for a cell to be named the worst (about 2 per split at 10 splits).
 MIN_CELL = 20

@@ -31,8 +31,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import chi2, norm
 
-from judgecp.stats.conformal import check_alpha
 from judgecp.base.errors import InputError
+from judgecp.stats.conformal import check_alpha
 
 FloatArray = NDArray[np.float64]
 #: The schema name of :func:`plan`'s result (``judgecp plan --json``).

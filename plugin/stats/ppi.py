@@ -49,8 +49,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
-from judgecp.stats.conformal import check_alpha
 from judgecp.base.errors import InputError
+from judgecp.stats.conformal import check_alpha
 
 FloatArray = NDArray[np.float64]
 
@@ -201,8 +201,8 @@ def proxy_and_target(data: Any) -> tuple[FloatArray, FloatArray, str]:
     from judgecp.kinds import calibration_kind
 
     kind = calibration_kind(data.kind)
-    f, y = kind.proxy_and_target(data)
-    return np.asarray(f, dtype=np.float64), np.asarray(y, dtype=np.float64), kind.ppi_target
+    f, y = kind.calibration.proxy_and_target(data)
+    return np.asarray(f, dtype=np.float64), np.asarray(y, dtype=np.float64), kind.calibration.ppi_target
 
 
 def no_proxy_labels(data: Any) -> FloatArray:

@@ -15,16 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgecp.base.errors import InputError, NotCalibratedError
-
-if TYPE_CHECKING:
-    from judgecp.stats.conformal import ConformalMethod
-    from judgecp.base.scale import LikertScale
+from judgecp.base.errors import InputError
 
 FloatArray = NDArray[np.float64]
 #: Largest predict seed a method draws (``rng.integers(2**63 - 1)``).
@@ -211,82 +207,3 @@ def not_data(name: str) -> InputError:
         f"{name}: its fitted state is a model, which a calibrator does not hold as data; calibrate a method "
         f"whose state is numbers ({SAVEABLE_METHODS}) with the judge's own probabilities"
     )
-
-
-def saved_method_class(spec: str) -> tuple[type[ConformalMethod], dict[str, Any]]:
-    """The registered class and parameters of a (checked) method spec whose state a calibrator holds."""
-    from judgecp.stats.methods.variants import VARIANT_OPTIONS
-    from judgecp.base.plugins import method_classes, parse_method_spec
-
-    name, params = parse_method_spec(spec)
-    classes = method_classes()
-    if name not in classes or any(k in params for k in VARIANT_OPTIONS):
-        raise not_data(spec)
-    return classes[name], params
-
-
-def method_state_dict(method: ConformalMethod) -> dict[str, Any]:
-    """A conformalized method's state: ``method`` (its registry name), ``random_state`` (an integer, or
-    null when the randomness was not seeded), ``scores`` (the calibration conformity scores that set the
-    threshold, ascending, full precision), the threshold (``quantile`` or ``threshold``), ``predict_seed``
-    and the method's own fitted numbers (RAPS ``lam``, ``k_reg``; LVD its kernel)."""
-    if not getattr(method, "conformalized_", False):
-        raise NotCalibratedError(f"{method.name}: calibrate() before state_dict()")
-    scores = getattr(method, "scores_", None)
-    if not method.is_saveable() or scores is None:
-        raise not_data(method.name)
-    seed = method.random_state
-    return {
-        "method": method.name,
-        "random_state": int(seed) if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else None,
-        "scores": encode_floats(np.sort(scores)),
-        method.threshold_attribute.rstrip("_"): encode_float(getattr(method, method.threshold_attribute)),
-        "predict_seed": int(method._predict_seed_),
-        **method._fitted_state(),
-    }
-
-
-def method_from_state(cls: type[ConformalMethod], state: Any, *, alpha: float, scale: LikertScale,
-                      n_calibration: int, params: dict[str, Any], where: str) -> ConformalMethod:
-    """Rebuild ``cls`` (with the spec's ``params``) from :func:`method_state_dict`'s data, checking that
-    the method is the stored one, the scores are ``n_calibration`` minus the fit part's rows, in range and
-    ascending, the threshold is their conformal quantile (the same bits), and, for a seeded method, that
-    the predict seed is the one its seed gives."""
-    from judgecp.stats.conformal import check_alpha, conformal_quantile, conformal_rank
-
-    reader = StateReader(state, where)
-    name = reader.text("method")
-    if name != cls.name:
-        reader.fail("method", f"{name!r} is stored, but the calibrator's method is {cls.name!r}")
-    seed_value = reader.get("random_state")
-    seed = None if seed_value is None else reader.integer("random_state", low=0, high=RANDOM_STATE_LIMIT)
-    try:
-        method = cls(check_alpha(alpha), scale=scale, random_state=seed, **params)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{where}: the {cls.name} method cannot be rebuilt ({exc})") from exc
-    if not method.is_saveable():
-        raise not_data(cls.name)
-    n_fit = method.fit_size(n_calibration)
-    n = n_calibration - n_fit
-    # A seeded method's random draws are replayed: what its fit drew, and the predict seed it then drew.
-    fit_draw = replayed_seed = None
-    if seed is not None:
-        rng = np.random.default_rng(seed)
-        fit_draw = method._fit_draws(rng, n_fit) if method.fits_model else None
-        method._conformalize_draws(rng, n)
-        replayed_seed = int(rng.integers(SEED_LIMIT))
-    method._load_fitted(reader, n_fit, fit_draw)
-    low, high = method.score_bounds()
-    scores = reader.floats("scores", size=n, low=low - RANGE_SLACK, high=high + RANGE_SLACK, ascending=True)
-    key = method.threshold_attribute.rstrip("_")
-    threshold = reader.number(key, infinite=True)
-    check_threshold(reader, key, threshold, conformal_quantile(scores, method._rank_alpha()))
-    predict_seed = reader.integer("predict_seed", low=0, high=SEED_LIMIT - 1)
-    if replayed_seed is not None and predict_seed != replayed_seed:
-        reader.fail("predict_seed", f"{predict_seed} is not the seed random_state {seed} gives; "
-                    "the file was edited or corrupted")
-    reader.finish()
-    vars(method).update({"scores_": scores, method.threshold_attribute: threshold, "n_conformalize_": n,
-                         "insufficient_": conformal_rank(n, method._rank_alpha()) > n,
-                         "_predict_seed_": predict_seed, "fitted_": True, "conformalized_": True})
-    return method

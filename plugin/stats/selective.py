@@ -200,19 +200,6 @@ def register_risk_controllers() -> list[type[RiskController]]:
     return list(BUILTIN_CONTROLLERS)
 
 
-def controller_classes(pm: Any = None) -> dict[str, type[RiskController]]:
-    from judgecp.base.plugins import get_plugin_manager
-
-    pm = pm or get_plugin_manager()
-    found: dict[str, type[RiskController]] = {}
-    for classes in reversed(pm.hook.register_risk_controllers()):
-        for cls in classes:
-            if cls.name in found and found[cls.name] is not cls:
-                raise RuntimeError(f"two plugins register a risk controller named {cls.name!r}")
-            found[cls.name] = cls
-    return found
-
-
 def apply(threshold: FloatArray, u: FloatArray, e: NDArray[np.bool_]) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
     """Test-split risk (FDR; 0 when nothing is accepted), coverage and accepted count per split."""
     accept = u <= threshold[:, None]

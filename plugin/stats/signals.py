@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.data.pair import PairData
+if TYPE_CHECKING:  # the pairs' arrays (p_fwd, p_rev, labels); numbers only here
+    from judgecp.data.pair import PairData
+
 
 FloatArray = NDArray[np.float64]
 

@@ -4,7 +4,7 @@ One module for every kind: a Likert judge that ranks better than it scores,
 a position-biased pairwise judge, a multiple-choice model, PARC-style
 prompt variations, and a pairwise judge whose prompts are reliable only on
 some clusters of images (:func:`simulate_prompt_judge`, for the prompt
-ensembles of :mod:`judgecp.workflows.ensemble`). Rows are exchangeable, so every
+ensembles of :mod:`judgecp.kinds.ensemble`). Rows are exchangeable, so every
 conformal guarantee applies exactly. Nothing here is a real model's output:
 the example reports say so.
 """
@@ -193,7 +193,7 @@ def simulate_pairwise_judge(
     return data
 
 
-# -- a prompt-ensemble judge (judgecp.workflows.ensemble) ----------------------------------------
+# -- a prompt-ensemble judge (judgecp.kinds.ensemble) ----------------------------------------
 
 #: Draws (and seed) of the Monte Carlo expectations behind the planted weights.
 EXPECTATION_DRAWS = 400_000

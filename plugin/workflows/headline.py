@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from judgecp.kinds.protocol import Protocol
-from judgecp.present.console import to_strict
+from judgecp.base.jsonio import to_strict
 
 
 def _total(entries: Any) -> int:
@@ -33,7 +33,7 @@ def report_headline(
     """Plain-number summary of a report of :func:`judgecp.evaluate` (nested one level).
 
     Every kind: ``n``, ``n_read``, ``excluded`` (the count); then the kind's
-    own numbers (:meth:`judgecp.kinds.Kind.headline`). Likert: point metrics
+    own numbers (:meth:`judgecp.kinds.kind.Study.headline`). Likert: point metrics
     and, per method, ``coverage``, ``set_width`` and (interval methods)
     ``interval_coverage``, ``interval_width``, ``full_range``. Pairwise:
     ``scope`` coverage and risk at the protocol's ``alpha`` (and every other
@@ -44,9 +44,7 @@ def report_headline(
     ``VS``). ``extra`` (a harness's own counts) comes next, and the report's
     ``error`` last. NaN becomes ``None``.
     """
-    from judgecp.kinds import get_kind
-
-    out = get_kind(str(report.get("kind", "likert"))).headline(report, protocol or Protocol())
+    out = get_kind(str(report["kind"]), flag="the report's kind").study.headline(report, protocol or Protocol())
     out.update(extra or {})
     if report.get("error"):
         out["error"] = report["error"]

@@ -19,19 +19,12 @@ The schemas are documented in docs/results.md; ``results.schema.json``
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from judgecp.base.errors import InputError
-
-
-class MetricError(InputError):
-    """A metric a result should have is not in its body (a renamed or missing key)."""
-
-
-# -- frozen JSON values ------------------------------------------------------------------------
+from judgecp.kinds.metrics import MetricError, scalar
 
 
 class FrozenDict(dict[str, Any]):
@@ -125,7 +118,7 @@ class Result(FrozenDict):
 
     def dumps(self) -> str:
         """Strict JSON text (no NaN or Infinity: undefined values are ``null``)."""
-        from judgecp.present.console import dumps
+        from judgecp.base.jsonio import dumps
 
         return dumps(self.to_json())
 
@@ -158,18 +151,6 @@ class Result(FrozenDict):
         return {}
 
 
-def scalar(value: Any, name: str) -> float | None:
-    """A metric's value as a float (``None`` for null, NaN or an infinite value the body could not hold)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return float(value)
-    if not isinstance(value, (int, float)):
-        raise MetricError(f"metric {name!r} is not a number ({value!r})")
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 class StudyResult(Result):
     """The repeated-split study of ``judgecp evaluate`` (any kind): ``judgecp.report/1``."""
 
@@ -177,13 +158,14 @@ class StudyResult(Result):
     description = "a judgecp evaluate report"
 
     def metric_list(self) -> list[Any]:
-        from judgecp.kinds import get_kind
         from judgecp.kinds.protocol import Protocol
 
-        return get_kind(self.kind or "likert", flag="report kind").metrics(Protocol(), self)
+        if not self.kind:
+            raise MetricError("the report names no kind; a judgecp evaluate report has one")
+        return get_kind(self.kind, flag="report kind").study.metrics(Protocol(), self)
 
     def scalars(self) -> dict[str, float | None]:
-        from judgecp.workflows.scalars import metric_value
+        from judgecp.kinds.metrics import metric_value
 
         return {m.name: metric_value(self, m) for m in self.metric_list()}
 

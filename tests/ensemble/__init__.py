@@ -1,1 +1,1 @@
-"""Tests of judgecp.workflows.ensemble (prompt ensembles)."""
+"""Tests of judgecp.kinds.ensemble (prompt ensembles)."""

@@ -1,4 +1,4 @@
-"""``judgecp evaluate --kind ensemble``: the same study as ``python -m judgecp.workflows.ensemble.evaluate``, flags checked."""
+"""``judgecp evaluate --kind ensemble``: the same study as ``python -m judgecp.kinds.ensemble.evaluate``, flags checked."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from judgecp.cli import main
 from judgecp.data.ensemble.embeddings import write_embeddings
-from judgecp.workflows.ensemble.evaluate import main as module_main
+from judgecp.kinds.ensemble.evaluate import main as module_main
 from judgecp.data.ensemble.records import read_ensemble_records
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from judgecp.workflows.ensemble.evaluate import main as evaluate_main
+from judgecp.kinds.ensemble.evaluate import main as evaluate_main
 from judgecp.data.ensemble.prompts import main as prompts_main
 from judgecp.data.ensemble.prompts import read_prompt_set
 from tests.helpers import REPO

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from judgecp.data.ensemble.embeddings import write_embeddings
-from judgecp.workflows.ensemble.evaluate import main
+from judgecp.kinds.ensemble.evaluate import main
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 
 

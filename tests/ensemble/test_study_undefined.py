@@ -1,12 +1,13 @@
-"""judgecp.workflows.ensemble.study: a study that cannot be evaluated still reports its counts (what both harnesses show)."""
+"""judgecp.kinds.ensemble.study: a study that cannot be evaluated still reports its counts (what both harnesses show)."""
 
 from __future__ import annotations
 
 import pytest
 
-from judgecp.workflows.ensemble.study import study_report, study_settings, undefined_study_report
+from judgecp.kinds.ensemble.study import study_report, study_settings, undefined_study_report
 from judgecp.base.errors import InputError
-from judgecp.workflows.scalars import ensemble_metrics, metric_values
+from judgecp.kinds.ensemble import ensemble_metrics
+from judgecp.kinds.metrics import metric_values
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from judgecp.workflows.ensemble.sweep import SweepFactors, format_table, main, run_sweep
+from judgecp.kinds.ensemble.sweep import SweepFactors, format_table, main, run_sweep
 from judgecp.base.errors import InputError
 from judgecp.synthetic.judges import simulate_prompt_judge
 

@@ -94,8 +94,9 @@ def test_a_mismatched_calibrator_gives_nan_metrics_not_a_crash(tmp_path: Path) -
 
     from judgecp.adapters.lm_eval.calibrated import calibrated_report
     from judgecp.workflows.calibrators import calibrate
-    from judgecp.data.export import to_records
-    from judgecp.workflows.scalars import calibrated_metrics, read_metric
+    from judgecp.kinds.reading import to_records
+    from judgecp.workflows.calibrators.results import calibrated_metrics
+    from judgecp.kinds.metrics import read_metric
     from judgecp.synthetic.judges import simulate_likert_judge
 
     records = to_records(simulate_likert_judge(n=200, seed=2))

@@ -14,7 +14,10 @@ from judgecp.adapters.lm_eval import metrics
 from judgecp.adapters.lm_eval.metrics import task_protocol, task_report
 from judgecp.base.errors import InputError
 from judgecp.base.records import choice_record, pair_record
-from judgecp.workflows.scalars import excluded_count, mcq_metrics, pairwise_metrics, parc_metrics, read_metric
+from judgecp.kinds.metrics import excluded_count, read_metric
+from judgecp.kinds.choice.study import mcq_metrics
+from judgecp.kinds.pairwise.study import pairwise_metrics
+from judgecp.kinds.choice.parc_study import parc_metrics
 from judgecp.synthetic.judges import simulate_mcq_records, simulate_pairwise_judge, simulate_parc_records
 from tests.lm_eval.helpers import aggregate_as_lm_eval
 

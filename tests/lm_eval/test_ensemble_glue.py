@@ -20,9 +20,10 @@ from judgecp.adapters.lm_eval.ensemble_task import (  # noqa: E402
 )
 from judgecp.data.ensemble.prompts import build_prompt_set, write_prompt_set  # noqa: E402
 from judgecp.data.ensemble.sources import PreferenceItem  # noqa: E402
-from judgecp.workflows.ensemble.study import DEFAULT_PROMPTS, SAMPLE_PROMPT, sample_items, select_prompts  # noqa: E402
+from judgecp.kinds.ensemble.study import DEFAULT_PROMPTS, SAMPLE_PROMPT, sample_items, select_prompts  # noqa: E402
 from judgecp.base.errors import InputError  # noqa: E402
-from judgecp.workflows.scalars import ensemble_metrics, metric_values  # noqa: E402
+from judgecp.kinds.ensemble import ensemble_metrics
+from judgecp.kinds.metrics import metric_values  # noqa: E402
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records  # noqa: E402
 
 
@@ -100,7 +101,7 @@ def simulated(n_items: int = 120, n_prompts: int = 4) -> tuple[list[dict], dict]
 
 def test_task_report_equals_the_core_report_and_counts_excluded_records(tmp_path) -> None:
     from judgecp.data.ensemble.embeddings import write_embeddings
-    from judgecp.workflows.ensemble.evaluate import ensemble_report
+    from judgecp.kinds.ensemble.evaluate import ensemble_report
     from judgecp.data.ensemble.records import read_ensemble_records
 
     records, vectors = simulated()

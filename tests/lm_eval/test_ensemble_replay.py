@@ -123,7 +123,7 @@ def test_the_post_hoc_weights_find_each_clusters_reliable_prompts(replay_run: tu
 
 
 def test_negative_control_without_rekeying_the_flipped_prompts_look_unreliable(replay_run: tuple[Path, Path, Path]) -> None:
-    from judgecp.workflows.ensemble.evaluate import ensemble_report
+    from judgecp.kinds.ensemble.evaluate import ensemble_report
     from judgecp.data.ensemble.records import read_ensemble_records
 
     _, embeddings, root = replay_run
@@ -142,7 +142,7 @@ def test_negative_control_without_rekeying_the_flipped_prompts_look_unreliable(r
 
 
 def test_the_table6_sweep_reads_the_samples_file(replay_run: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    from judgecp.workflows.ensemble.sweep import main as sweep_main
+    from judgecp.kinds.ensemble.sweep import main as sweep_main
 
     output, embeddings, _ = replay_run
     samples_file = sorted(output.rglob(f"samples_{TASK}_2*.jsonl"))[-1]

@@ -113,7 +113,7 @@ def test_lm_eval_reports_parc_scores_for_all_eleven_variations(parc_run: tuple[P
 
 def test_the_samples_file_rescores_to_the_same_numbers(parc_run: tuple[Path, Path, Any, str]) -> None:
     """The core, fed the samples file's records, gives every metric lm-eval reported (NaN equal to NaN)."""
-    from judgecp.workflows.scalars import parc_metrics
+    from judgecp.kinds.choice.parc_study import parc_metrics
     from tests.lm_eval.helpers import samples_records, task_metrics
 
     _, out, _, _ = parc_run

@@ -146,7 +146,7 @@ def simulated_run(tmp_path: Path, n_items: int = 80, drop: int | None = None) ->
 
 
 def test_evaluate_reads_the_sidecar_and_runs_the_ensemble_study(tmp_path: Path) -> None:
-    from judgecp.workflows.ensemble.evaluate import ensemble_report
+    from judgecp.kinds.ensemble.evaluate import ensemble_report
     from judgecp.data.ensemble.records import read_ensemble_records
 
     predictions, _ = simulated_run(tmp_path, drop=5)

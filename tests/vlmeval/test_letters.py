@@ -252,7 +252,7 @@ def test_prediction_rows_become_records_the_core_reads_by_shape(
 ) -> None:
     """Every kind's rows are judgecp.record/1 records (judge, task, group in their fields); the core reads
     them as any record file: the kind from the shape (PARC: the batch's kind), no column named."""
-    from judgecp.data import from_records
+    from judgecp.kinds.reading import from_records
 
     pred = prediction(copy(tmp_path, fixture), dataset)
     batch = prediction_batch(pred)

@@ -351,7 +351,7 @@ def test_likert_rows_become_score_records(tmp_path: Path) -> None:
     """Likert rows are judgecp.record/1 score records (scale, judge, task, group; the group column kept under
     its own name in meta, so --group category still names it); the core reads them by shape."""
     from judgecp.adapters.vlmeval.evaluation import prediction_batch
-    from judgecp.data import from_records
+    from judgecp.kinds.reading import from_records
 
     pred = prediction(copy(tmp_path, "clean"))
     records = prediction_batch(pred).records

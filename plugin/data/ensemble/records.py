@@ -39,9 +39,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
-from judgecp.data.ensemble.prompts import JudgePrompt
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
+from judgecp.data.ensemble.prompts import JudgePrompt
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]

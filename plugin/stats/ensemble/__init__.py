@@ -17,8 +17,8 @@ prompt ensemble. Modules, one job each:
 * :mod:`~judgecp.data.ensemble.records`: ``judgecp.record/1`` input, one record per (item, prompt);
 * :mod:`~judgecp.data.ensemble.embeddings`: embedding files, the open_clip encoder (extra ``clip``);
 * :mod:`~judgecp.data.ensemble.sources`: HPSv2 (HPD v2) and MJ-Bench preference pairs;
-* :mod:`~judgecp.workflows.ensemble.sweep`: Table 5's factors, printed like Table 6;
-* :mod:`~judgecp.workflows.ensemble.evaluate`: ``main(argv)`` of ``judgecp evaluate --kind ensemble``.
+* :mod:`~judgecp.kinds.ensemble.sweep`: Table 5's factors, printed like Table 6;
+* :mod:`~judgecp.kinds.ensemble.evaluate`: ``main(argv)`` of ``judgecp evaluate --kind ensemble``.
 
 Its seeded test judge, with cluster-dependent prompt reliability, is
 :func:`judgecp.synthetic.judges.simulate_prompt_judge` (the one simulator module).

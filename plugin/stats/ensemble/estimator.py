@@ -22,9 +22,9 @@ from dataclasses import KW_ONLY, dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.base.errors import InputError
 from judgecp.stats.ensemble.clustering import SAMPLES_PER_CLUSTER, Membership, SphericalKMeans
 from judgecp.stats.ensemble.objective import LBFGS_HISTORY, LBFGS_MAX_ITER, Solver, fit_weights
-from judgecp.base.errors import InputError
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from judgecp.stats.conformal import ConformalMethod, FloatArray, MethodOptions
 from judgecp.base.errors import InputError
+from judgecp.stats.conformal import ConformalMethod, FloatArray, MethodOptions
 from judgecp.stats.features import RecalibratedJudge, label_probabilities
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from judgecp.stats.conformal import ConformalMethod, FloatArray
 from judgecp.base.errors import InputError
+from judgecp.stats.conformal import ConformalMethod, FloatArray
 
 #: One score matrix ``(n, K)`` per one-sided condition, with its share of alpha.
 LabelScores = list[tuple[FloatArray, float]]

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgecp.stats.conformal import ConformalMethod, Prediction
 from judgecp.base.scale import LikertScale
+from judgecp.stats.conformal import ConformalMethod, Prediction
 
 
 def too_few_to_fit(method: ConformalMethod, n: int) -> bool:

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from judgecp.stats.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.base.errors import InputError
+from judgecp.stats.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.stats.features import model_features, predict_many_in_blocks
 
 if TYPE_CHECKING:

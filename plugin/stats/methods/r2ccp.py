@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from judgecp.stats.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.base.errors import InputError, require
+from judgecp.stats.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.stats.features import model_features
 
 if TYPE_CHECKING:

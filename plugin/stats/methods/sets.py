@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.stats.conformal import BoolArray, FloatArray, Prediction
 from judgecp.base.errors import InputError
+from judgecp.stats.conformal import BoolArray, FloatArray, Prediction
 from judgecp.stats.methods._probability import ProbabilityMethod, ProbabilityOptions
 
 if TYPE_CHECKING:

@@ -6,9 +6,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from judgecp.stats.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.base.errors import InputError
-from judgecp.stats.features import expected_score, judge_probabilities, model_features, predict_in_blocks
+from judgecp.stats.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
+from judgecp.stats.features import (
+    expected_score,
+    judge_probabilities,
+    model_features,
+    predict_in_blocks,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

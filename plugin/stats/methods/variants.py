@@ -56,6 +56,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.base.errors import InputError
+from judgecp.base.scale import LikertScale
 from judgecp.stats.conformal import (
     ConformalMethod,
     FloatArray,
@@ -63,10 +65,9 @@ from judgecp.stats.conformal import (
     Prediction,
     conformal_rank,
 )
-from judgecp.base.errors import InputError
 from judgecp.stats.features import judge_probabilities
 from judgecp.stats.methods.label_scores import LabelScores, label_scores
-from judgecp.base.scale import LikertScale
+from judgecp.stats.methods.spec import parse_method_spec
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -336,8 +337,6 @@ class Variant(ConformalMethod):
 
 def is_group_conditional(spec: str) -> bool:
     """Whether a method spec asks for ``conditional=group`` (calibrated with the rows' groups)."""
-    from judgecp.base.plugins import parse_method_spec
-
     return parse_method_spec(spec)[1].get("conditional") == "group"
 
 

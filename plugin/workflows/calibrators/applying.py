@@ -12,49 +12,27 @@ levels of the checks it ran (``strict_false_alarm_bound``).
 
 from __future__ import annotations
 
-import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.base.errors import InputError
+from judgecp.kinds.calibration import ApplyParts
 from judgecp.stats.checks import (
-    GroupCount,
-    beta_binomial_pvalue,
     label_shift_test,
-    risk_permutation_test,
 )
 from judgecp.workflows.calibrators.fileformat import IDENTITY_FIELDS, SCHEMA, Calibrator
 from judgecp.workflows.calibrators.statistics import _identity, drift_statistic
 from judgecp.workflows.calibrators.transport import calibrated_estimate, run_estimate
-from judgecp.base.errors import InputError
 
 __all__ = ["DRIFT_LEVEL", "Applied", "annotate", "apply", "calibrated_estimate", "check_compatible", "drift_test"]
 
 #: Default level of the drift test.
 DRIFT_LEVEL = 0.01
-
-
-@dataclass
-class ApplyParts:
-    """What one kind's calibrator gives on a run (:meth:`judgecp.kinds.Kind.apply_calibrator`); :func:`apply`
-    adds the checks every kind shares."""
-
-    #: The kind's summary fields (set sizes, or the accepted share), in the summary's order.
-    summary: dict[str, Any]
-    #: The run's labeled items: coverage or the error among accepted, with the calibration-conditional check.
-    labeled: dict[str, Any] | None = None
-    sets: list[list[Any]] | None = None
-    lower: NDArray[np.float64] | None = None
-    upper: NDArray[np.float64] | None = None
-    accept: NDArray[np.bool_] | None = None
-    #: The fields added to each applied record, by its key (:meth:`judgecp.kinds.Kind.record_key`).
-    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The fields a record the calibrator could not use gets (``{"set": None}``), besides ``"applied": false``.
-    unused: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -84,11 +62,11 @@ class Applied:
     def _key(self, record: dict[str, Any]) -> str:
         from judgecp.kinds import get_kind
 
-        return get_kind(self.data.kind).record_key(record)
+        return get_kind(self.data.kind).calibration.record_key(record)
 
     def records(self) -> list[dict[str, Any]]:
         """The applied items as ``judgecp.record/1`` records with ``set`` (and ``interval``) or ``accept``."""
-        from judgecp.data.export import to_records
+        from judgecp.kinds.reading import to_records
 
         out: list[dict[str, Any]] = to_records(self.data)
         for rec in out:
@@ -112,32 +90,6 @@ def annotate(raw: list[dict[str, Any]], applied: Applied) -> list[dict[str, Any]
     return out
 
 
-def set_outputs(ids: Any, sets: list[list[Any]], lower: NDArray[np.float64] | None = None,
-                upper: NDArray[np.float64] | None = None) -> dict[str, dict[str, Any]]:
-    """Each item's ``set`` (and finite ``interval``), by id: the records' fields of a set calibrator."""
-    out: dict[str, dict[str, Any]] = {}
-    for i, rid in enumerate(ids.tolist()):
-        entry: dict[str, Any] = {"set": sets[i]}
-        if lower is not None and upper is not None and math.isfinite(lower[i]):
-            entry["interval"] = [float(lower[i]), float(upper[i])]
-        out[str(rid)] = entry
-    return out
-
-
-def set_summary(size: NDArray[Any], n: int) -> dict[str, Any]:
-    """Mean set size, share of singletons, empty sets."""
-    return {"mean_set_size": float(size.mean()) if n else None,
-            "singleton_share": float((size == 1).mean()) if n else None, "empty_sets": int((size == 0).sum())}
-
-
-def coverage_section(covered: NDArray[np.bool_], labeled: NDArray[np.bool_], alpha: float,
-                     check: dict[str, Any]) -> dict[str, Any]:
-    """Coverage on the run's labeled items and its calibration-conditional check."""
-    k, n = int(covered[labeled].sum()), int(labeled.sum())
-    # One-sided: P(K <= k) for K ~ BetaBinomial(n, k*, n_cal + 1 - k*): coverage given the calibration set.
-    return {"n": n, "coverage": k / n, "target": 1.0 - alpha, "p_value_below_target": check["p_value"], "check": check}
-
-
 def check_compatible(cal: Calibrator, data: Any, *, force: bool = False) -> list[str]:
     """Problems that make ``cal`` unfit for ``data``: an InputError, or warnings when ``force``."""
     from judgecp.kinds import calibration_kind
@@ -146,7 +98,7 @@ def check_compatible(cal: Calibrator, data: Any, *, force: bool = False) -> list
     if kind.name != cal.kind:
         raise InputError(f"the calibrator is for {cal.kind} judges, the records are {data.kind} records "
                          "(no --force: the state cannot apply to another kind)")
-    problems = kind.compatibility(cal, data)
+    problems = kind.calibration.compatibility(cal, data)
     run_identity = _identity(data)
     for name in IDENTITY_FIELDS:
         want, got = cal.identity.get(name), run_identity.get(name)
@@ -193,80 +145,6 @@ def drift_test(cal: Calibrator, data: Any, level: float = DRIFT_LEVEL) -> dict[s
 # -- the checks with the run's labels, one function per kind of calibrator -------------------------
 
 
-def _set_counts(methods: dict[str, Any], groups: NDArray[Any], covered: NDArray[np.bool_], alpha: float
-                ) -> list[GroupCount] | None:
-    """Covered labeled items per calibration group, with the group's calibration size and rank (None: no law)."""
-    from judgecp.stats.conformal import conformal_rank
-
-    counts = []
-    for g in np.unique(groups).tolist():
-        rows = groups == g
-        method = methods.get(str(g))
-        if method is None:  # a group never calibrated: the full range, always covered
-            counts.append(GroupCount(str(g), int(covered[rows].sum()), int(rows.sum()), 0, 1))
-            continue
-        if abs(method._rank_alpha() - alpha) > 1e-12:
-            return None  # two thresholds per set (a split level): coverage has no single beta law
-        n = int(method.n_conformalize_)
-        counts.append(GroupCount(str(g), int(covered[rows].sum()), int(rows.sum()), n, conformal_rank(n, alpha)))
-    return counts
-
-
-def likert_coverage_check(cal: Calibrator, data: Any, covered: NDArray[np.bool_], by: str | None) -> dict[str, Any]:
-    """The beta-binomial coverage test of a Likert calibrator's sets on the run's labeled items."""
-    labeled = data.labeled
-    mondrian = cal.estimator.mondrian_
-    if mondrian is None:
-        methods, groups = {"all": cal.estimator.method_}, np.full(int(labeled.sum()), "all")
-    else:
-        methods = dict(mondrian.methods_)
-        groups = np.asarray(data.fields[by]).astype(str)[labeled] if by else np.full(int(labeled.sum()), "")
-    counts = _set_counts(methods, groups, covered[labeled], cal.alpha)
-    return _coverage_result(counts)
-
-
-def choice_coverage_check(cal: Calibrator, data: Any, covered: NDArray[np.bool_]) -> dict[str, Any]:
-    """The beta-binomial coverage test of a multiple-choice calibrator's option sets on the run's labeled items."""
-    labeled = data.labeled
-    counts = _set_counts({"all": cal.estimator.method_}, np.full(int(labeled.sum()), "all"), covered[labeled],
-                         cal.alpha)
-    return _coverage_result(counts)
-
-
-def _coverage_result(counts: list[GroupCount] | None) -> dict[str, Any]:
-    if counts is None:
-        return {"test": None, "p_value": None, "reason": "the method sets two thresholds; no calibration-conditional law"}
-    return beta_binomial_pvalue(counts)
-
-
-def pairwise_risk_check(cal: Calibrator, data: Any) -> dict[str, Any]:
-    """The permutation test of a selective judge's error among accepted pairs (re-running its controller).
-
-    The calibration pairs' uncertainties and errors are rebuilt from the
-    calibrator's stored proxies (BPE: the binary entropy of the order-averaged
-    P(A), predicting A iff it is >= 0.5), and used only when the controller
-    recomputes the stored threshold from them.
-    """
-    from judgecp.workflows.study.pair import make_controller
-    from judgecp.stats.signals import binary_entropy, signals
-
-    est = cal.estimator
-    if est.signal != "bpe" or cal.ppi_labels is None or cal.ppi_proxy is None:
-        return {"test": None, "p_value": None, "reason": f"the calibration pairs' {est.signal} is not stored"}
-    sig = signals(data)[est.signal]
-    u_cal = binary_entropy(cal.ppi_proxy)
-    e_cal = (cal.ppi_proxy >= 0.5).astype(np.int64) != cal.ppi_labels.astype(np.int64)
-    ctrl = make_controller(est.controller, est.delta)
-    order = np.argsort(u_cal, kind="stable")
-    again = float(ctrl.thresholds(u_cal[order][None, :], e_cal[order][None, :], cal.alpha, sig)[0])
-    if not (again == est.threshold_ or abs(again - est.threshold_) <= 1e-9):
-        return {"test": None, "p_value": None, "reason": "the stored pairs do not reproduce the threshold"}
-    rows = np.flatnonzero(data.labeled)
-    e_run = sig.prediction[rows] != data.labels[rows]
-    return risk_permutation_test(u_cal, e_cal, sig.uncertainty[rows], e_run, controller=ctrl, alpha=cal.alpha,
-                                 signal=sig)
-
-
 def label_check(cal: Calibrator, data: Any, level: float) -> dict[str, Any] | None:
     """The label-side check: the run's residuals (label - judge proxy) against the calibration's; None when
     the calibrator holds no labeled pairs or the run has fewer than 2 labels."""
@@ -301,7 +179,7 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
     }
     from judgecp.kinds import get_kind
 
-    parts: ApplyParts = get_kind(cal.kind).apply_calibrator(cal, data, groups=groups)
+    parts: ApplyParts = get_kind(cal.kind).calibration.apply(cal, data, groups=groups)
     summary.update(parts.summary)
     if parts.labeled is not None:
         summary["labeled"] = parts.labeled

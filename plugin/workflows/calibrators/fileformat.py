@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
+from judgecp.base.version import __version__
 from judgecp.stats.saved_state import RANGE_SLACK, StateReader, encode_floats
 
 SCHEMA = "judgecp.calibrator/2"
@@ -32,9 +32,6 @@ OLD_SCHEMAS = ("judgecp.calibrator/1",)
 IDENTITY_FIELDS = ("judge", "prompt", "task")
 #: Quantiles of the drift statistic (and of the conformity scores) stored for people reading the file.
 SUMMARY_QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
-#: Most labels of a scale, or options of multiple choice, a calibrator may name (sizes are checked before
-#: anything of that size is allocated).
-MAX_LABELS = 1000
 #: Most calibration items a calibrator may claim.
 MAX_ITEMS = 10**9
 #: Fields of the file that :meth:`Calibrator.from_dict` reads; any other top-level field is kept as it is.
@@ -64,94 +61,6 @@ def content_digest(obj: dict[str, Any]) -> str:
 
 def _quantiles(values: NDArray[np.float64]) -> dict[str, float]:
     return {str(q): float(np.quantile(values, q)) for q in SUMMARY_QUANTILES} if values.size else {}
-
-
-# -- per kind: the estimator and the fields only that kind has -------------------------------------
-
-
-class KindParts(NamedTuple):
-    """What one kind's fields of a calibrator file give (:meth:`judgecp.kinds.Kind.calibrator_parts`)."""
-
-    estimator: Any
-    scale: tuple[int, int] | None
-    options: list[str] | None
-    groups: str | None
-    drift_statistic: str
-    drift_range: tuple[float, float]
-    #: The range of the PPI pairs' human target and judge proxy.
-    ppi_range: tuple[float, float]
-    #: The drift values the state implies, where it does (pairwise: the calibration pairs' uncertainties).
-    drift_values: NDArray[np.float64] | None = None
-
-
-def _null(r: StateReader, *keys: str) -> None:
-    for key in keys:
-        if r.obj.get(key) is not None:
-            r.fail(key, f"a {r.obj.get('kind')} calibrator has no {key} (null)")
-
-
-def likert_parts(r: StateReader, method: str, alpha: float, n: int) -> KindParts:
-    """Likert: ``scale`` [min, max], ``groups`` (the Mondrian field or null), a ScoreIntervals state."""
-    from judgecp.kinds.estimators import ScoreIntervals
-    from judgecp.base.plugins import check_method_spec
-    from judgecp.base.scale import LikertScale
-
-    _null(r, "options")
-    bounds = r.get("scale")
-    if (not isinstance(bounds, list) or len(bounds) != 2
-            or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)):
-        r.fail("scale", f"expected [min, max] (two integers), found {bounds!r:.40}")
-    if not 1 <= bounds[1] - bounds[0] < MAX_LABELS:
-        r.fail("scale", f"{bounds} is not a scale of 2 to {MAX_LABELS} labels")
-    scale = LikertScale(bounds[0], bounds[1])
-    _spec(r, lambda: check_method_spec(method, flag="method"))
-    groups = r.optional_text("groups")
-    est = ScoreIntervals.from_state(r.get("state"), method=method, confidence_level=1.0 - alpha, scale=scale,
-                                    n_calibration=n, grouped=groups is not None, where=r.path("state"))
-    span = (float(scale.minimum), float(scale.maximum))
-    return KindParts(est, (scale.minimum, scale.maximum), None, groups, "expected_score", span, span)
-
-
-def choice_parts(r: StateReader, method: str, alpha: float, n: int) -> KindParts:
-    """Multiple choice: ``options`` (every letter seen in calibration), a ChoiceSets state."""
-    from judgecp.kinds.estimators import ChoiceSets
-    from judgecp.base.plugins import check_method_spec
-
-    _null(r, "scale", "groups")
-    options = r.texts("options")
-    if not 1 <= len(options) <= MAX_LABELS or len(set(options)) != len(options) or "" in options:
-        r.fail("options", f"expected 1 to {MAX_LABELS} distinct, non-empty option names")
-    _spec(r, lambda: check_method_spec(method, kind="mcq", flag="method"))
-    est = ChoiceSets.from_state(r.get("state"), method=method, confidence_level=1.0 - alpha, n_calibration=n,
-                                max_width=len(options), where=r.path("state"))
-    return KindParts(est, None, options, None, "top_option_probability", (0.0, 1.0), (0.0, 1.0))
-
-
-def pairwise_parts(r: StateReader, method: str, alpha: float, n: int) -> KindParts:
-    """Pairwise: a SelectiveJudge state (the controller is the calibrator's ``method``)."""
-    from judgecp.kinds.estimators import SelectiveJudge
-    from judgecp.stats.selective import controller_classes
-    from judgecp.stats.signals import RANGES
-
-    _null(r, "scale", "options", "groups")
-    r.text("method", controller_classes())
-    est = SelectiveJudge.from_state(r.get("state"), controller=method, risk_level=alpha, n_calibration=n,
-                                    where=r.path("state"))
-    low, high, _ = RANGES[est.signal]
-    return KindParts(est, None, None, None, f"uncertainty:{est.signal}", (low, high), (0.0, 1.0), est.uncertainty_)
-
-
-def _spec(r: StateReader, check: Callable[[], str]) -> None:
-    """The method spec is a registered, saveable method written as ``judgecp calibrate`` writes it."""
-    from judgecp.stats.saved_state import saved_method_class
-
-    try:
-        canonical = check()
-        saved_method_class(canonical)
-    except InputError as exc:
-        r.fail("method", str(exc).removeprefix("method: "))
-    if canonical != r.obj["method"]:
-        r.fail("method", f"{r.obj['method']!r} is not written as judgecp writes it ({canonical!r})")
 
 
 # -- the calibrator --------------------------------------------------------------------------
@@ -193,8 +102,7 @@ class Calibrator:
     # -- JSON -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The file's JSON object, its ``digest`` included (the state at full precision)."""
-        from judgecp import __version__
-        from judgecp.present.console import to_strict
+        from judgecp.base.jsonio import to_strict
 
         out: dict[str, Any] = {
             "schema": SCHEMA,
@@ -223,7 +131,7 @@ class Calibrator:
         if self.ppi_labels is not None and self.ppi_proxy is not None:
             from judgecp.kinds import get_kind
 
-            out["ppi"] = {"target": get_kind(self.kind).ppi_target, "labels": encode_floats(self.ppi_labels),
+            out["ppi"] = {"target": get_kind(self.kind).calibration.ppi_target, "labels": encode_floats(self.ppi_labels),
                           "proxy": encode_floats(self.ppi_proxy)}
         out.update(self.extra)
         strict: dict[str, Any] = to_strict(out)
@@ -238,7 +146,7 @@ class Calibrator:
 
     def save(self, path: str | Path) -> None:
         from judgecp.base.outputs import atomic_write_text
-        from judgecp.present.console import dumps
+        from judgecp.base.jsonio import dumps
 
         atomic_write_text(path, dumps(self.to_dict()) + "\n")
 
@@ -255,8 +163,8 @@ class Calibrator:
 
     @classmethod
     def _from_dict(cls, obj: Any, source: str) -> Calibrator:
-        from judgecp.workflows.calibrators.statistics import calibration_conformity
         from judgecp.kinds import calibration_kinds, get_kind
+        from judgecp.workflows.calibrators.statistics import calibration_conformity
 
         found = obj.get("schema") if isinstance(obj, dict) else type(obj).__name__
         if found in OLD_SCHEMAS:
@@ -272,7 +180,7 @@ class Calibrator:
         method = r.text("method")
         alpha = r.number("alpha", low=0.0, high=1.0, open_interval=True)
         n = r.integer("n_calibration", low=1, high=MAX_ITEMS)
-        parts = get_kind(kind).calibrator_parts(r, method, alpha, n)
+        parts = get_kind(kind).calibration.parts(r, method, alpha, n)
         ident = r.child("identity")
         identity = {name: ident.texts(name) for name in IDENTITY_FIELDS if ident.has(name)}
         ident.finish()
@@ -329,7 +237,7 @@ def _read_ppi(r: StateReader, kind: str, n: int, bounds: tuple[float, float]) ->
     from judgecp.kinds import get_kind
 
     ppi = r.child("ppi")
-    ppi.text("target", (get_kind(kind).ppi_target,))
+    ppi.text("target", (get_kind(kind).calibration.ppi_target,))
     low, high = bounds[0] - RANGE_SLACK, bounds[1] + RANGE_SLACK
     labels = ppi.floats("labels", size=n, low=low, high=high)
     proxy = ppi.floats("proxy", size=n, low=low, high=high)

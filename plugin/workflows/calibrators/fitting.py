@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from judgecp.base.errors import InputError
 from judgecp.workflows.calibrators.fileformat import Calibrator
 from judgecp.workflows.calibrators.statistics import _identity, calibration_conformity
-from judgecp.base.errors import InputError
-
-
-@dataclass
-class Fitted:
-    """A kind's fitted estimator for a calibrator (:meth:`judgecp.kinds.Kind.fit_calibrator`)."""
-
-    estimator: Any
-    #: The method as the file names it (a canonical conformal method spec, or a risk controller).
-    method: str
-    scale: tuple[int, int] | None = None
-    options: list[str] | None = None
 
 
 def _calibration_kind(data: Any, kind: str | None) -> Any:
@@ -39,38 +27,6 @@ def label_scale_entry(data: Any) -> dict[str, Any]:
     on it by default), else nothing: the file is unchanged for labels on the judge's scale."""
     own = getattr(data, "label_scale", None)
     return {} if own is None else {"label_scale": own.to_json()}
-
-
-def check_size(alpha: float, n: int) -> None:
-    """A level no calibration of ``n`` items can reach is refused before fitting (every set would be the full range)."""
-    from judgecp.stats.conformal import min_calibration_size
-
-    need = min_calibration_size(alpha)
-    if need > n:
-        shown = f"{need:,}" if need < 10**15 else f"about {float(need):.3g}"
-        raise InputError(f"alpha {alpha:g} needs at least {shown} calibration items for a finite threshold, "
-                         f"and there are {n}: every set would be the full range; choose a larger alpha")
-
-
-def check_saveable(spec: str, alpha: float, scale: Any) -> None:
-    """A method whose fitted state is a model (not numbers) is refused before any fitting."""
-    from judgecp.base.plugins import build_method
-    from judgecp.stats.saved_state import not_data, saved_method_class
-
-    saved_method_class(spec)
-    if not build_method(spec, alpha=alpha, scale=scale).is_saveable():
-        raise not_data(spec)
-
-
-def check_conformal_part(spec: str, alpha: float, method: Any, n: int) -> None:
-    """A method that fits a model conformalizes on part of the items: too few there for the level is refused too."""
-    from judgecp.stats.conformal import min_calibration_size
-
-    if method is not None and getattr(method, "insufficient_", False):
-        raise InputError(f"alpha {alpha:g}: {spec} fits its model on part of the {n} items and sets its threshold on "
-                         f"the other {method.n_conformalize_}, which needs at least "
-                         f"{min_calibration_size(method._rank_alpha()):,}: every set would be the full range; "
-                         "give more items or choose a larger alpha")
 
 
 def calibrate(
@@ -112,7 +68,7 @@ def calibrate(
     from judgecp.stats.ppi import proxy_and_target
 
     if isinstance(data, (str, Path)):
-        from judgecp.data import load
+        from judgecp.kinds.reading import load
 
         data = load(data)  # its kind from the file; checked against ``kind`` below
     alpha = check_alpha(alpha)

@@ -18,8 +18,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from judgecp.kinds.metrics import Entry, Metric, excluded_count, metric_value, pick
+from judgecp.kinds.registry import get_kind
 from judgecp.workflows.results import Result, register_schema
-from judgecp.workflows.scalars import Entry, Metric, _pick, excluded_count, metric_value
 
 #: An effective sample size below this is too few labels for a normal-approximation interval.
 MIN_EFFECTIVE_LABELS = 10.0
@@ -31,11 +32,11 @@ def estimate_metrics(at: tuple[str, ...]) -> list[Metric]:
     metrics: list[Metric] = []
     for name in INTERVALS:
         for key in ("mean", "lower", "upper", "se"):
-            metrics.append(Metric(f"estimate.{name}.{key}", _pick(*at, "estimate", name, key), None))
-    metrics += [Metric("estimate.effective_sample_size", _pick(*at, "effective_sample_size"), True),
-                Metric("estimate.judge_bias", _pick(*at, "judge_bias"), None),
-                Metric("estimate.n_labeled", _pick(*at, "n_labeled"), None),
-                Metric("estimate.n_unlabeled", _pick(*at, "n_unlabeled"), None)]
+            metrics.append(Metric(f"estimate.{name}.{key}", pick(*at, "estimate", name, key), None))
+    metrics += [Metric("estimate.effective_sample_size", pick(*at, "effective_sample_size"), True),
+                Metric("estimate.judge_bias", pick(*at, "judge_bias"), None),
+                Metric("estimate.n_labeled", pick(*at, "n_labeled"), None),
+                Metric("estimate.n_unlabeled", pick(*at, "n_unlabeled"), None)]
     return metrics
 
 
@@ -88,7 +89,7 @@ class EstimateResult(Result):
     description = "an estimate (judgecp estimate --json)"
 
     def metric_list(self) -> list[Metric]:
-        return [Metric("n", _pick("n"), None, always=True), Metric("excluded", excluded_count, False, always=True),
+        return [Metric("n", pick("n"), None, always=True), Metric("excluded", excluded_count, False, always=True),
                 *estimate_metrics(())]
 
     def scalars(self) -> dict[str, float | None]:
@@ -106,8 +107,6 @@ class ApplyResult(Result):
     description = "an apply summary (judgecp apply --json)"
 
     def metric_list(self) -> list[Metric]:
-        from judgecp.workflows.scalars import calibrated_metrics
-
         return calibrated_metrics(self.kind)
 
     def scalars(self) -> dict[str, float | None]:
@@ -119,37 +118,23 @@ class ApplyResult(Result):
 
 def apply_metrics(per_item: list[Metric]) -> list[Metric]:
     """An apply summary's scalars: counts, the kind's per-item summaries, drift, the PPI++ estimate."""
-    return [Metric("n", _pick("n_applied"), None, always=True),
-            Metric("n_read", _pick("n"), None, always=True),
+    return [Metric("n", pick("n_applied"), None, always=True),
+            Metric("n_read", pick("n"), None, always=True),
             Metric("excluded", excluded_count, False, always=True),
             *per_item,
-            Metric("drift.p_value", _pick("drift", "p_value"), True),
-            Metric("drift.alarm", _pick("drift", "drift"), False),
+            Metric("drift.p_value", pick("drift", "p_value"), True),
+            Metric("drift.alarm", pick("drift", "drift"), False),
             *estimate_metrics(("estimate",))]
-
-
-def set_summary_metrics() -> list[Metric]:
-    """Likert and multiple choice: mean set size, singletons, empty sets, coverage on the run's labeled items."""
-    return [Metric("set_size", _pick("mean_set_size"), False),
-            Metric("singleton_share", _pick("singleton_share"), True),
-            Metric("empty_sets", _pick("empty_sets"), False),
-            Metric("coverage_labeled", _pick(Entry("labeled"), "coverage"), None)]
-
-
-def accept_summary_metrics() -> list[Metric]:
-    """Pairwise: the share abstained on, and the error among accepted labeled pairs."""
-    return [Metric("abstention_rate", _pick("abstention_rate"), False),
-            Metric("risk_labeled", _pick(Entry("labeled"), "error_among_accepted"), False)]
 
 
 # -- the nightly questions: compare, plan, select ------------------------------------------------
 
 
 def _difference_metrics(at: tuple[str, ...], prefix: str) -> list[Metric]:
-    metrics = [Metric(f"{prefix}difference.{name}.{key}", _pick(*at, "difference", name, key), None)
+    metrics = [Metric(f"{prefix}difference.{name}.{key}", pick(*at, "difference", name, key), None)
                for name in INTERVALS for key in ("mean", "lower", "upper", "se")]
-    metrics += [Metric(f"{prefix}difference.effective_labels", _pick(*at, "difference", "effective_labels"), True),
-                Metric(f"{prefix}difference.n_labels", _pick(*at, "difference", "n_labels"), None)]
+    metrics += [Metric(f"{prefix}difference.effective_labels", pick(*at, "difference", "effective_labels"), True),
+                Metric(f"{prefix}difference.n_labels", pick(*at, "difference", "n_labels"), None)]
     return metrics
 
 
@@ -195,8 +180,8 @@ class PlanResult(Result):
     description = "a label plan (judgecp plan --json)"
 
     def scalars(self) -> dict[str, float | None]:
-        metrics = [Metric("half_width", _pick("half_width"), None)]
-        metrics += [Metric(f"{section}.{key}", _pick(section, key), False)
+        metrics = [Metric("half_width", pick("half_width"), None)]
+        metrics += [Metric(f"{section}.{key}", pick(section, key), False)
                     for section in ("labels", "labels_at_estimates") for key in ("ppi", "labeled_only")]
         return {m.name: metric_value(self, m) for m in metrics}
 
@@ -209,8 +194,22 @@ class SelectResult(Result):
     description = "a selection summary (judgecp select --json)"
 
     def scalars(self) -> dict[str, float | None]:
-        metrics = [Metric("n_items", _pick("n_items"), None), Metric("n_selected", _pick("n_selected"), None),
-                   Metric("budget", _pick("budget"), None)]
-        metrics += [Metric(f"expected_width.{key}", _pick("expected_width", key), None)
+        metrics = [Metric("n_items", pick("n_items"), None), Metric("n_selected", pick("n_selected"), None),
+                   Metric("budget", pick("budget"), None)]
+        metrics += [Metric(f"expected_width.{key}", pick("expected_width", key), None)
                     for key in ("active", "uniform", "ratio")]
         return {m.name: metric_value(self, m) for m in metrics}
+
+
+def calibrated_metrics(kind: str) -> list[Metric]:
+    """The metrics of a saved calibrator applied to a run (:func:`judgecp.workflows.calibrators.apply`'s summary).
+
+    ``n`` (records applied), ``n_read``, ``excluded``; the kind's per-item summaries
+    (:meth:`judgecp.kinds.kind.Calibration.applied_metrics`: Likert and multiple choice ``set_size``,
+    ``singleton_share``, ``empty_sets``, ``coverage_labeled``; pairwise ``abstention_rate`` and
+    ``risk_labeled``); ``drift.p_value`` and ``drift.alarm``; the PPI++ estimate
+    ``estimate.ppi.mean`` / ``.lower`` / ``.upper`` / ``.se``, the same for ``estimate.labeled_only``
+    and ``estimate.judge_only`` (the judge's own mean), ``estimate.effective_sample_size``,
+    ``estimate.judge_bias``, ``estimate.n_labeled``, ``estimate.n_unlabeled``.
+    """
+    return apply_metrics(get_kind(kind).calibration.applied_metrics())

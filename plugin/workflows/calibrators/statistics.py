@@ -8,24 +8,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.workflows.calibrators.fileformat import IDENTITY_FIELDS
-from judgecp.data import ChoiceData
 
 
 def drift_statistic(data: Any, signal: str = "bpe") -> tuple[str, NDArray[np.float64]]:
     """The label-free judge statistic of each item the drift test compares (name, values): the data's kind's."""
     from judgecp.kinds import calibration_kind
 
-    name, values = calibration_kind(data.kind).drift_statistic(data, signal)
+    name, values = calibration_kind(data.kind).calibration.drift_statistic(data, signal)
     return name, np.asarray(values, dtype=np.float64)
-
-
-def choice_probabilities(data: ChoiceData) -> NDArray[np.float64]:
-    """The model's probability of each option of each item (softmax over the valid options)."""
-    lp = np.where(data.valid, data.logprobs, -np.inf)
-    lp = lp - lp.max(axis=1, keepdims=True)
-    p = np.exp(lp)
-    out: NDArray[np.float64] = p / p.sum(axis=1, keepdims=True)
-    return out
 
 
 def _identity(data: Any) -> dict[str, list[str]]:

@@ -15,6 +15,7 @@ from judgecp.stats.parc import family_of
 from judgecp.workflows.parc_build import language, vision
 from judgecp.workflows.parc_build.rewriters import Rewriter
 from judgecp.workflows.parc_build.sources import Original, Originals
+from judgecp.base.version import __version__
 
 FORMAT = "judgecp.parc_build/1"
 FILE = "variations.jsonl"
@@ -118,7 +119,6 @@ def build_manifest(
     exchange_replace: str,
     ls_n_fallback: bool,
 ) -> dict[str, Any]:
-    from judgecp import __version__
 
     files = [out / FILE, *sorted(p for p in (out / "images").rglob("*") if p.is_file())]
     hashes = {str(p.relative_to(out)): file_sha256(p) for p in files}

@@ -50,7 +50,7 @@ def is_report(path: Path) -> dict[str, Any] | None:
 
 def harness_format(path: Path) -> str | None:
     """The registered record format that recognises ``path`` (lm-eval samples, VLMEvalKit predictions)."""
-    from judgecp.base.plugins import sniff_format
+    from judgecp.data.formats import sniff_format
 
     fmt = sniff_format(path)
     return None if fmt == "table" else fmt
@@ -66,7 +66,8 @@ def display_name(path: Path, root: Path | None) -> str:
 
 def evaluate_batch(batch: Any, alphas: Sequence[float] | None, group: str | None = None) -> dict[str, Any]:
     """A reader's records evaluated with the defaults (``alphas`` where the kind sweeps; ``group``: per-group tables)."""
-    from judgecp.data import Fields, from_table
+    from judgecp.data import Fields
+    from judgecp.kinds.reading import from_table
     from judgecp.workflows.study import evaluate
     from judgecp.kinds.protocol import parse_settings
 
@@ -75,14 +76,14 @@ def evaluate_batch(batch: Any, alphas: Sequence[float] | None, group: str | None
     values: dict[str, Any] = {"group": group}
     from judgecp.kinds import get_kind
 
-    if alphas and "alphas" in get_kind(data.kind).settings:
+    if alphas and "alphas" in get_kind(data.kind).study.settings:
         values["alphas"] = list(alphas)
     return evaluate(data, parse_settings(values, kind=data.kind), **table.info)
 
 
 def evaluate_file(path: Path, fmt: str, alphas: Sequence[float] | None) -> dict[str, Any]:
     """``judgecp evaluate --format FMT PATH`` with the defaults (and ``alphas`` where the kind sweeps)."""
-    from judgecp.base.plugins import record_format
+    from judgecp.data.formats import record_format
 
     return evaluate_batch(record_format(fmt).read(path), alphas)
 
@@ -126,7 +127,7 @@ def combine_subtasks(group: str, batches: dict[str, Any]) -> Any:
     subtask where two subtasks share one).
     """
     from judgecp.base.exclusions import Exclusions
-    from judgecp.base.plugins import RecordBatch
+    from judgecp.data.formats import RecordBatch
 
     short = {t: t[len(group) + 1:] if t.startswith(group + "_") else t for t in batches}
     items = {t: {str(r["id"]): json.dumps(r, sort_keys=True) for r in b.records} for t, b in batches.items()}
@@ -158,7 +159,7 @@ def lm_eval_runs(folder: Path, files: list[Path], root: Path | None,
                  alphas: Sequence[float] | None) -> tuple[list[tuple[str, Path, dict[str, Any]]], set[Path]]:
     """The samples files of ``folder`` that have their results file: ``(name, path, report)``, groups combined
     (their path: the results file), and the files used."""
-    from judgecp.base.plugins import record_format
+    from judgecp.data.formats import record_format
 
     results = read_results(folder)
     runs: list[tuple[str, Path, dict[str, Any]]] = []

@@ -4,53 +4,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgecp.workflows.calibrators.results import ApplyResult, EstimateResult
 from judgecp.base.errors import InputError
+from judgecp.kinds import Presenter, get_kind, kind_names
+from judgecp.present.runs import NIGHTLY_SCHEMAS, Run
+from judgecp.workflows.calibrators.results import ApplyResult, EstimateResult
 from judgecp.workflows.results import StudyResult, describe
 
 
 def report_kinds() -> list[str]:
-    """The kinds ``judgecp report`` shows: those that name figures or tables (:meth:`judgecp.kinds.Kind.report_figures`)."""
-    from judgecp.kinds import Kind, get_kind, kind_names
-
+    """The kinds ``judgecp report`` shows: those that name figures or tables (:meth:`judgecp.kinds.kind.Presenter.report_figures`)."""
     return [name for name in kind_names()
-            if get_kind(name).report_figures() or type(get_kind(name)).report_tables is not Kind.report_tables]
+            if get_kind(name).presenter.report_figures()
+            or type(get_kind(name).presenter).report_tables is not Presenter.report_tables]
 
-
-@dataclass(frozen=True)
-class Run:
-    """One report: its display name (a judge, a data set, a setting), the file and its contents."""
-
-    name: str
-    path: str
-    report: dict[str, Any]
-
-    @property
-    def kind(self) -> str:
-        """The judge kind of an evaluate report; ``nightly`` for compare, plan and apply results."""
-        return "nightly" if self.report.get("schema") in NIGHTLY_SCHEMAS else str(self.report["kind"])
-
-    @property
-    def calibration(self) -> str:
-        """Likert group tables: ``Mondrian`` (calibrated per group) or ``pooled`` (one calibration)."""
-        protocol = self.report.get("protocol") or {}
-        return "Mondrian" if protocol.get("mondrian") else "pooled"
-
-    @property
-    def alpha(self) -> float:
-        """The headline level (pairwise: ``alpha`` when present, else 0.1 if swept, else the first level)."""
-        if "alpha" in self.report:
-            return float(self.report["alpha"])
-        alphas = [float(a) for a in self.report.get("alphas", [])]
-        return 0.1 if 0.1 in alphas or not alphas else alphas[0]
-
-
-#: The nightly loop's results ``judgecp report`` draws beside the studies (their figures: reports.figures.nightly).
-NIGHTLY_SCHEMAS = ("judgecp.compare/1", "judgecp.plan/1", "judgecp.apply/1")
 
 #: What ``judgecp report`` takes, for the messages that refuse anything else.
 TAKES = ("judgecp report takes `judgecp evaluate --json` reports, harness output files or folders, and the "

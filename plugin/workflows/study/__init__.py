@@ -11,18 +11,20 @@ labels: unlabeled rows are left out and counted as ``label_missing``.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 import numpy as np
 
 from judgecp.data import AnyData, PairData
 from judgecp.base.errors import InputError
-from judgecp.workflows.study.choice import evaluate_choices
-from judgecp.workflows.study.pair import evaluate_pairs
-from judgecp.workflows.study.parc import evaluate_parc
-from judgecp.workflows.study.score import evaluate_scores
+from judgecp.kinds.choice.study import evaluate_choices
+from judgecp.kinds.pairwise.study import evaluate_pairs
+from judgecp.kinds.choice.parc_study import evaluate_parc
+from judgecp.kinds.likert.study import evaluate_scores
 from judgecp.workflows.study.warnings import add_warnings
 from judgecp.kinds.protocol import Protocol
+from judgecp.kinds.registry import get_kind
 from judgecp.workflows.results import StudyResult
 
 
@@ -44,7 +46,7 @@ def labeled_only(data: AnyData) -> AnyData:
 def evaluate(data: AnyData, protocol: Protocol | None = None, **extra: Any) -> StudyResult:
     """Run ``protocol`` (default: :class:`Protocol`'s defaults) on ``data`` and return the report.
 
-    The data's kind runs its study (:meth:`judgecp.kinds.Kind.study`); the
+    The data's kind runs its study (:meth:`judgecp.kinds.kind.Study.run`); the
     report is a frozen :class:`judgecp.workflows.results.StudyResult` (a read-only
     mapping over the JSON body, docs/cli.md "The JSON report"; ``.to_json()`` /
     ``.dumps()`` write it, ``.scalars()`` are its flat metrics). ``extra``
@@ -52,8 +54,6 @@ def evaluate(data: AnyData, protocol: Protocol | None = None, **extra: Any) -> S
     ``warnings`` say what a script should act on
     (:mod:`judgecp.workflows.study.warnings`).
     """
-    from judgecp.kinds import get_kind
-
     protocol = protocol or Protocol()
     if protocol.label_scale is not None and getattr(data, "label_scale", None) != protocol.label_scale:
         raise InputError(f"the protocol's label_scale {protocol.label_scale} was not applied to the data (read with "
@@ -63,9 +63,14 @@ def evaluate(data: AnyData, protocol: Protocol | None = None, **extra: Any) -> S
     kind = getattr(data, "kind", None)
     if not isinstance(kind, str):
         raise InputError(f"cannot evaluate {type(data).__name__}")
-    body = get_kind(kind).study(data, protocol)
+    body = get_kind(kind).study.run(data, protocol)
     body.update(extra)
     return StudyResult(add_warnings(body))
 
 
-__all__ = ["evaluate", "evaluate_choices", "evaluate_pairs", "evaluate_parc", "evaluate_scores", "labeled_only"]
+def write_report(report: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
+    """The console table of any kind's report (Likert: with the detail of one method)."""
+    get_kind(str(report["kind"]), flag="the report's kind").presenter.write_console(report, out, detail=detail)
+
+
+__all__ = ["evaluate", "write_report", "evaluate_choices", "evaluate_pairs", "evaluate_parc", "evaluate_scores", "labeled_only"]

@@ -65,10 +65,8 @@ def group_warnings(report: dict[str, Any]) -> list[dict[str, Any]]:
     target = 1.0 - float(report.get("alpha", 0.1))
     protocol = report.get("protocol") or {}
     test_share = 1.0 - float(protocol.get("cal_fraction", 0.5))
-    from judgecp.kinds import get_kind
-
     out = []
-    for g, method, coverage, n, mondrian in get_kind(str(report.get("kind", "likert"))).group_coverages(report):
+    for g, method, coverage, n, mondrian in get_kind(str(report["kind"]), flag="the report's kind").study.group_coverages(report):
         found = _under(g, method, coverage, target, n * test_share, mondrian)
         if found:
             out.append(found)

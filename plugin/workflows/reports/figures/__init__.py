@@ -1,6 +1,6 @@
 """The report's figures, drawn from ``judgecp evaluate --json`` reports with headless matplotlib.
 
-Every builder takes the runs of one kind (:class:`judgecp.workflows.reports.load.Run`)
+Every builder takes the runs of one kind (:class:`judgecp.present.runs.Run`)
 and returns a :class:`Plot` (a matplotlib ``Figure`` with its id, title and
 caption) or a :class:`Missing` that says which part of the report it would
 need: nothing is drawn that the reports do not contain. With one report a
@@ -14,15 +14,15 @@ line is ``1 - alpha`` (coverage) or ``alpha`` (risk), dashed black and
 labelled ``target ...``. Figures are built with ``matplotlib.figure.Figure``
 on the Agg canvas (no pyplot, no display, no global state).
 
-Modules: :mod:`~judgecp.workflows.reports.figures.common` (what every figure shares),
-:mod:`~judgecp.workflows.reports.figures.likert`, :mod:`~judgecp.workflows.reports.figures.pairwise`
-and :mod:`~judgecp.workflows.reports.figures.choice` (multiple choice and PARC); this
+Modules: :mod:`~judgecp.present.figures` (what every figure shares),
+:mod:`~judgecp.kinds.likert.figures`, :mod:`~judgecp.kinds.pairwise.figures`
+and :mod:`~judgecp.kinds.choice.figures` (multiple choice and PARC); this
 kind (:meth:`judgecp.kinds.Kind.report_figures`) lists its figures.
 """
 
 from __future__ import annotations
 
-from judgecp.workflows.reports.figures.choice import (
+from judgecp.kinds.choice.figures import (
     FAMILY_ORDER,
     mcq_groups,
     mcq_methods,
@@ -30,11 +30,11 @@ from judgecp.workflows.reports.figures.choice import (
     parc_heatmaps,
     set_size_hist,
 )
-from judgecp.workflows.reports.figures.common import Missing, Plot, Result
-from judgecp.workflows.reports.figures.common import (
+from judgecp.present.figures import Missing, Plot, Result
+from judgecp.present.figures import (
     _matplotlib as _matplotlib,  # for judgecp.workflows.reports.write_report
 )
-from judgecp.workflows.reports.figures.likert import (
+from judgecp.kinds.likert.figures import (
     confusion,
     coverage_by_error,
     coverage_by_label,
@@ -47,7 +47,7 @@ from judgecp.workflows.reports.figures.likert import (
     rsg,
     width_distribution,
 )
-from judgecp.workflows.reports.figures.pairwise import (
+from judgecp.kinds.pairwise.figures import (
     accepted_share,
     risk_coverage,
     risk_vs_alpha,

@@ -2,8 +2,8 @@
 and the interval width against the number of labels (``judgecp plan --json``).
 
 Each builder takes the JSON the command wrote (as a dict) and returns a
-:class:`~judgecp.workflows.reports.figures.common.Plot`, or a
-:class:`~judgecp.workflows.reports.figures.common.Missing` naming the section it lacks.
+:class:`~judgecp.present.figures.Plot`, or a
+:class:`~judgecp.present.figures.Missing` naming the section it lacks.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from judgecp.workflows.reports.figures.common import (
+from judgecp.present.figures import (
     TARGET_STYLE,
     WIDTH,
     Missing,

@@ -37,15 +37,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.stats.ensemble.clustering import Membership
-from judgecp.data.ensemble.embeddings import read_embeddings
-from judgecp.stats.ensemble.estimator import PromptEnsemble, uniform_proba
-from judgecp.stats.ensemble.metrics import calibration_summary, error_coverage_curve, top_label
-from judgecp.data.ensemble.prompts import read_prompt_set
-from judgecp.data.ensemble.records import EnsembleData, read_ensemble_records
-from judgecp.stats.ensemble.selection import Procedure, select_by_fdr
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
+from judgecp.data.ensemble.embeddings import read_embeddings
+from judgecp.data.ensemble.prompts import read_prompt_set
+from judgecp.data.ensemble.records import EnsembleData, read_ensemble_records
+from judgecp.stats.ensemble.clustering import Membership
+from judgecp.stats.ensemble.estimator import PromptEnsemble, uniform_proba
+from judgecp.stats.ensemble.metrics import calibration_summary, error_coverage_curve, top_label
+from judgecp.stats.ensemble.selection import Procedure, select_by_fdr
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 
 FloatArray = NDArray[np.float64]
@@ -200,7 +200,7 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def add_input_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
-    """The input flags of this module and :mod:`judgecp.workflows.ensemble.sweep`: RECORDS (or ``--example``,
+    """The input flags of this module and :mod:`judgecp.kinds.ensemble.sweep`: RECORDS (or ``--example``,
     helped by ``example``), ``--format``, ``--embeddings``, ``--prompt-set``, ``--item-field``
     (what :func:`load_input` reads)."""
     parser.add_argument("records", nargs="?", help="judgecp.record/1 JSONL, one record per (item, prompt), "
@@ -215,7 +215,7 @@ def add_input_arguments(parser: argparse.ArgumentParser, *, example: str) -> Non
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m judgecp.workflows.ensemble.evaluate",
+        prog="python -m judgecp.kinds.ensemble.evaluate",
         description="Calibrate a judge by ensembling its prompts: uniform, BPE, multimodal mixture.",
     )
     add_input_arguments(parser, example="run on a seeded simulated judge")
@@ -238,7 +238,7 @@ def read_input_records(path: str | Path, fmt: str | None = "auto") -> tuple[list
     ``fmt``: ``auto`` (recognise it), ``table``/``records`` (records JSONL) or a registered format name.
     Returns the records (or the path, for a records file) and what the format reader left out.
     """
-    from judgecp.base.plugins import record_format, sniff_format
+    from judgecp.data.formats import record_format, sniff_format
 
     path = Path(path)
     if not path.is_file():
@@ -322,7 +322,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m judgecp.workflows.ensemble.evaluate``, the same as ``judgecp evaluate --kind ensemble``; the exit status."""
+    """``python -m judgecp.kinds.ensemble.evaluate``, the same as ``judgecp evaluate --kind ensemble``; the exit status."""
     args = build_parser().parse_args(argv)
     try:
         return run(args)

@@ -2,7 +2,7 @@
 
 The lm-eval tasks (``image_pref_ensemble_cp``) and the VLMEvalKit datasets
 (``ImagePrefEnsemble_*``) show every sampled item under every chosen prompt
-and report :func:`judgecp.workflows.ensemble.evaluate.ensemble_report` over the
+and report :func:`judgecp.kinds.ensemble.evaluate.ensemble_report` over the
 records; the settings (:data:`STUDY_SETTINGS`), the prompt choice, the item
 sample and the report are the same for both and live here. ``where`` names
 how the user spelled a setting (``metadata`` for lm-eval's ``--metadata``,
@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from judgecp.data.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
-from judgecp.data.ensemble.sources import PreferenceItem
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
+from judgecp.data.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
+from judgecp.data.ensemble.sources import PreferenceItem
 
 #: Settings of the study and their defaults.
 STUDY_SETTINGS: dict[str, Any] = {"validation": 50, "clusters": 4, "seeds": 10, "alpha": 0.1, "procedure": "by",
@@ -176,8 +176,8 @@ def study_report(records: Sequence[Mapping[str, Any]], settings: Mapping[str, An
                  excluded: Exclusions | None = None) -> dict[str, Any]:
     """The ensemble report of a study's ``pair`` records (``excluded``: rows a harness reader left out)."""
     from judgecp.data.ensemble.embeddings import read_embeddings
-    from judgecp.workflows.ensemble.evaluate import ensemble_report
     from judgecp.data.ensemble.records import read_ensemble_records
+    from judgecp.kinds.ensemble.evaluate import ensemble_report
 
     embeddings = settings.get("embeddings")
     data = read_ensemble_records(records, embeddings=read_embeddings(embeddings) if embeddings else None,

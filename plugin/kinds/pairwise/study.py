@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,12 +19,23 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.data.pair import PairData
 from judgecp.base.errors import InputError, unknown
-from judgecp.stats.diagrams import pair_reliability
 from judgecp.base.progress import progress
+from judgecp.data.pair import PairData
+from judgecp.kinds.kind import Study, counts
+from judgecp.kinds.metrics import (
+    PAIRWISE_SIGNALS,
+    UNCERTAINTY_KEYS,
+    Entry,
+    Metric,
+    count_metrics,
+    pick,
+    with_stderr,
+)
 from judgecp.kinds.protocol import Protocol
-from judgecp.stats.selective import ClopperPearson, RiskController, controller_classes
+from judgecp.kinds.registry import controller_classes
+from judgecp.stats.diagrams import pair_reliability
+from judgecp.stats.selective import ClopperPearson, RiskController
 from judgecp.stats.signals import Signal, risk_coverage_curve, signals, uncertainty_quality
 
 FloatArray = NDArray[np.float64]
@@ -232,3 +243,62 @@ def evaluate_pairs(data: PairData, protocol: Protocol) -> dict[str, Any]:
             for g in sorted(set(values.tolist()))
         }
     return report
+
+
+# -- the study part of the pairwise kind ----------------------------------------------------------
+
+
+def pairwise_metrics(protocol: Protocol) -> list[Metric]:
+    """``n_pairs``, ``excluded``, ``single_order`` (pairs judged in one order), ``bpe`` (mean bidirectional
+    preference entropy, nats); per signal ``accuracy``/``ece``/``auroc``/``auprc``; per controller and
+    level ``risk_<c>_<alpha>`` (error among accepted) and ``coverage_<c>_<alpha>`` (share accepted),
+    with ``_stderr``."""
+    metrics = [
+        *count_metrics("n_pairs"),
+        Metric("single_order", lambda r: sum(int(f["count"]) for f in r.get("flags", []) if f.get("flag") == "single_order"),
+               False, always=True),
+        Metric("bpe", pick("bpe_mean"), False),
+    ]
+    for signal in PAIRWISE_SIGNALS:
+        metrics += [Metric(f"{key}_{signal}", pick("uncertainty", Entry(signal), key), key != "ece")
+                    for key in UNCERTAINTY_KEYS]
+    for controller in protocol.controller_names():
+        for alpha in protocol.levels("pairwise"):
+            a = f"{alpha:g}"
+            metrics += with_stderr(f"risk_{controller}_{a}", ("controllers", controller, a, "risk"), False)
+            metrics += with_stderr(f"coverage_{controller}_{a}", ("controllers", controller, a, "coverage"), True)
+    return metrics
+
+
+class PairwiseStudy(Study):
+    """Uncertainty quality of every signal and selective risk control over many splits (:func:`evaluate_pairs`)."""
+
+    default_splits = 1000
+    levels_are_controller_levels = True
+    settings = frozenset({"alpha", "alphas", "splits", "random_state", "cal_fraction", "group", "signal",
+                          "controllers", "delta"})
+
+    def run(self, data: Any, protocol: Protocol) -> dict[str, Any]:
+        return evaluate_pairs(data, protocol)
+
+    def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None) -> list[Metric]:
+        if body is not None:
+            controllers = tuple(body["controllers"])
+            levels = tuple(float(a) for a in next(iter(body["controllers"].values()), {}))
+            protocol = protocol.with_(controllers=controllers or None, alphas=levels or None, alpha=None)
+        return pairwise_metrics(protocol)
+
+    def headline(self, body: Mapping[str, Any], protocol: Protocol) -> dict[str, Any]:
+        out = counts(body)
+        level = f"{protocol.level:g}"
+        if body.get("controllers"):
+            out["alpha"] = protocol.level
+            for name, levels in body["controllers"].items():
+                entry = levels.get(level)
+                if entry is not None:
+                    out[name] = {"coverage": entry["coverage"], "risk": entry["risk"], "abstain_all": entry["abstain_all"]}
+        signal = (body.get("uncertainty") or {}).get(protocol.signal)
+        if signal:
+            out[protocol.signal] = {k: signal.get(k) for k in ("accuracy", "auroc", "auprc", "ece")}
+        out["single_order"] = sum(int(f["count"]) for f in body.get("flags", []) if f.get("flag") == "single_order")
+        return out

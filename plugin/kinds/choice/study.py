@@ -9,21 +9,26 @@ merged class is in the set and set sizes count it once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.stats.conformal import ConformalMethod
-from judgecp.data.choice import ChoiceData
 from judgecp.base.errors import InputError
-from judgecp.stats.diagrams import set_size_distribution
-from judgecp.stats.coverage import mean_std
-from judgecp.workflows.study.sweep import SWEEP_KEY, choice_sweep
-from judgecp.base.plugins import build_method, canonical_spec, parse_method_spec
 from judgecp.base.progress import progress
-from judgecp.kinds.protocol import Protocol, split_indices
 from judgecp.base.scale import LikertScale
+from judgecp.data.choice import ChoiceData
+from judgecp.kinds.kind import Study, counts
+from judgecp.kinds.metrics import Entry, Metric, count_metrics, metric_suffix, pick, with_stderr
+from judgecp.kinds.protocol import Protocol, split_indices
+from judgecp.kinds.registry import build_method, method_classes
+from judgecp.kinds.sweep import SWEEP_KEY, choice_sweep
+from judgecp.stats.conformal import ConformalMethod
+from judgecp.stats.coverage import mean_std
+from judgecp.stats.diagrams import set_size_distribution
+from judgecp.stats.methods.spec import canonical_spec, parse_method_spec
+from judgecp.stats.methods.variants import VARIANT_OPTIONS
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
@@ -126,3 +131,72 @@ def evaluate_choices(data: ChoiceData, protocol: Protocol) -> dict[str, Any]:
     if sweep is not None:
         report[SWEEP_KEY] = sweep
     return report
+
+
+# -- the study part of the mcq kind ---------------------------------------------------------------
+
+
+def mcq_metrics(protocol: Protocol, categories: Sequence[str] = ()) -> list[Metric]:
+    """``n``, ``excluded``, ``accuracy``; per method ``coverage_<m>``, ``set_size_<m>`` (with ``_stderr``),
+    ``set_size_correct_<m>``, ``set_size_incorrect_<m>``, ``empty_<m>``; per category ``accuracy_<c>`` and,
+    for the first method, ``coverage_<m>_<c>`` and ``set_size_<m>_<c>``."""
+    metrics = [*count_metrics(), Metric("accuracy", pick("accuracy"), True)]
+    specs = protocol.method_specs("mcq")
+    for spec in specs:
+        s = metric_suffix(spec)
+        metrics += with_stderr(f"coverage_{s}", ("methods", spec, "coverage"), None)
+        metrics += with_stderr(f"set_size_{s}", ("methods", spec, "set_size"), False)
+        metrics += [Metric(f"set_size_correct_{s}", pick("methods", spec, "set_size_correct"), False),
+                    Metric(f"set_size_incorrect_{s}", pick("methods", spec, "set_size_incorrect"), None),
+                    Metric(f"empty_{s}", pick("methods", spec, "empty"), False)]
+    for category in categories:
+        c = metric_suffix(category)
+        metrics.append(Metric(f"accuracy_{c}", pick("by_category", Entry(category), "accuracy"), True))
+        for spec in specs[:1]:
+            s = metric_suffix(spec)
+            metrics += [Metric(f"{key}_{s}_{c}", pick("by_category", Entry(category), "methods", spec, key),
+                               None if key == "coverage" else False) for key in ("coverage", "set_size")]
+    return metrics
+
+
+class ChoiceStudy(Study):
+    """Conformal option sets over repeated calibration/test splits (:func:`evaluate_choices`)."""
+
+    default_methods = ("lac", "aps", "aps(randomized=False)", "raps", "margin")
+    settings = frozenset({"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "group"})
+
+    def accepts_method(self, cls: Any) -> bool:
+        """Options have no order: set methods that do not use it."""
+        return bool(cls.output == "set" and not cls.ordinal)
+
+    def check_method(self, spec: str, flag: str) -> None:
+        name, kwargs = parse_method_spec(spec)
+        if not self.accepts_method(method_classes()[name]):
+            raise InputError(f"{flag}: method {name!r} relies on ordered labels; multiple-choice options have no order")
+        if any(k in kwargs for k in VARIANT_OPTIONS):
+            raise InputError(f"{flag}: {spec}: conditional=, cv= and features= are for Likert labels")
+        if kwargs.get("probabilities") == "recalibrated":
+            raise InputError(f"{flag}: {spec}: option letters are not classes shared across items; "
+                             "use the model's own probabilities")
+
+    def run(self, data: Any, protocol: Protocol) -> dict[str, Any]:
+        return evaluate_choices(data, protocol)
+
+    def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None, categories: tuple[str, ...] = ()) -> list[Metric]:
+        if body is not None:
+            protocol = protocol.with_(methods=tuple(body["methods"]) or None)
+            categories = tuple(body.get("by_category") or ())
+        return mcq_metrics(protocol, categories)
+
+    def headline(self, body: Mapping[str, Any], protocol: Protocol) -> dict[str, Any]:
+        out = counts(body)
+        if "accuracy" in body:
+            out["accuracy"] = body["accuracy"]
+        for name, entry in (body.get("methods") or {}).items():
+            out[name] = {"coverage": entry["coverage"], "set_size": entry["set_size"]}
+        return out
+
+    def group_coverages(self, body: Mapping[str, Any]) -> list[tuple[str, str, Any, int, bool]]:
+        return [(g, method, m["coverage"], entry["n"], False)
+                for key, table in body.items() if key.startswith("by_") and isinstance(table, Mapping)
+                for g, entry in table.items() for method, m in entry.get("methods", {}).items()]

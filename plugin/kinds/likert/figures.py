@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from judgecp.workflows.reports.figures.common import (
+from judgecp.present.figures import (
     COVERAGE_LIMITS,
     TARGET_STYLE,
     WIDTH,
@@ -27,7 +27,7 @@ from judgecp.workflows.reports.figures.common import (
     series_by_method_or_report,
     series_style,
 )
-from judgecp.workflows.reports.load import Run
+from judgecp.present.runs import Run
 
 
 def likert_entry(method: dict[str, Any]) -> dict[str, Any]:

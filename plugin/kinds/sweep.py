@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from judgecp.kinds.protocol import Protocol
+from judgecp.kinds.registry import get_kind
 
 #: The report key of the sweep.
 SWEEP_KEY = "alpha_sweep"
@@ -37,25 +36,6 @@ def sweep_levels(protocol: Protocol) -> tuple[float, ...] | None:
 
 def level_key(alpha: float) -> str:
     return f"{alpha:g}"
-
-
-def likert_sweep(data: Any, protocol: Protocol, specs: Sequence[str], headline: list[Any]) -> dict[str, Any] | None:
-    """Every method's summary at every level; ``headline`` are the splits already run at ``protocol.level``."""
-    from judgecp.stats.coverage import summary
-    from judgecp.workflows.study.score import run_splits
-
-    levels = sweep_levels(protocol)
-    if levels is None:
-        return None
-    out: dict[str, Any] = {"alphas": list(levels), "methods": {spec: {} for spec in specs}}
-    for alpha in levels:
-        splits = headline if alpha == protocol.level else run_splits(data, protocol.with_(alpha=alpha), specs)
-        for spec in specs:
-            per_seed = [s.metrics[spec] for s in splits]
-            entry = summary(per_seed)
-            entry["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
-            out["methods"][spec][level_key(alpha)] = entry
-    return out
 
 
 def choice_sweep(
@@ -83,9 +63,7 @@ def write_sweep(report: dict[str, Any], out: Any) -> None:
     if not sweep:
         return
     keys = [level_key(a) for a in sweep["alphas"]]
-    from judgecp.kinds import get_kind
-
-    kind = get_kind(str(report.get("kind", "likert")))
+    study = get_kind(str(report["kind"]), flag="the report's kind").study
     what = "label-set coverage / width" if report.get("scale") is not None else "coverage / set size"
     if (report.get("label_scale") or {}).get("continuous"):
         what = "interval coverage / width: continuous labels"
@@ -94,6 +72,6 @@ def write_sweep(report: dict[str, Any], out: Any) -> None:
     for spec, per in sweep["methods"].items():
         cells = []
         for k in keys:
-            coverage, size = kind.sweep_entry(per[k])
+            coverage, size = study.sweep_entry(per[k])
             cells.append(f" {coverage:7.3f} / {size:5.2f}")
         out.write(f"  {spec:40s}" + "".join(cells) + "\n")

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from judgecp.workflows.reports.figures.common import (
+from judgecp.present.figures import (
     MARKERS,
     TARGET_STYLE,
     WIDTH,
@@ -21,7 +21,7 @@ from judgecp.workflows.reports.figures.common import (
     runs_with,
     series_style,
 )
-from judgecp.workflows.reports.load import Run
+from judgecp.present.runs import Run
 
 
 def risk_coverage(runs: Sequence[Run], focus: str) -> Result:

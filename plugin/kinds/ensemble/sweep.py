@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.base.errors import InputError
+from judgecp.kinds.ensemble.evaluate import add_input_arguments, load_input
 from judgecp.stats.ensemble.clustering import Membership, SphericalKMeans
 from judgecp.stats.ensemble.estimator import PromptEnsemble, uniform_proba
-from judgecp.workflows.ensemble.evaluate import add_input_arguments, load_input
 from judgecp.stats.ensemble.metrics import calibration_summary
 from judgecp.stats.ensemble.objective import Solver
-from judgecp.base.errors import InputError
 from judgecp.synthetic.judges import simulate_prompt_judge
 
 FloatArray = NDArray[np.float64]
@@ -179,8 +179,8 @@ def _ints(text: str) -> tuple[int, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m judgecp.workflows.ensemble.sweep (--example | RECORDS --embeddings FILE) [factors]``."""
-    parser = argparse.ArgumentParser(prog="python -m judgecp.workflows.ensemble.sweep", description=__doc__.split("\n")[0])
+    """``python -m judgecp.kinds.ensemble.sweep (--example | RECORDS --embeddings FILE) [factors]``."""
+    parser = argparse.ArgumentParser(prog="python -m judgecp.kinds.ensemble.sweep", description=__doc__.split("\n")[0])
     add_input_arguments(parser, example="sweep the seeded simulated judge")
     parser.add_argument("--prompts", default="5,10,20", help="numbers of prompts (5,10,20)")
     parser.add_argument("--samples", default="5,10,20,50", help="validation samples (5,10,20,50)")

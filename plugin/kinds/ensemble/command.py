@@ -1,10 +1,10 @@
-"""``judgecp evaluate --kind ensemble``: prompt ensembles from one record per (item, prompt).
+"""``judgecp evaluate --kind ensemble``: prompt ensembles from one record per (item, prompt), the kind's own command.
 
-The ensemble study (:mod:`judgecp.workflows.ensemble.evaluate`: uniform averaging, the
+The ensemble study (:mod:`judgecp.kinds.ensemble.evaluate`: uniform averaging, the
 Bayesian prompt ensemble and the multimodal mixture, with ECE, MCE, AUPRC,
 NLL and BY selection, as in Table 6 of the prompt-ensemble supplement) runs
-under the ``evaluate`` command: :func:`add_arguments` adds its own flags as
-one argument group, :func:`run` runs it. The shared flags mean what they mean
+under the ``evaluate`` command: :class:`EnsembleCommand` adds its own flags as
+one argument group and runs it. The shared flags mean what they mean
 for every kind (``--alpha``: the selection's FDR level; ``--seeds``: the
 repetitions; ``--json``, ``--quiet``, ``--format``, ``--example``); a flag of
 another kind is an error with ``--kind ensemble``, and an ensemble flag is an
@@ -14,10 +14,15 @@ error with any other kind (it would be ignored).
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
-from judgecp.cli.flags import number, whole
 from judgecp.base.errors import InputError
+from judgecp.base.flags import number, whole
+from judgecp.base.outputs import check_outputs
+from judgecp.kinds.ensemble.evaluate import build_parser, parse_seeds, read_input_records
+from judgecp.kinds.ensemble.evaluate import run as run_ensemble
+from judgecp.kinds.kind import Command
 
 #: argparse dest -> flag, of the flags only ``--kind ensemble`` takes.
 ENSEMBLE_FLAGS = {
@@ -43,19 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--predictions", metavar="FILE", help="write the unlabeled items' mixture answers and selection (JSONL)")
 
 
-def check_unused(args: argparse.Namespace, kind: str) -> None:
-    """An ensemble flag given with another kind is an error (it would be ignored)."""
-    given = [flag for dest, flag in ENSEMBLE_FLAGS.items() if getattr(args, dest, None) is not None]
-    if given:
-        raise InputError(f"{', '.join(given)}: options of --kind ensemble, not of --kind {kind}")
+def given_flags(args: argparse.Namespace) -> list[str]:
+    """The ensemble flags given (with another kind they are an error: they would be ignored)."""
+    return [flag for dest, flag in ENSEMBLE_FLAGS.items() if getattr(args, dest, None) is not None]
 
 
 def run(args: argparse.Namespace) -> int:
     """``judgecp evaluate --kind ensemble ...``; returns the exit status."""
-    from judgecp.cli.evaluate import check_output
-    from judgecp.workflows.ensemble.evaluate import build_parser, parse_seeds
-    from judgecp.workflows.ensemble.evaluate import run as run_ensemble
-
     defaults = build_parser().parse_args([])
     other = sorted(
         "--" + dest.replace("_", "-") for dest, value in vars(args).items()
@@ -65,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{', '.join(other)}: not options of --kind ensemble")
     if args.example == bool(args.input):
         raise InputError("give an INPUT file or --example (not both)")
-    check_output(args, {"--json": None if args.json == "-" else args.json, "--predictions": args.predictions})
+    inputs = [p for p in (args.input, args.embeddings, args.prompt_set) if isinstance(p, str) and p]
+    check_outputs({"--json": None if args.json == "-" else args.json, "--predictions": args.predictions}, inputs=inputs)
     values: dict[str, Any] = {dest: getattr(args, dest) for dest in ENSEMBLE_FLAGS if getattr(args, dest) is not None}
     alpha = defaults.alpha if args.alpha is None else float(args.alpha)  # --alpha is a level (checked when parsed)
     parse_seeds(args.seeds or defaults.seeds)  # before any work: 0 repetitions would be a table of NaN
@@ -77,15 +77,11 @@ def run(args: argparse.Namespace) -> int:
 
 def looks_like_ensemble(path: str, fmt: str | None) -> bool:
     """Whether a file holds prompt-ensemble records (``meta.item`` with several prompts); never raises."""
-    from judgecp.workflows.ensemble.evaluate import read_input_records
-
     try:
         source, _ = read_input_records(path, "auto" if fmt in (None, "table") else fmt)
         if isinstance(source, list):
             records = source[:2000]
         else:
-            import json
-
             records = []
             with open(source, encoding="utf-8") as handle:
                 for line in handle:
@@ -104,3 +100,19 @@ def with_hint(exc: InputError, args: argparse.Namespace) -> InputError:
         return InputError(f"{exc}; these records answer several prompts per item (meta.item): "
                           "a prompt ensemble, read with --kind ensemble")
     return exc
+
+
+class EnsembleCommand(Command):
+    """``judgecp evaluate --kind ensemble``: its flags (:data:`ENSEMBLE_FLAGS`) and its run."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser)
+
+    def given(self, args: argparse.Namespace) -> list[str]:
+        return given_flags(args)
+
+    def run(self, args: argparse.Namespace) -> int:
+        return run(args)
+
+    def hint(self, exc: InputError, args: argparse.Namespace) -> InputError:
+        return with_hint(exc, args)

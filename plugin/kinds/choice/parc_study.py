@@ -13,19 +13,28 @@ words (``model``, ``dataset``).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.data.choice import PAD_LOGPROB, ChoiceData
 from judgecp.base.errors import InputError
-from judgecp.workflows.study.choice import option_scale, option_sets
 from judgecp.base.exclusions import Exclusions
-from judgecp.stats.methods.sets import LAC
-from judgecp.stats.parc import SEMANTIC_FAMILIES, calibrated, family_of, reliability, reliability_exponent
+from judgecp.data.choice import PAD_LOGPROB, ChoiceData
+from judgecp.kinds.choice.study import option_scale, option_sets
+from judgecp.kinds.kind import Study, counts
+from judgecp.kinds.metrics import PARC_SCORES, Entry, Metric, count_metrics, metric_suffix, pick
 from judgecp.kinds.protocol import Protocol, split_indices
+from judgecp.stats.methods.sets import LAC
+from judgecp.stats.parc import (
+    SEMANTIC_FAMILIES,
+    calibrated,
+    family_of,
+    reliability,
+    reliability_exponent,
+)
 
 
 @dataclass
@@ -201,3 +210,66 @@ def _aggregate(table: dict[str, dict[str, Any]], score: str, by: str) -> dict[st
         g: {kind: float(np.mean(v)) for kind, v in kinds.items()} | {"cells": len(kinds.get("raw", []))}
         for g, kinds in sorted(groups.items())
     }
+
+
+# -- the study part of the parc kind --------------------------------------------------------------
+
+
+def parc_metrics(variations: Sequence[str], families: Sequence[str], datasets: Sequence[str] = ()) -> list[Metric]:
+    """Calibrated scores: per score (reliability, accuracy, certainty, consistency) the model's mean
+    over cells, per variation (no consistency for ``O``), per family, and per dataset when several."""
+    metrics = count_metrics()
+    for score in PARC_SCORES:
+        metrics.append(Metric(score, _model_score(score), True))
+        metrics += [Metric(f"{score}_{v}", pick(score, "variation", Entry(v), "calibrated"), True)
+                    for v in variations if not (score == "consistency" and v == "O")]
+        metrics += [Metric(f"{score}_{f}", pick(score, "family", Entry(f), "calibrated"), True) for f in families]
+        if len(datasets) > 1:
+            metrics += [Metric(f"{score}_dataset_{metric_suffix(d)}", pick(score, "dataset", Entry(d), "calibrated"),
+                               True) for d in datasets]
+    return metrics
+
+
+def _model_score(score: str) -> Callable[[Mapping[str, Any]], Any]:
+    """The one model's calibrated ``score`` (a harness run has one model); undefined (None) otherwise."""
+
+    def read(report: Mapping[str, Any]) -> Any:
+        by_model: Mapping[str, Any] = pick(score, "model")(report)
+        if len(by_model) != 1:
+            return None
+        return pick("calibrated")(next(iter(by_model.values())))
+
+    return read
+
+
+class ParcStudy(Study):
+    """PARC's reliability per variation, raw and calibrated (:func:`evaluate_parc`)."""
+
+    settings = frozenset({"alpha", "splits", "seeds", "random_state", "cal_fraction", "reference"})
+
+    def run(self, data: Any, protocol: Protocol) -> dict[str, Any]:
+        return evaluate_parc(data, protocol)
+
+    def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None, categories: tuple[str, ...] = (),
+                *, variations: tuple[str, ...] = (), families: tuple[str, ...] = (),
+                datasets: tuple[str, ...] = ()) -> list[Metric]:
+        if body is not None:
+            reliability = body.get("reliability") or {}
+            variations = tuple(reliability.get("variation") or ())
+            families = tuple(reliability.get("family") or ())
+            datasets = tuple(reliability.get("dataset") or ())
+        return parc_metrics(variations, families, datasets)
+
+    def headline(self, body: Mapping[str, Any], protocol: Protocol) -> dict[str, Any]:
+        out = counts(body)
+        for score in ("reliability", "accuracy"):
+            table = body.get(score) or {}
+            scores: dict[str, Any] = {}
+            models = table.get("model") or {}
+            if len(models) == 1:
+                scores["overall"] = next(iter(models.values())).get("calibrated")
+            for family, value in (table.get("family") or {}).items():
+                scores[family] = value.get("calibrated")
+            if scores:
+                out[score] = scores
+        return out

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from judgecp.base.errors import require
-from judgecp.workflows.reports.load import Run
+from judgecp.present.runs import Run
 
 T = TypeVar("T")
 

@@ -3,7 +3,7 @@
 Labels read on their own scale (``--label-scale LO:HI``,
 :class:`judgecp.base.scale.LabelScale`) are mapped onto the judge's; when some
 are not integers (:attr:`judgecp.data.ScoreData.continuous_labels`) no label
-set can hold them, so :func:`judgecp.workflows.study.score.evaluate_scores` runs
+set can hold them, so :func:`judgecp.kinds.likert.study.evaluate_scores` runs
 the interval methods only (:func:`interval_specs`: the others are listed in
 the report's ``skipped`` with the reason), reports each interval's coverage
 and width (no ``labels``/``expanded`` entries), and bins a label to its
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from judgecp.data.score import ScoreData
 from judgecp.base.errors import InputError
-from judgecp.base.plugins import build_method
+from judgecp.data.score import ScoreData
+from judgecp.kinds.registry import build_method
 
 #: What continuous labels bin to their nearest scale point (round half to even): the report's tables
 #: that treat a label as a category.

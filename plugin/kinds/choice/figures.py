@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from judgecp.workflows.reports.figures.common import (
+from judgecp.present.figures import (
     COVERAGE_LIMITS,
     TARGET_STYLE,
     WIDTH,
@@ -24,7 +24,7 @@ from judgecp.workflows.reports.figures.common import (
     runs_with,
     series_by_method_or_report,
 )
-from judgecp.workflows.reports.load import Run
+from judgecp.present.runs import Run
 
 
 def mcq_sweep(runs: Sequence[Run], focus: str) -> Result:

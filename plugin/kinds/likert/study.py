@@ -23,7 +23,7 @@ import os
 import pickle
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -32,13 +32,27 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.stats.conformal import Prediction, min_calibration_size
-from judgecp.data.score import ScoreData
-from judgecp.stats.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
 from judgecp.base.errors import InputError
+from judgecp.base.memory import release_freed_memory
+from judgecp.base.progress import progress
+from judgecp.data.score import ScoreData
+from judgecp.kinds.kind import Study, counts
+from judgecp.kinds.likert.continuous import interval_specs, label_scale_section, with_label_units
+from judgecp.kinds.metrics import (
+    POINT_METRICS,
+    LabelsOrInterval,
+    Metric,
+    Skippable,
+    count_metrics,
+    metric_suffix,
+    pick,
+    with_stderr,
+)
+from judgecp.kinds.protocol import Protocol, split_indices
+from judgecp.kinds.registry import build_method, method_classes
+from judgecp.kinds.sweep import SWEEP_KEY, level_key, sweep_levels
 from judgecp.stats.conditional import conditional_coverage, judge_error
-from judgecp.workflows.study.continuous import interval_specs, label_scale_section, with_label_units
-from judgecp.stats.diagrams import likert_reliability
+from judgecp.stats.conformal import Prediction, min_calibration_size
 from judgecp.stats.coverage import (
     RowMetrics,
     agreement,
@@ -49,14 +63,12 @@ from judgecp.stats.coverage import (
     stratified,
     summary,
 )
-from judgecp.workflows.study.sweep import SWEEP_KEY, likert_sweep, sweep_levels
+from judgecp.stats.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
+from judgecp.stats.diagrams import likert_reliability
 from judgecp.stats.features import judge_probabilities, log_softmax_once
-from judgecp.base.memory import release_freed_memory
 from judgecp.stats.methods.mondrian import Mondrian
+from judgecp.stats.methods.spec import canonical_spec, parse_method_spec
 from judgecp.stats.methods.variants import is_group_conditional
-from judgecp.base.plugins import build_method, canonical_spec, parse_method_spec
-from judgecp.base.progress import progress
-from judgecp.kinds.protocol import Protocol, split_indices
 
 #: Thread-pool variables set to 1 in worker processes: one process per core,
 #: or OpenMP's spinning threads (scikit-learn, torch) oversubscribe the cores.
@@ -338,3 +350,91 @@ def group_report(
             entry["methods"][spec] = summary_
         out[g] = entry
     return out
+
+
+def likert_sweep(data: Any, protocol: Protocol, specs: Sequence[str], headline: list[Any]) -> dict[str, Any] | None:
+    """Every method's summary at every level; ``headline`` are the splits already run at ``protocol.level``."""
+    levels = sweep_levels(protocol)
+    if levels is None:
+        return None
+    out: dict[str, Any] = {"alphas": list(levels), "methods": {spec: {} for spec in specs}}
+    for alpha in levels:
+        splits = headline if alpha == protocol.level else run_splits(data, protocol.with_(alpha=alpha), specs)
+        for spec in specs:
+            per_seed = [s.metrics[spec] for s in splits]
+            entry = summary(per_seed)
+            entry["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
+            out["methods"][spec][level_key(alpha)] = entry
+    return out
+
+
+# -- the study part of the Likert kind ------------------------------------------------------------
+
+#: The Likert judge's point metrics a headline shows (those the report has).
+HEADLINE_POINT = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae", "bias")
+
+
+def likert_metrics(protocol: Protocol, interval: Mapping[str, bool] | None = None) -> list[Metric]:
+    """Per method: ``coverage_<m>`` (label set), ``width_<m>`` (max - min), interval methods
+    ``interval_width_<m>`` (u - l), each with ``_stderr``; ``full_range_<m>``; then the judge's
+    point metrics, ``n`` and ``excluded``. ``interval`` says which methods are interval methods (a report
+    read back says it itself); by default the registered method classes do. Continuous labels have no
+    label set: ``coverage_<m>`` and ``width_<m>`` are the interval's."""
+    if interval is None:
+        classes = method_classes()
+        interval = {spec: classes[parse_method_spec(spec)[0]].output == "interval"
+                    for spec in protocol.method_specs("likert")}
+    metrics = count_metrics()
+    for spec in protocol.method_specs("likert"):
+        s = metric_suffix(spec)
+        method = Skippable(spec)
+        metrics += with_stderr(f"coverage_{s}", ("methods", method, LabelsOrInterval(), "coverage"), None)
+        metrics += with_stderr(f"width_{s}", ("methods", method, LabelsOrInterval(), "width"), False)
+        if interval[spec]:
+            metrics += with_stderr(f"interval_width_{s}", ("methods", method, "interval", "width"), False)
+        metrics.append(Metric(f"full_range_{s}", pick("methods", method, "full_range"), False))
+    metrics += [Metric(key, pick("point", key), key != "mae") for key in POINT_METRICS]
+    return metrics
+
+
+class LikertStudy(Study):
+    """Conformal intervals and label sets over repeated calibration/test splits (:func:`evaluate_scores`)."""
+
+    default_methods = ("naive", "lac")
+    settings = frozenset({"alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction",
+                          "mondrian", "group", "jobs", "label_scale"})
+    example_group = "group"
+
+    def run(self, data: Any, protocol: Protocol) -> dict[str, Any]:
+        return evaluate_scores(data, protocol)
+
+    def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None) -> list[Metric]:
+        if body is not None:
+            protocol = protocol.with_(methods=tuple(body["methods"]) or None)
+        return likert_metrics(protocol, interval={m: e.get("interval") is not None
+                                                  for m, e in body["methods"].items()} if body is not None else None)
+
+    def headline(self, body: Mapping[str, Any], protocol: Protocol) -> dict[str, Any]:
+        out = counts(body)
+        point = body.get("point") or {}
+        for key in HEADLINE_POINT:
+            if key in point:
+                out[key] = point[key]
+        for name, entry in (body.get("methods") or {}).items():
+            head = headline_entry(entry)  # continuous labels: no label set, the interval
+            summary: dict[str, Any] = {"coverage": head["coverage"], "set_width": head["width"]}
+            if entry.get("interval"):
+                summary["interval_coverage"] = entry["interval"]["coverage"]
+                summary["interval_width"] = entry["interval"]["width"]
+            summary["full_range"] = entry.get("full_range")
+            out[name] = summary
+        return out
+
+    def group_coverages(self, body: Mapping[str, Any]) -> list[tuple[str, str, Any, int, bool]]:
+        mondrian = bool((body.get("protocol") or {}).get("mondrian"))
+        return [(g, method, headline_entry(m)["coverage"], entry["n"], mondrian)
+                for g, entry in (body.get("groups") or {}).items() for method, m in entry["methods"].items()]
+
+    def sweep_entry(self, entry: Mapping[str, Any]) -> tuple[float, float]:
+        head = headline_entry(entry)  # label sets; the interval for continuous labels
+        return float(head["coverage"]), float(head["width"])

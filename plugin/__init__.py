@@ -23,12 +23,17 @@ integrations live in :mod:`judgecp.adapters` and are never imported from here.
 
 from __future__ import annotations
 
-
-from judgecp.stats.conformal import ConformalMethod, Prediction, conformal_quantile
-from judgecp.data import ChoiceData, Fields, PairData, ScoreData
-from judgecp.kinds.reading import from_records, from_table, load
+from judgecp.base.errors import (
+    InputError,
+    MissingDependencyError,
+    NotCalibratedError,
+    NoUsableRecords,
+)
+from judgecp.base.exclusions import Exclusions
+from judgecp.base.records import SCHEMA, choice_record, pair_record, score_record
+from judgecp.base.scale import LikertScale
 from judgecp.base.version import __version__
-from judgecp.base.errors import InputError, MissingDependencyError, NotCalibratedError, NoUsableRecords
+from judgecp.data import ChoiceData, Fields, PairData, ScoreData
 from judgecp.kinds.estimators import (
     ChoicePrediction,
     ChoiceSets,
@@ -37,18 +42,16 @@ from judgecp.kinds.estimators import (
     SelectiveJudge,
     SelectivePrediction,
 )
-from judgecp.workflows.study import evaluate
-from judgecp.base.exclusions import Exclusions
 from judgecp.kinds.protocol import Protocol, parse_settings
-from judgecp.base.records import SCHEMA, choice_record, pair_record, score_record
-from judgecp.base.scale import LikertScale
+from judgecp.kinds.reading import from_records, from_table, load
+from judgecp.stats.conformal import ConformalMethod, Prediction, conformal_quantile
 from judgecp.synthetic.judges import (
     simulate_likert_judge,
     simulate_mcq_records,
     simulate_pairwise_judge,
     simulate_parc_records,
 )
-
+from judgecp.workflows.study import evaluate
 
 __all__ = [
     "SCHEMA",
@@ -88,7 +91,7 @@ __all__ = [
 ]
 
 # Saved calibrators and prediction-powered inference (docs/calibrators.md).
-from judgecp.workflows.calibrators import Calibrator, calibrate
 from judgecp.stats.ppi import ppi_mean
+from judgecp.workflows.calibrators import Calibrator, calibrate
 
 __all__ += ["Calibrator", "calibrate", "ppi_mean"]

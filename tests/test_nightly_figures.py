@@ -42,7 +42,7 @@ def test_report_draws_the_nightly_results_beside_the_studies(tmp_path, capsys) -
     """`judgecp report` takes compare, plan and apply --history JSON: one figure each (issue 27, item 6)."""
     import json
 
-    from judgecp.workflows.calibrators.results import CompareResult, PlanResult
+    from judgecp.workflows.results import CompareResult, PlanResult
     from judgecp.cli import main
     from judgecp.workflows.reports.figures.nightly import martingale_over_nights
 

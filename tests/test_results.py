@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import judgecp.workflows.results
 from judgecp import Protocol, evaluate
 from judgecp.cli import main
 from judgecp.kinds.metrics import MetricError
@@ -135,7 +136,7 @@ def test_a_degenerate_estimate_fails_the_gate_unless_allowed(tmp_path: Path,
 
 def test_apply_summary_names_and_the_drift_condition(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from judgecp.workflows.calibrators import apply, calibrate
-    from judgecp.workflows.calibrators.results import ApplyResult
+    from judgecp.workflows.results import ApplyResult
 
     data = simulate_likert_judge(n=800, seed=5)
     cal = calibrate(data.take(np.arange(400)), method="naive", alpha=0.1)
@@ -171,9 +172,9 @@ def test_every_result_validates_against_the_published_schema(study: StudyResult,
 
     import judgecp
     from judgecp.workflows.calibrators import apply, calibrate
-    from judgecp.workflows.calibrators.results import ApplyResult
+    from judgecp.workflows.results import ApplyResult
 
-    schema = json.loads((Path(judgecp.__file__).with_name("results.schema.json")).read_text())
+    schema = json.loads((Path(judgecp.workflows.results.__file__).with_name("results.schema.json")).read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     validate = jsonschema.Draft202012Validator(schema).validate
     validate(json.loads(study.dumps()))

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from judgecp import Protocol, evaluate, from_records
-from judgecp.workflows.calibrators.results import calibrated_metrics
+from judgecp.workflows.results import calibrated_metrics
 from judgecp.kinds.ensemble import ensemble_metrics
 from judgecp.kinds.likert.study import likert_metrics
 from judgecp.kinds.choice.study import mcq_metrics

@@ -22,7 +22,7 @@ not, and reports per task
 scale (warned); without it such a run's metrics are NaN (but ``n`` and
 ``excluded``) and the reason is logged, so ``judgecp gate`` fails it while
 the run's results and samples are kept. The metrics' names and how each is read
-from the summary are the core's (:func:`judgecp.workflows.calibrators.results.calibrated_metrics`).
+from the summary are the core's (:func:`judgecp.workflows.results.calibrated_metrics`).
 Nothing here imports lm-eval.
 """
 
@@ -60,7 +60,7 @@ def calibrated_report(records: Sequence[Mapping[str, Any]], cal: Any, kind: str,
 def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
              scale: LikertScale | None) -> Mapping[str, Any]:
     from judgecp.workflows.calibrators import apply
-    from judgecp.workflows.calibrators.results import ApplyResult
+    from judgecp.workflows.results import ApplyResult
     from judgecp.kinds.reading import from_records
 
     data = None

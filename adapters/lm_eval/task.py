@@ -42,7 +42,7 @@ from judgecp.adapters.lm_eval.metrics import (
 from judgecp.base.errors import InputError
 from judgecp.base.records import complete, likeliest, parse_judge_output, score_record
 from judgecp.kinds.metrics import Metric
-from judgecp.workflows.calibrators.results import calibrated_metrics
+from judgecp.workflows.results import calibrated_metrics
 from judgecp.kinds.likert.study import likert_metrics
 from judgecp.base.scale import LikertScale
 

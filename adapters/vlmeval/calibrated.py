@@ -58,7 +58,7 @@ def calibrated_evaluation(
     """
     from judgecp.adapters.vlmeval.evaluation import prediction_batch
     from judgecp.workflows.calibrators import Calibrator, apply, check_compatible
-    from judgecp.workflows.calibrators.results import ApplyResult
+    from judgecp.workflows.results import ApplyResult
     from judgecp.kinds.reading import from_table
     from judgecp.kinds import calibration_kind
 

@@ -26,6 +26,11 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from judgecp.kinds.protocol import split_indices
+from judgecp.kinds.registry import build_method
+from judgecp.stats.methods.spec import split_method_list
+from judgecp.synthetic.judges import simulate_likert_judge
+
 #: The fitted methods (issue 14's list), then their CV+ versions.
 FITTED = ("naive(predictor=regressor)", "cqr", "cqr_asym", "chr", "lvd", "boosted_cqr", "boosted_lcp", "r2ccp")
 DEFAULT = ("naive", *FITTED, *(f"{s[:-1]}, cv=5)" if s.endswith(")") else f"{s}(cv=5)" for s in FITTED))
@@ -35,7 +40,6 @@ CHEAP = {"naive", "lac", "ordinal_set", "naive(conditional=label)", "lac(conditi
 
 def time_method(spec: str, X: Any, y: Any, cal: Any, test: Any, scale: Any, repeats: int) -> tuple[float, float]:
     """Median (CPU seconds, wall seconds) of ``repeats`` calibrate + predict runs, after one warm-up."""
-    from judgecp.kinds.registry import build_method
 
     def once(seed: int) -> tuple[float, float]:
         c0, w0 = time.process_time(), time.perf_counter()
@@ -49,8 +53,6 @@ def time_method(spec: str, X: Any, y: Any, cal: Any, test: Any, scale: Any, repe
 
 def bench_fitted(out: TextIO, rows: int = 10_000, repeats: int = 3, methods: Sequence[str] = DEFAULT) -> dict[str, Any]:
     """Time ``methods`` (plus ``naive``) at ``rows`` records; write the table to ``out``; return the figures."""
-    from judgecp.kinds.protocol import split_indices
-    from judgecp.synthetic.judges import simulate_likert_judge
 
     data = simulate_likert_judge(rows, seed=0)
     cal, test = split_indices(data.n, 0, 0.5)
@@ -84,7 +86,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from judgecp.stats.methods.spec import split_method_list
 
     methods = split_method_list(args.methods) if args.methods else list(DEFAULT)
     bench_fitted(sys.stdout, rows=args.rows, repeats=args.repeats, methods=methods)

@@ -35,6 +35,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from judgecp.kinds.registry import method_classes
+from judgecp.synthetic.judges import simulate_likert_judge
+
 LIKERT_METHODS = ("naive", "lac", "aps", "ordinal_aps", "cqr")
 #: Noise added to each logprob for the distinct-rows measurement (:func:`write_likert_csv`).
 JITTER = 0.05
@@ -84,8 +87,6 @@ def write_likert_csv(path: Path, n: int, seed: int = 0, jitter: float = 0.0) -> 
     to each logprob, which makes every row distinct.
     """
     import numpy as np
-
-    from judgecp.synthetic.judges import simulate_likert_judge
 
     data = simulate_likert_judge(n=n, seed=seed)
     lp = data.logprobs + (np.random.default_rng(seed + 1).normal(scale=jitter, size=data.logprobs.shape) if jitter else 0.0)
@@ -170,7 +171,6 @@ def bench_scale(
     out: TextIO, *, rows: int = 1_000_000, pairs: int = 1_000_000, pair_splits: int = 1000,
     method_rows: int = 100_000, methods: Sequence[str] | None = None, workdir: str | None = None,
 ) -> list[dict[str, Any]]:
-    from judgecp.kinds.registry import method_classes
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:

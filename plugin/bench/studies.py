@@ -9,13 +9,13 @@ from typing import TextIO
 import numpy as np
 
 from judgecp.data import ScoreData
-from judgecp.kinds.reading import load
-from judgecp.workflows.study import evaluate
-from judgecp.kinds.pairwise.study import Splits, make_controller, run_controllers
 from judgecp.kinds.likert.study import method_specs, run_split
+from judgecp.kinds.pairwise.study import Splits, make_controller, run_controllers
 from judgecp.kinds.protocol import Protocol
+from judgecp.kinds.reading import load
 from judgecp.stats.signals import signals
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
+from judgecp.workflows.study import evaluate
 
 DEFAULT_DATA = Path("../shared/data/mllm_judge/llava_critic_7b_features.csv")
 

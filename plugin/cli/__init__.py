@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from judgecp.base.errors import InputError, MissingDependencyError
+from judgecp.base.plugins import get_plugin_manager
+from judgecp.base.progress import DELAY, enabled
 from judgecp.base.threads import pinned, runs_a_model
 from judgecp.base.version import __version__
 
@@ -84,7 +86,6 @@ def _os_error_line(exc: OSError) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from judgecp.cli import commands, evaluate, report
-    from judgecp.base.plugins import get_plugin_manager
 
     parser = Parser(
         prog="judgecp", description="How far can a model judge be trusted? Conformal reliability metrics for judges."
@@ -108,7 +109,6 @@ def build_parser() -> argparse.ArgumentParser:
 @contextmanager
 def progress_lines(args: argparse.Namespace) -> Iterator[None]:
     """Progress on stderr for work past a few seconds (judgecp.base.progress): off with --quiet, from the start with --progress."""
-    from judgecp.base.progress import DELAY, enabled
 
     forced = bool(getattr(args, "progress", False))
     with enabled(forced or not getattr(args, "quiet", False), delay=0.0 if forced else DELAY):

@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from judgecp.bench.fitted import add_arguments
+from judgecp.bench.fitted import run as run_bench
+
 
 def add_parser(bench: Any) -> None:
     """Add ``fitted`` to the ``judgecp bench`` sub-parsers."""
     b = bench.add_parser("fitted", help="every fitted method (and its cv=5 version) at 10k rows vs plain split conformal")
-    from judgecp.bench.fitted import add_arguments
 
     add_arguments(b)
     b.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from judgecp.bench.fitted import run as run_bench
 
     return run_bench(args)

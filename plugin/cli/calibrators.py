@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from judgecp.cli.evaluate import LABEL_SCALE_HELP
-from judgecp.base.flags import level, whole
 from judgecp.base.errors import InputError
+from judgecp.cli.evaluate import LABEL_SCALE_HELP
+from judgecp.cli.flags import level, whole
 
 
 def _input_flags(p: argparse.ArgumentParser) -> None:
@@ -43,9 +43,9 @@ def _input_flags(p: argparse.ArgumentParser) -> None:
 
 def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
     """The validated data of ``args.input`` (any kind, any registered format)."""
+    from judgecp.base.scale import LabelScale, LikertScale
     from judgecp.cli.evaluate import read_input
     from judgecp.data import Fields
-    from judgecp.base.scale import LabelScale, LikertScale
 
     fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
                     group=args.group, joins=tuple(args.join), features=getattr(args, "features", None))
@@ -60,7 +60,7 @@ def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
 
 def _write_json(path: str | None, obj: Mapping[str, Any]) -> None:
     from judgecp.base.outputs import atomic_write_text
-    from judgecp.base.jsonio import dumps
+    from judgecp.present.console import dumps
 
     if path:
         atomic_write_text(path, dumps(obj) + "\n")
@@ -91,8 +91,8 @@ def add_calibrate(sub: Any) -> None:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from judgecp.workflows.calibrators import calibrate
     from judgecp.cli.evaluate import check_output
+    from judgecp.workflows.calibrators import calibrate
 
     check_output(args, {"--output": args.output})
     if args.method and "," in args.method and "(" not in args.method:
@@ -132,9 +132,9 @@ def add_apply(sub: Any) -> None:
 
 
 def run_apply(args: argparse.Namespace) -> int:
-    from judgecp.workflows.calibrators import Calibrator, annotate, apply
     from judgecp.cli.evaluate import check_output
     from judgecp.data.tables import write_records
+    from judgecp.workflows.calibrators import Calibrator, annotate, apply
 
     check_output(args, {"--output": args.output, "--json": args.json})
     cal = Calibrator.load(args.calibrator)
@@ -151,7 +151,7 @@ def run_apply(args: argparse.Namespace) -> int:
 
             name_judge_in_records(raw, args.judge)
         write_records(args.output, applied.records() if raw is None else annotate(raw, applied))
-    from judgecp.workflows.calibrators.results import ApplyResult
+    from judgecp.workflows.results import ApplyResult
 
     _write_json(args.json, ApplyResult(summary))
     _warn(summary)
@@ -285,7 +285,7 @@ def run_estimate(args: argparse.Namespace) -> int:
         from judgecp.cli.nightly import estimate_two_files
 
         out = estimate_two_files(args)
-    from judgecp.workflows.calibrators.results import EstimateResult, with_degenerate
+    from judgecp.workflows.results import EstimateResult, with_degenerate
 
     out = with_degenerate(out)
     _write_json(args.json, EstimateResult(out))

@@ -6,8 +6,28 @@ import argparse
 import sys
 from typing import Any
 
-from judgecp.base.flags import levels, whole
 from judgecp.base.errors import InputError
+from judgecp.base.flags import levels, whole
+from judgecp.base.outputs import atomic_write_text, check_outputs
+from judgecp.base.scale import LabelScale, LikertScale
+from judgecp.bench.scale import bench_scale
+from judgecp.bench.studies import bench_protocol, bench_scope
+from judgecp.cli.evaluate import check_output, flag_name
+from judgecp.data import Fields
+from judgecp.data.formats import record_format, sniff_format
+from judgecp.data.judge import name_judge, name_judge_in_records
+from judgecp.data.tables import check_readable, read_table, write_records
+from judgecp.kinds import table_kinds
+from judgecp.kinds.protocol import parse_settings
+from judgecp.kinds.reading import from_table, to_records
+from judgecp.kinds.registry import (
+    controller_classes,
+    method_classes,
+    method_parameters,
+    missing_dependency,
+)
+from judgecp.stats.methods.spec import split_method_list
+from judgecp.synthetic.judges import simulate_likert_judge
 
 
 def add_records(sub: Any) -> None:
@@ -19,7 +39,6 @@ def add_records(sub: Any) -> None:
     )
     p.add_argument("input")
     p.add_argument("-o", "--output", required=True, help="records JSONL to write")
-    from judgecp.kinds import table_kinds
 
     p.add_argument("--kind", choices=table_kinds())
     p.add_argument("--format", default="auto",
@@ -43,14 +62,6 @@ def add_records(sub: Any) -> None:
 def run_records(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from judgecp.cli.evaluate import check_output
-    from judgecp.data import Fields
-    from judgecp.kinds.reading import from_table
-    from judgecp.kinds.reading import to_records
-    from judgecp.data.formats import record_format, sniff_format
-    from judgecp.base.scale import LabelScale, LikertScale
-    from judgecp.data.tables import check_readable, read_table, write_records
-
     check_output(args, {"--output": args.output})
     path = Path(args.input)
     check_readable(path)
@@ -58,7 +69,6 @@ def run_records(args: argparse.Namespace) -> int:
     if fmt != "table":
         batch = record_format(fmt).read(path, **({"sidecars": args.sidecar} if args.sidecar else {}))
         if args.judge is not None:
-            from judgecp.data.judge import name_judge_in_records
 
             name_judge_in_records(batch.records, args.judge)
         count = write_records(args.output, batch.records)
@@ -74,7 +84,6 @@ def run_records(args: argparse.Namespace) -> int:
         options["label_scale"] = LabelScale.parse(args.label_scale)
     table = read_table(path)
     if args.judge is not None:
-        from judgecp.data.judge import name_judge
 
         name_judge(table, args.judge)
     data = from_table(table, args.kind, fields, **options)
@@ -109,11 +118,6 @@ def run_example(args: argparse.Namespace) -> int:
     import os
     import tempfile
     from pathlib import Path
-
-    from judgecp.kinds.reading import to_records
-    from judgecp.base.outputs import check_outputs
-    from judgecp.synthetic.judges import simulate_likert_judge
-    from judgecp.data.tables import write_records
 
     if not args.out.strip():
         raise InputError("judgecp example: OUT is empty; name the folder to write into")
@@ -151,8 +155,6 @@ def add_methods(sub: Any) -> None:
 
 
 def run_methods(args: argparse.Namespace) -> int:
-    from judgecp.kinds.registry import method_classes, method_parameters, missing_dependency
-    from judgecp.kinds.registry import controller_classes
 
     print("conformal methods (--methods NAME or NAME(param=value, ...); any method also takes conditional=label, "
           "one that fits a model cv=K and features=entropy+margin+mode, docs/beyond.md):")
@@ -200,11 +202,6 @@ def add_bench(sub: Any) -> Any:
 def run_bench_scale(args: argparse.Namespace) -> int:
     import json
 
-    from judgecp.bench.scale import bench_scale
-    from judgecp.cli.evaluate import check_output
-    from judgecp.base.outputs import atomic_write_text
-    from judgecp.stats.methods.spec import split_method_list
-
     check_output(args, {"--json": args.json})
     methods = split_method_list(args.methods) if args.methods else None
     results = bench_scale(sys.stdout, rows=args.rows, pairs=args.pairs, pair_splits=args.pair_splits,
@@ -215,9 +212,6 @@ def run_bench_scale(args: argparse.Namespace) -> int:
 
 
 def run_bench_protocol(args: argparse.Namespace) -> int:
-    from judgecp.bench.studies import bench_protocol
-    from judgecp.cli.evaluate import flag_name
-    from judgecp.kinds.protocol import parse_settings
 
     protocol = parse_settings({"methods": args.methods, "splits": args.splits, "jobs": args.jobs}, kind="likert",
                               spell=flag_name)
@@ -228,9 +222,6 @@ def run_bench_protocol(args: argparse.Namespace) -> int:
 
 
 def run_bench_scope(args: argparse.Namespace) -> int:
-    from judgecp.bench.studies import bench_scope
-    from judgecp.cli.evaluate import flag_name
-    from judgecp.kinds.protocol import parse_settings
 
     protocol = parse_settings({"alphas": args.alphas, "splits": args.splits}, kind="pairwise", spell=flag_name)
     bench_scope(args.pairs, protocol, sys.stdout)

@@ -13,8 +13,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from judgecp.base.flags import level, levels, number
 from judgecp.base.errors import InputError
+from judgecp.base.flags import level, levels, number
+from judgecp.base.outputs import atomic_write_text, check_outputs
+from judgecp.base.scale import LabelScale, LikertScale
+from judgecp.data import Fields
+from judgecp.data.fields import _parse_join
+from judgecp.data.formats import record_format, sniff_format
+from judgecp.data.judge import name_judge
+from judgecp.data.row_features import with_row_features
+from judgecp.data.tables import check_readable, read_table
+from judgecp.kinds.protocol import parse_settings
+from judgecp.kinds.reading import TABLE_KIND, from_table
+from judgecp.kinds.registry import get_kind, kind_names, kinds
+from judgecp.kinds.sweep import write_sweep
+from judgecp.workflows.study import evaluate, write_report
+from judgecp.workflows.study.warnings import summary_lines
 
 #: Protocol flags (argparse dest -> setting name).
 PROTOCOL_FLAGS = ("alpha", "alphas", "methods", "splits", "seeds", "random_state", "cal_fraction", "mondrian",
@@ -32,7 +46,6 @@ def flag_name(setting: str) -> str:
 
 
 def add_parser(sub: Any) -> None:
-    from judgecp.kinds import kind_names
 
     p = sub.add_parser(
         "evaluate",
@@ -111,7 +124,6 @@ INPUT_DESTS = ("input", "calibrator", "labeled", "unlabeled", "sidecar", "join",
 
 def input_paths(args: argparse.Namespace) -> list[str]:
     """The files ``args`` names as inputs (``--join FILE:PREFIX``: the file)."""
-    from judgecp.data.fields import _parse_join
 
     paths = []
     for dest in INPUT_DESTS:
@@ -125,16 +137,12 @@ def input_paths(args: argparse.Namespace) -> list[str]:
 def check_output(args: argparse.Namespace, outputs: dict[str, str | None]) -> None:
     """Outputs that cannot be written, or would replace an input, are an error before any work
     (:func:`judgecp.base.outputs.check_outputs`; ``outputs``: flag -> path)."""
-    from judgecp.base.outputs import check_outputs
 
     check_outputs(outputs, inputs=input_paths(args))
 
 
 def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The validated data of ``args.input`` and the reader's own report section (if any)."""
-    from judgecp.kinds.reading import from_table
-    from judgecp.data.formats import record_format, sniff_format
-    from judgecp.data.tables import check_readable, read_table
 
     path = Path(args.input)
     check_readable(path)
@@ -148,22 +156,12 @@ def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_o
         batch = record_format(fmt).read(path, kind=kind, **options)
         table, kind = batch.table(), kind or batch.kind
     if getattr(args, "judge", None) is not None:
-        from judgecp.data.judge import name_judge
 
         name_judge(table, args.judge)
     return from_table(table, kind, fields, **likert_options), dict(table.info)
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from judgecp.data import Fields
-    from judgecp.workflows.study import evaluate
-    from judgecp.kinds.sweep import write_sweep
-    from judgecp.workflows.study.warnings import summary_lines
-    from judgecp.kinds import get_kind
-    from judgecp.base.outputs import atomic_write_text
-    from judgecp.kinds.protocol import parse_settings
-    from judgecp.workflows.study import write_report
-    from judgecp.base.scale import LabelScale, LikertScale
 
     if args.kind is not None and (command := get_kind(args.kind).command) is not None:
         return command.run(args)
@@ -207,7 +205,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.row_features:
         if not kind.reader.row_features:
             raise InputError(f"--row-features: an option of --kind likert, not of --kind {kind.name}")
-        from judgecp.data.row_features import with_row_features
 
         names = [n.strip() for n in args.row_features.split(",") if n.strip()]
         data = with_row_features(data, [n for n in names if n != "parsed"], parsed="parsed" in names)

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from judgecp.cli.calibrators import _input_flags, _write_json, read_data
-from judgecp.base.flags import level, number, whole
 from judgecp.base.errors import InputError
+from judgecp.cli.calibrators import _input_flags, _write_json, read_data
+from judgecp.cli.flags import level, number, whole
 
 # -- compare -----------------------------------------------------------------------------------
 
@@ -46,7 +46,7 @@ def run_compare(args: argparse.Namespace) -> int:
     check_output(args, {"--json": args.json})
     a, b = read_run(args, args.a), read_run(args, args.b)
     out = compare(a, b, alpha=args.alpha, group=args.group, paired=args.paired, stratify=args.stratify)
-    from judgecp.workflows.calibrators.results import CompareResult
+    from judgecp.workflows.results import CompareResult
 
     _write_json(args.json, CompareResult(out))
     print(format_compare(out))
@@ -63,12 +63,12 @@ def read_run(args: argparse.Namespace, path: str) -> Any:
     if not folder.is_dir():
         args.input = path
         return read_data(args, require_label=False)
-    from judgecp.data import Fields
-    from judgecp.kinds.reading import from_table
     from judgecp.base.exclusions import Exclusions
-    from judgecp.data.formats import record_formats
     from judgecp.base.scale import LikertScale
+    from judgecp.data import Fields
+    from judgecp.data.formats import record_formats
     from judgecp.data.tables import table_from_rows
+    from judgecp.kinds.reading import from_table
 
     formats = record_formats()
     batches = []
@@ -172,7 +172,7 @@ def run_plan(args: argparse.Namespace) -> int:
     n_unlabeled = args.unlabeled if args.unlabeled is not None else (unlabeled_rows or math.inf)
     out = plan(y, f, args.half_width, alpha=args.alpha, n_unlabeled=n_unlabeled, confidence=args.confidence,
                source=source)
-    from judgecp.workflows.calibrators.results import PlanResult
+    from judgecp.workflows.results import PlanResult
 
     _write_json(args.json, PlanResult(out))
     rel, labels = out["assumed"], out["labels"]
@@ -211,9 +211,9 @@ def add_select(sub: Any) -> None:
 
 
 def run_select(args: argparse.Namespace) -> int:
-    from judgecp.stats.active import select
     from judgecp.cli.evaluate import check_output
     from judgecp.data.tables import write_records
+    from judgecp.stats.active import select
 
     check_output(args, {"--output": args.output, "--json": args.json})
     if args.calibrator and args.pilot:
@@ -236,7 +236,7 @@ def run_select(args: argparse.Namespace) -> int:
     count = write_records(args.output, rows)
     summary = res["summary"]
     summary.update(output=args.output, n_written=count, label_field=label, source=str(data.source))
-    from judgecp.workflows.calibrators.results import SelectResult
+    from judgecp.workflows.results import SelectResult
 
     _write_json(args.json, SelectResult(summary))
     w = summary["expected_width"]
@@ -280,7 +280,6 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     when L's items carry a ``sampling_probability`` (``judgecp select``), the active estimate over U's items."""
     import numpy as np
 
-    from judgecp.workflows.nightly.compare import item_ids
     from judgecp.stats.ppi import (
         add_no_proxy_stratum,
         no_proxy_labels,
@@ -288,6 +287,7 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
         proxy_and_target,
         sampling_probabilities,
     )
+    from judgecp.workflows.nightly.compare import item_ids
 
     args.input = args.labeled
     lab = read_data(args, require_label=False)

@@ -7,8 +7,18 @@ import json
 import sys
 from typing import Any
 
-from judgecp.base.flags import number, whole
 from judgecp.base.errors import InputError
+from judgecp.base.flags import number, whole
+from judgecp.base.outputs import Folder, check_outputs
+from judgecp.workflows.parc_build import (
+    ExchangeMap,
+    HFRewriter,
+    OpenAIRewriter,
+    TransformSettings,
+    build,
+)
+from judgecp.workflows.parc_build.builder import parse_variations
+from judgecp.workflows.parc_build.output import OUTPUTS
 
 
 def add_parser(sub: Any) -> None:
@@ -63,7 +73,6 @@ def add_parser(sub: Any) -> None:
 
 
 def _rewriter(args: argparse.Namespace) -> Any:
-    from judgecp.workflows.parc_build import HFRewriter, OpenAIRewriter
 
     if args.rewriter_url and args.rewriter_hf:
         raise InputError("--rewriter-url and --rewriter-hf: choose one rewriter")
@@ -79,11 +88,6 @@ def _rewriter(args: argparse.Namespace) -> Any:
 
 def run_build(args: argparse.Namespace) -> int:
     from dataclasses import replace
-
-    from judgecp.base.outputs import Folder, check_outputs
-    from judgecp.workflows.parc_build import ExchangeMap, TransformSettings, build
-    from judgecp.workflows.parc_build.builder import parse_variations
-    from judgecp.workflows.parc_build.output import OUTPUTS
 
     check_outputs({"-o": Folder(args.out, OUTPUTS)}, inputs=[args.source, args.exchange_map])
     spec = args.variations

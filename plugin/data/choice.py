@@ -42,6 +42,7 @@ from judgecp.data.fields import (
     token_columns,
 )
 from judgecp.data.tables import Table
+from judgecp.stats.parc import FAMILIES, family_of
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -157,7 +158,6 @@ def variation_name(variation: str, family: Any, flags: Exclusions, rid: str) -> 
     becomes ``<family>-<name>`` (flag ``variation_renamed``); without one it
     stays as it is and PARC counts it as ``variation_unknown``.
     """
-    from judgecp.stats.parc import FAMILIES, family_of
 
     if variation == "O":
         return variation

@@ -36,6 +36,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from judgecp.base.hookspecs import hookimpl
+from judgecp.base.plugins import get_plugin_manager
 from judgecp.base.records.schema import judge_output
 from judgecp.base.scale import LikertScale
 
@@ -357,7 +358,6 @@ def extract_score(
     floor: float = DEFAULT_FLOOR,
 ) -> ScoreExtraction:
     """Run the ``extract_score_logprobs`` hook (plugins first, built-in last)."""
-    from judgecp.base.plugins import get_plugin_manager
 
     result = get_plugin_manager().hook.extract_score_logprobs(
         tokens=list(tokens),

@@ -34,8 +34,10 @@ import numpy as np
 
 from judgecp.base.errors import InputError, require, unknown
 from judgecp.base.exclusions import Exclusions
+from judgecp.base.outputs import atomic_writer
 from judgecp.base.progress import progress
 from judgecp.base.records.schema import SCHEMA, flatten, problem
+from judgecp.base.schemas import describe_file
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 CSV_SUFFIXES = {".csv": ",", ".tsv": "\t"}
@@ -355,7 +357,6 @@ def read_table(path: str | Path, *, engine: str = "auto") -> Table:
     else:
         raise InputError(f"{p}: unknown file type {suffix!r}; judgecp reads .csv, .tsv, .jsonl, .json, .parquet, .xlsx")
     if table.n_rows == 0:
-        from judgecp.workflows.results import describe_file
 
         what = describe_file(p) if suffix in JSONL_SUFFIXES else None
         if what is not None:
@@ -383,7 +384,6 @@ def check_readable(path: str | Path) -> None:
 
 def write_records(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
     """Write records as JSONL (strict JSON, one per line), atomically; returns how many."""
-    from judgecp.base.outputs import atomic_writer
 
     count = 0
     with atomic_writer(path) as handle:

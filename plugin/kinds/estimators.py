@@ -33,10 +33,32 @@ from numpy.typing import ArrayLike, NDArray
 
 from judgecp.base.errors import InputError, NotCalibratedError
 from judgecp.base.scale import LikertScale
-from judgecp.data import ChoiceData, PairData, ScoreData
-from judgecp.kinds.registry import build_method, check_method_spec
+from judgecp.data import PAD_LOGPROB, ChoiceData, PairData, ScoreData
+from judgecp.kinds.choice.parc_study import (
+    add_test_rows,
+    cell_entry,
+    certainties,
+    fit_lac,
+    parc_report,
+    row_scores,
+)
+from judgecp.kinds.pairwise.study import make_controller
+from judgecp.kinds.registry import (
+    build_method,
+    check_method_spec,
+    controller_classes,
+    saved_method_class,
+)
 from judgecp.stats.conformal import ConformalMethod, Prediction, check_alpha
 from judgecp.stats.methods.mondrian import Mondrian
+from judgecp.stats.saved_state import (
+    RANGE_SLACK,
+    StateReader,
+    check_threshold,
+    encode_float,
+    encode_floats,
+)
+from judgecp.stats.signals import RANGES, signals, stored_signal
 
 BoolArray = NDArray[np.bool_]
 
@@ -142,8 +164,6 @@ class ScoreIntervals:
     def from_state(cls, state: Any, *, method: str, confidence_level: float, scale: LikertScale,
                    n_calibration: int, grouped: bool, where: str = "state") -> ScoreIntervals:
         """The calibrated estimator :meth:`state_dict` describes (``method``: the spec), every field checked."""
-        from judgecp.kinds.registry import saved_method_class
-        from judgecp.stats.saved_state import StateReader
 
         reader = StateReader(state, where)
         est = cls(method, confidence_level=confidence_level, scale=scale)
@@ -233,8 +253,6 @@ class ChoiceSets:
                    where: str = "state") -> ChoiceSets:
         """The calibrated estimator :meth:`state_dict` describes; ``width`` at most ``max_width`` (the options
         seen in calibration), checked before anything of that width is allocated."""
-        from judgecp.kinds.registry import saved_method_class
-        from judgecp.stats.saved_state import StateReader
 
         reader = StateReader(state, where)
         est = cls(method, confidence_level=confidence_level)
@@ -255,7 +273,6 @@ class ChoiceSets:
         X, valid, _ = data.merged() if data.labeled.all() else (data.logprobs, data.valid, None)
         pad = self.width_ - X.shape[1]
         if pad:
-            from judgecp.data import PAD_LOGPROB
 
             X = np.hstack([X, np.full((X.shape[0], pad), PAD_LOGPROB)])
             valid = np.hstack([valid, np.zeros((valid.shape[0], pad), bool)])
@@ -293,7 +310,6 @@ class SelectiveJudge:
         self.delta = delta
 
     def _signal(self, data: PairData) -> Any:
-        from judgecp.stats.signals import signals
 
         sigs = signals(data)
         if self.signal not in sigs:
@@ -313,7 +329,6 @@ class SelectiveJudge:
         return self
 
     def _threshold(self, u_sorted: NDArray[np.float64], errors: BoolArray, signal: Any) -> float:
-        from judgecp.kinds.pairwise.study import make_controller
 
         ctrl = make_controller(self.controller, self.delta)
         return float(ctrl.thresholds(u_sorted[None, :], errors[None, :], self.risk_level, signal)[0])
@@ -321,7 +336,6 @@ class SelectiveJudge:
     def state_dict(self) -> dict[str, Any]:
         """``controller``, ``signal``, ``delta``, ``threshold`` and what sets it: the calibration pairs'
         ``uncertainty`` (ascending, full precision) and ``errors`` (1: the verdict was wrong), in that order."""
-        from judgecp.stats.saved_state import encode_float, encode_floats
 
         if not hasattr(self, "threshold_"):
             raise NotCalibratedError("SelectiveJudge: calibrate() before state_dict()")
@@ -334,9 +348,6 @@ class SelectiveJudge:
                    where: str = "state") -> SelectiveJudge:
         """The calibrated judge :meth:`state_dict` describes; the threshold must be the one the controller
         gives on the stored uncertainties and errors (so ``threshold: inf`` on a SCOPE file is refused)."""
-        from judgecp.kinds.registry import controller_classes
-        from judgecp.stats.saved_state import RANGE_SLACK, StateReader, check_threshold
-        from judgecp.stats.signals import RANGES, stored_signal
 
         reader = StateReader(state, where)
         if reader.text("controller", choices=controller_classes()) != controller:
@@ -380,7 +391,6 @@ class PromptReliability:
         self.reference = reference
 
     def fit(self, data: ChoiceData) -> PromptReliability:
-        from judgecp.kinds.choice.parc_study import fit_lac, row_scores
 
         if self.reference not in ("variation", "original"):
             raise InputError(f"reference must be 'variation' or 'original', got {self.reference!r}")
@@ -392,13 +402,6 @@ class PromptReliability:
         return self
 
     def score(self, data: ChoiceData) -> dict[str, Any]:
-        from judgecp.kinds.choice.parc_study import (
-            add_test_rows,
-            cell_entry,
-            certainties,
-            parc_report,
-            row_scores,
-        )
 
         if not hasattr(self, "thresholds_"):
             raise NotCalibratedError("PromptReliability: call fit() first")

@@ -35,6 +35,15 @@ from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError, did_you_mean, unknown
 from judgecp.base.scale import LabelScale
+from judgecp.kinds import get_kind
+from judgecp.kinds.registry import (
+    check_method_spec,
+    controller_classes,
+    method_classes,
+    missing_dependency,
+)
+from judgecp.stats.conformal import check_alpha
+from judgecp.stats.methods.spec import split_method_list
 
 #: Defaults that differ by kind are the kind's (:class:`judgecp.kinds.Kind`: ``default_splits``, ``default_methods``).
 DEFAULT_ALPHAS = (0.05, 0.10, 0.15, 0.20, 0.25)
@@ -78,7 +87,6 @@ class Protocol:
 
     def levels(self, kind: str) -> tuple[float, ...]:
         """The levels a kind sweeps: pairwise controllers run at every one (the headline's included)."""
-        from judgecp.kinds import get_kind
 
         if get_kind(kind).study.levels_are_controller_levels:
             base = self.alphas or DEFAULT_ALPHAS
@@ -89,7 +97,6 @@ class Protocol:
         """The seeds of the splits (``seeds``, or ``random_state .. random_state + splits - 1``)."""
         if self.seeds is not None:
             return self.seeds
-        from judgecp.kinds import get_kind
 
         n = self.splits if self.splits is not None else get_kind(kind).study.default_splits
         return tuple(range(self.random_state, self.random_state + n))
@@ -98,7 +105,6 @@ class Protocol:
         return len(self.split_seeds(kind))
 
     def method_specs(self, kind: str) -> tuple[str, ...]:
-        from judgecp.kinds import get_kind
 
         return self.methods if self.methods is not None else get_kind(kind).study.default_methods
 
@@ -110,7 +116,6 @@ class Protocol:
 
 
 def _check_settings(p: Protocol, spell: Callable[[str], str]) -> None:
-    from judgecp.stats.conformal import check_alpha
 
     for name, value in (("alpha", p.alpha), ("cal_fraction", p.cal_fraction), ("delta", p.delta)):
         if value is not None and not (isinstance(value, (int, float)) and 0.0 < float(value) < 1.0):
@@ -185,7 +190,6 @@ def _number(value: Any, name: str, integer: bool = False) -> Any:
 
 def _items(value: Any) -> list[str]:
     """A list setting given as a list or as comma-separated text (method specs keep their parentheses)."""
-    from judgecp.stats.methods.spec import split_method_list
 
     if isinstance(value, str):
         return split_method_list(value)
@@ -231,7 +235,6 @@ def parse_settings(
     every task of a run, of every kind); with ``ignore_unknown=False`` an
     unknown name is an error too.
     """
-    from judgecp.kinds import get_kind
 
     uses = get_kind(kind).study.settings
     out: dict[str, Any] = {}
@@ -277,7 +280,6 @@ def parse_settings(
         _check_settings(SimpleNamespace(**{**defaults, **out}), spell)  # type: ignore[arg-type]
         raise
     for c in protocol.controllers or ():
-        from judgecp.kinds.registry import controller_classes
 
         classes = controller_classes()
         if c not in classes:
@@ -292,8 +294,6 @@ def resolve_methods(items: Sequence[str], *, kind: str, spell: str = "methods") 
     defaults, and may be combined with further specs. An unknown name or
     parameter is an error naming the method's parameters.
     """
-    from judgecp.kinds import get_kind
-    from judgecp.kinds.registry import check_method_spec, method_classes, missing_dependency
 
     specs: list[str] = []
     skipped: list[tuple[str, str]] = []

@@ -20,10 +20,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit, log_expit
 
-from judgecp.data import PairData, ScoreData
 from judgecp.base.errors import InputError
 from judgecp.base.records import choice_record
 from judgecp.base.scale import LikertScale
+from judgecp.data import PairData, ScoreData
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]

@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from judgecp.kinds.protocol import Protocol
 from judgecp.base.jsonio import to_strict
+from judgecp.kinds.protocol import Protocol
+from judgecp.kinds.registry import get_kind
+from judgecp.workflows.results import ApplyResult
 
 
 def _total(entries: Any) -> int:
@@ -56,7 +58,7 @@ def report_headline(
 def calibrated_headline(summary: Mapping[str, Any]) -> dict[str, float | None]:
     """The plain numbers of a calibrator's summary (:func:`judgecp.workflows.calibrators.apply`); ``None`` where undefined.
 
-    The scalars of the apply summary (:class:`judgecp.workflows.calibrators.results.ApplyResult`, the metrics
+    The scalars of the apply summary (:class:`judgecp.workflows.results.ApplyResult`, the metrics
     lm-eval's calibrated tasks report by the same names): ``n``, ``n_read``, ``excluded``; Likert and
     multiple choice: ``set_size`` (mean), ``singleton_share``, ``empty_sets``, ``coverage_labeled``;
     pairwise: ``abstention_rate``, ``risk_labeled`` (error among accepted); every kind:
@@ -65,7 +67,6 @@ def calibrated_headline(summary: Mapping[str, Any]) -> dict[str, float | None]:
     ``None`` stands for no labels, no unlabeled rows, or an estimate that is degenerate or withheld.
     Counts are integers.
     """
-    from judgecp.workflows.calibrators.results import ApplyResult
 
     result = summary if isinstance(summary, ApplyResult) else ApplyResult(summary)
     untrusted = result.untrusted()

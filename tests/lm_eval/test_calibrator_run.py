@@ -95,7 +95,7 @@ def test_a_mismatched_calibrator_gives_nan_metrics_not_a_crash(tmp_path: Path) -
     from judgecp.adapters.lm_eval.calibrated import calibrated_report
     from judgecp.workflows.calibrators import calibrate
     from judgecp.kinds.reading import to_records
-    from judgecp.workflows.calibrators.results import calibrated_metrics
+    from judgecp.workflows.results import calibrated_metrics
     from judgecp.kinds.metrics import read_metric
     from judgecp.synthetic.judges import simulate_likert_judge
 

@@ -41,7 +41,8 @@ def test_wheel_ships_the_hook_at_its_root_and_only_judgecp_files(wheel: Path) ->
     assert HOOK_FILES <= set(names)
     assert {"judgecp/tasks/mllm_judge_cp/_template_direct_yaml", "judgecp/tasks/mllm_judge_cp/utils.py",
             "judgecp/tasks/polaris_cp/polaris_cp.yaml", "judgecp/tasks/judgecp_demo/_judgecp_demo.yaml",
-            "judgecp/records/record.schema.json", "judgecp/calibrators/calibrator.schema.json"} <= set(names)
+            "judgecp/base/records/record.schema.json", "judgecp/workflows/calibrators/calibrator.schema.json",
+            "judgecp/workflows/results/results.schema.json"} <= set(names)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     with zipfile.ZipFile(wheel) as zf:
         text = zf.read(entry_points).decode()

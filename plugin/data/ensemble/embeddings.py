@@ -34,6 +34,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError, MissingDependencyError, require
+from judgecp.base.outputs import atomic_writer
+from judgecp.data.ensemble.sources import read_hpdv2, read_mjbench
 
 FloatArray = NDArray[np.float64]
 Encoder = Callable[[Sequence[Any]], FloatArray]
@@ -86,7 +88,6 @@ def read_embeddings(path: str | Path) -> dict[str, FloatArray]:
 
 def write_embeddings(table: Mapping[str, Sequence[float] | FloatArray], path: str | Path) -> None:
     """Write item id -> vector as ``.npz`` or ``.jsonl`` (by the suffix)."""
-    from judgecp.base.outputs import atomic_writer
 
     path = Path(path)
     items = list(table)
@@ -174,7 +175,6 @@ def open_clip_encoder(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Embed a preference source's items with open_clip and write ``--out`` (.npz or .jsonl)."""
-    from judgecp.data.ensemble.sources import read_hpdv2, read_mjbench
 
     parser = argparse.ArgumentParser(
         prog="python -m judgecp.data.ensemble.embeddings",

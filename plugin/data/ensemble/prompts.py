@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.base.errors import InputError
+from judgecp.base.outputs import atomic_write_text
 
 PARTS_FILE = "pairwise_image_prompts.json"
 PROMPT_SET_SCHEMA = "judgecp.prompt-set/1"
@@ -188,7 +189,6 @@ def build_prompt_set(
 
 def write_prompt_set(prompts: Sequence[JudgePrompt], path: str | Path) -> None:
     """Write a prompt set as ``{"schema": "judgecp.prompt-set/1", "prompts": [...]}``."""
-    from judgecp.base.outputs import atomic_write_text
 
     payload = {"schema": PROMPT_SET_SCHEMA, "prompts": [p.to_json() for p in prompts]}
     atomic_write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")

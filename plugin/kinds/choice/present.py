@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from judgecp.kinds.choice import figures
+import judgecp.kinds.choice.figures as figures
 from judgecp.kinds.kind import Presenter
 from judgecp.present.console import fmt, pm_cell, write_head
 from judgecp.present.render import Table, report_cell

@@ -19,8 +19,12 @@ from typing import Any
 
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
+from judgecp.base.records import likeliest, pair_record
+from judgecp.data.ensemble.embeddings import read_embeddings
 from judgecp.data.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
+from judgecp.data.ensemble.records import read_ensemble_records
 from judgecp.data.ensemble.sources import PreferenceItem
+from judgecp.kinds.ensemble.evaluate import ensemble_report
 
 #: Settings of the study and their defaults.
 STUDY_SETTINGS: dict[str, Any] = {"validation": 50, "clusters": 4, "seeds": 10, "alpha": 0.1, "procedure": "by",
@@ -149,7 +153,6 @@ def study_record(item: Any, prompt_id: Any, *, order: str, label: Any, logprobs:
                  judge: Any, task: Any, meta: Mapping[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
     """The ``pair`` record of one (item, prompt) answer, as :func:`judgecp.data.ensemble.records.read_ensemble_records`
     reads it: ``prompt`` the prompt id, ``meta.item`` and ``meta.answer_key``, the prediction the likeliest glyph."""
-    from judgecp.base.records import likeliest, pair_record
 
     return pair_record(f"{item}/{prompt_id}", pair_id=item, order=order, label=label, logprobs=logprobs,
                        prediction=likeliest(logprobs), judge=judge,
@@ -175,9 +178,6 @@ def undefined_study_report(records: Sequence[Mapping[str, Any]], error: str) -> 
 def study_report(records: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
                  excluded: Exclusions | None = None) -> dict[str, Any]:
     """The ensemble report of a study's ``pair`` records (``excluded``: rows a harness reader left out)."""
-    from judgecp.data.ensemble.embeddings import read_embeddings
-    from judgecp.data.ensemble.records import read_ensemble_records
-    from judgecp.kinds.ensemble.evaluate import ensemble_report
 
     embeddings = settings.get("embeddings")
     data = read_ensemble_records(records, embeddings=read_embeddings(embeddings) if embeddings else None,

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
+from judgecp.base.outputs import atomic_write_text
 from judgecp.kinds.ensemble.evaluate import add_input_arguments, load_input
 from judgecp.stats.ensemble.clustering import Membership, SphericalKMeans
 from judgecp.stats.ensemble.estimator import PromptEnsemble, uniform_proba
@@ -216,7 +217,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(format_table(rows))
     if args.json:
-        from judgecp.base.outputs import atomic_write_text
 
         atomic_write_text(args.json, json.dumps(rows, indent=1) + "\n")
     return 0

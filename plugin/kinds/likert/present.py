@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+import judgecp.kinds.likert.figures as figures
 from judgecp.base.errors import InputError
 from judgecp.kinds.kind import Presenter
-from judgecp.kinds.likert import figures
 from judgecp.present.console import fmt, pm_cell
 from judgecp.present.render import Table, report_cell
 from judgecp.present.runs import Run

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+import judgecp.kinds.pairwise.figures as figures
 from judgecp.kinds.kind import Presenter
-from judgecp.kinds.pairwise import figures
 from judgecp.present.console import fmt, write_head
 from judgecp.present.render import Table, report_cell
 from judgecp.present.runs import Run

@@ -10,6 +10,14 @@ import numpy as np
 
 from judgecp.base.errors import InputError
 from judgecp.stats.conformal import ConformalMethod, FloatArray
+from judgecp.stats.methods.boosted import _BoostedMethod
+from judgecp.stats.methods.histogram import CHR
+from judgecp.stats.methods.lvd import LVD
+from judgecp.stats.methods.ordinal import OrdinalAPS, OrdinalCDFSet, greedy_contiguous_mass
+from judgecp.stats.methods.quantile_regression import CQR, AsymmetricCQR
+from judgecp.stats.methods.r2ccp import R2CCP
+from judgecp.stats.methods.sets import _SetMethod
+from judgecp.stats.methods.split import NaiveSplit
 
 #: One score matrix ``(n, K)`` per one-sided condition, with its share of alpha.
 LabelScores = list[tuple[FloatArray, float]]
@@ -23,14 +31,6 @@ def label_scores(method: ConformalMethod, X: FloatArray, u: FloatArray) -> Label
     third-party method can take part by defining
     ``candidate_label_scores(X, u) -> [(scores (n, K), alpha_share), ...]``.
     """
-    from judgecp.stats.methods.boosted import _BoostedMethod
-    from judgecp.stats.methods.histogram import CHR
-    from judgecp.stats.methods.lvd import LVD
-    from judgecp.stats.methods.ordinal import OrdinalAPS, OrdinalCDFSet, greedy_contiguous_mass
-    from judgecp.stats.methods.quantile_regression import CQR, AsymmetricCQR
-    from judgecp.stats.methods.r2ccp import R2CCP
-    from judgecp.stats.methods.sets import _SetMethod
-    from judgecp.stats.methods.split import NaiveSplit
 
     custom = getattr(method, "candidate_label_scores", None)
     if custom is not None:

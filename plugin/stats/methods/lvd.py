@@ -9,6 +9,7 @@ import numpy as np
 
 from judgecp.stats.conformal import ConformalMethod, FloatArray, MethodOptions, Prediction
 from judgecp.stats.features import model_features
+from judgecp.stats.saved_state import encode_floats
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -135,7 +136,6 @@ class LVD(ConformalMethod):
         return (0.0, math.inf)
 
     def _fitted_state(self) -> dict[str, Any]:
-        from judgecp.stats.saved_state import encode_floats
 
         return {"mean": encode_floats(self.mean_), "std": encode_floats(self.std_), "bandwidth": float(self.bandwidth_),
                 "anchors": self.Z_.tolist(), "anchor_labels": encode_floats(self.y_),

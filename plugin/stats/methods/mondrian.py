@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from judgecp.base.scale import LikertScale
 from judgecp.stats.conformal import ConformalMethod, Prediction
+from judgecp.stats.saved_state import StateReader
 
 
 def too_few_to_fit(method: ConformalMethod, n: int) -> bool:
@@ -89,7 +90,6 @@ class Mondrian:
         """Rebuild from :meth:`state_dict`'s data: the groups' sizes add up to ``n_calibration``, each
         calibrated group's method is checked (:meth:`ConformalMethod.from_state`) and the insufficient
         groups are the ones the sizes and thresholds give."""
-        from judgecp.stats.saved_state import StateReader
 
         reader = StateReader(state, where)
         sizes_of = reader.child("n_calibration")

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
-from judgecp.stats.conformal import BoolArray, FloatArray, Prediction
+from judgecp.stats.conformal import BoolArray, FloatArray, Prediction, conformal_quantile
 from judgecp.stats.methods._probability import ProbabilityMethod, ProbabilityOptions
 
 if TYPE_CHECKING:
@@ -236,7 +236,6 @@ class RAPS(_SetMethod):
     def _tune(self, P: FloatArray, index: IntArray, seed: int | None) -> tuple[float, int]:
         """``(lam, k_reg)`` from the fit part's probabilities and true-label indices (class docstring);
         ``seed`` seeds the lambda search."""
-        from judgecp.stats.conformal import conformal_quantile
 
         k = self.k_reg
         if k is None:

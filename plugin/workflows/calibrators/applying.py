@@ -21,13 +21,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
+from judgecp.kinds import calibration_kind, get_kind
 from judgecp.kinds.calibration import ApplyParts
+from judgecp.kinds.reading import to_records
 from judgecp.stats.checks import (
     label_shift_test,
 )
+from judgecp.stats.drift import martingale_test
+from judgecp.stats.ppi import proxy_and_target
 from judgecp.workflows.calibrators.fileformat import IDENTITY_FIELDS, SCHEMA, Calibrator
 from judgecp.workflows.calibrators.statistics import _identity, drift_statistic
 from judgecp.workflows.calibrators.transport import calibrated_estimate, run_estimate
+from judgecp.workflows.nightly.history import record_night
 
 __all__ = ["DRIFT_LEVEL", "Applied", "annotate", "apply", "calibrated_estimate", "check_compatible", "drift_test"]
 
@@ -60,13 +65,11 @@ class Applied:
         return self.parts.accept
 
     def _key(self, record: dict[str, Any]) -> str:
-        from judgecp.kinds import get_kind
 
         return get_kind(self.data.kind).calibration.record_key(record)
 
     def records(self) -> list[dict[str, Any]]:
         """The applied items as ``judgecp.record/1`` records with ``set`` (and ``interval``) or ``accept``."""
-        from judgecp.kinds.reading import to_records
 
         out: list[dict[str, Any]] = to_records(self.data)
         for rec in out:
@@ -92,7 +95,6 @@ def annotate(raw: list[dict[str, Any]], applied: Applied) -> list[dict[str, Any]
 
 def check_compatible(cal: Calibrator, data: Any, *, force: bool = False) -> list[str]:
     """Problems that make ``cal`` unfit for ``data``: an InputError, or warnings when ``force``."""
-    from judgecp.kinds import calibration_kind
 
     kind = calibration_kind(data.kind)
     if kind.name != cal.kind:
@@ -131,7 +133,6 @@ def drift_test(cal: Calibrator, data: Any, level: float = DRIFT_LEVEL) -> dict[s
     if values.size == 0 or cal.drift_sample.size == 0:
         out.update(statistic=None, p_value=None, drift=None)
         return out
-    from judgecp.stats.drift import martingale_test
 
     with warnings.catch_warnings():  # tied values: scipy falls back to the asymptotic p-value and says so
         warnings.filterwarnings("ignore", message="ks_2samp: Exact calculation unsuccessful")
@@ -148,7 +149,6 @@ def drift_test(cal: Calibrator, data: Any, level: float = DRIFT_LEVEL) -> dict[s
 def label_check(cal: Calibrator, data: Any, level: float) -> dict[str, Any] | None:
     """The label-side check: the run's residuals (label - judge proxy) against the calibration's; None when
     the calibrator holds no labeled pairs or the run has fewer than 2 labels."""
-    from judgecp.stats.ppi import proxy_and_target
 
     if cal.ppi_labels is None or cal.ppi_proxy is None or cal.ppi_labels.size < 2:
         return None
@@ -177,7 +177,6 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
         "n_applied": int(data.n), "excluded": data.excluded.to_json(), "n_calibration": cal.n_calibration,
         "calibrator": {"schema": SCHEMA, "digest": cal.digest}, "judge": judge_check(cal, data),
     }
-    from judgecp.kinds import get_kind
 
     parts: ApplyParts = get_kind(cal.kind).calibration.apply(cal, data, groups=groups)
     summary.update(parts.summary)
@@ -187,7 +186,6 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
     summary["drift"] = drift
     summary["label_check"] = label_check(cal, data, drift_level)
     if history is not None:
-        from judgecp.workflows.nightly.history import record_night
 
         summary["history"] = record_night(history, cal, _drift_values(cal, data)[1], level=drift_level,
                                           source=str(getattr(data, "source", "")))

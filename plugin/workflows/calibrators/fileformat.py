@@ -22,14 +22,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
+from judgecp.base.jsonio import dumps, to_strict
+from judgecp.base.outputs import atomic_write_text
 from judgecp.base.version import __version__
+from judgecp.kinds import calibration_kinds, get_kind
 from judgecp.stats.saved_state import RANGE_SLACK, StateReader, encode_floats
+from judgecp.workflows.calibrators.statistics import IDENTITY_FIELDS, calibration_conformity
 
 SCHEMA = "judgecp.calibrator/2"
 #: Earlier schemas: read as far as to say they cannot be verified.
 OLD_SCHEMAS = ("judgecp.calibrator/1",)
-#: Identity fields compared at apply time.
-IDENTITY_FIELDS = ("judge", "prompt", "task")
 #: Quantiles of the drift statistic (and of the conformity scores) stored for people reading the file.
 SUMMARY_QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 #: Most calibration items a calibrator may claim.
@@ -102,7 +104,6 @@ class Calibrator:
     # -- JSON -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The file's JSON object, its ``digest`` included (the state at full precision)."""
-        from judgecp.base.jsonio import to_strict
 
         out: dict[str, Any] = {
             "schema": SCHEMA,
@@ -129,7 +130,6 @@ class Calibrator:
             name, values = self.conformity
             out["conformity"] = {"score": name, "n": int(values.size), "quantiles": _quantiles(np.sort(values))}
         if self.ppi_labels is not None and self.ppi_proxy is not None:
-            from judgecp.kinds import get_kind
 
             out["ppi"] = {"target": get_kind(self.kind).calibration.ppi_target, "labels": encode_floats(self.ppi_labels),
                           "proxy": encode_floats(self.ppi_proxy)}
@@ -145,8 +145,6 @@ class Calibrator:
         return found
 
     def save(self, path: str | Path) -> None:
-        from judgecp.base.outputs import atomic_write_text
-        from judgecp.base.jsonio import dumps
 
         atomic_write_text(path, dumps(self.to_dict()) + "\n")
 
@@ -163,8 +161,6 @@ class Calibrator:
 
     @classmethod
     def _from_dict(cls, obj: Any, source: str) -> Calibrator:
-        from judgecp.kinds import calibration_kinds, get_kind
-        from judgecp.workflows.calibrators.statistics import calibration_conformity
 
         found = obj.get("schema") if isinstance(obj, dict) else type(obj).__name__
         if found in OLD_SCHEMAS:
@@ -234,7 +230,6 @@ def _check_quantiles(r: StateReader, values: NDArray[np.float64]) -> None:
 
 
 def _read_ppi(r: StateReader, kind: str, n: int, bounds: tuple[float, float]) -> tuple[NDArray[np.float64], ...]:
-    from judgecp.kinds import get_kind
 
     ppi = r.child("ppi")
     ppi.text("target", (get_kind(kind).calibration.ppi_target,))

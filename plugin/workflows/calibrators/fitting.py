@@ -8,13 +8,16 @@ from typing import Any
 import numpy as np
 
 from judgecp.base.errors import InputError
+from judgecp.kinds import calibration_kind, get_kind
+from judgecp.kinds.reading import load
+from judgecp.stats.conformal import check_alpha
+from judgecp.stats.ppi import proxy_and_target
 from judgecp.workflows.calibrators.fileformat import Calibrator
 from judgecp.workflows.calibrators.statistics import _identity, calibration_conformity
 
 
 def _calibration_kind(data: Any, kind: str | None) -> Any:
     """The kind whose calibrator serves ``data`` (``--kind``, when given, must be the data's or serve it)."""
-    from judgecp.kinds import calibration_kind, get_kind
 
     own = calibration_kind(data.kind)
     if kind is not None and calibration_kind(get_kind(kind).name).name != own.name:
@@ -64,11 +67,8 @@ def calibrate(
     >>> cal.kind, cal.n_calibration
     ('likert', 300)
     """
-    from judgecp.stats.conformal import check_alpha
-    from judgecp.stats.ppi import proxy_and_target
 
     if isinstance(data, (str, Path)):
-        from judgecp.kinds.reading import load
 
         data = load(data)  # its kind from the file; checked against ``kind`` below
     alpha = check_alpha(alpha)

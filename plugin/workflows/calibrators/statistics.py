@@ -7,12 +7,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.workflows.calibrators.fileformat import IDENTITY_FIELDS
+from judgecp.kinds import calibration_kind
+from judgecp.kinds.estimators import ScoreIntervals
+from judgecp.stats.methods.sets import LAC, Margin, lac_scores, margin_scores, true_label_scores
+from judgecp.stats.methods.split import NaiveSplit
+
+#: Identity fields compared at apply time.
+IDENTITY_FIELDS = ("judge", "prompt", "task")
 
 
 def drift_statistic(data: Any, signal: str = "bpe") -> tuple[str, NDArray[np.float64]]:
     """The label-free judge statistic of each item the drift test compares (name, values): the data's kind's."""
-    from judgecp.kinds import calibration_kind
 
     name, values = calibration_kind(data.kind).calibration.drift_statistic(data, signal)
     return name, np.asarray(values, dtype=np.float64)
@@ -35,8 +40,6 @@ def conformity_scores(method: Any, X: Any, y: Any) -> tuple[str, NDArray[np.floa
     ``margin``: ``max_{j != y} p_j - p_y`` (the judge's own probabilities).
     Other methods (randomised scores, fitted models): ``None``.
     """
-    from judgecp.stats.methods.sets import LAC, Margin, lac_scores, margin_scores, true_label_scores
-    from judgecp.stats.methods.split import NaiveSplit
 
     Xa, ya = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     name = conformity_name(method)
@@ -51,8 +54,6 @@ def conformity_scores(method: Any, X: Any, y: Any) -> tuple[str, NDArray[np.floa
 
 def conformity_name(method: Any) -> str | None:
     """The name of a method's label-free conformity score (:func:`conformity_scores`), or None."""
-    from judgecp.stats.methods.sets import LAC, Margin
-    from judgecp.stats.methods.split import NaiveSplit
 
     if isinstance(method, NaiveSplit) and method.predictor == "expected":
         return "abs_residual"
@@ -64,7 +65,6 @@ def conformity_name(method: Any) -> str | None:
 def calibration_conformity(estimator: Any) -> tuple[str, NDArray[np.float64]] | None:
     """A Likert estimator's calibration conformity scores (the ones that set its threshold), ascending,
     where the method has a label-free formula for them and is not calibrated per group."""
-    from judgecp.kinds.estimators import ScoreIntervals
 
     if not isinstance(estimator, ScoreIntervals) or estimator.mondrian_ is not None:
         return None

@@ -60,7 +60,7 @@ def run_estimate(cal: Any, data: Any, *, failed: Sequence[str] = (), alpha: floa
     ``failed`` are the kinds of the warnings the run raised (module docstring).
     """
     from judgecp.stats.ppi import ppi_mean, proxy_and_target
-    from judgecp.workflows.calibrators.results import with_degenerate
+    from judgecp.workflows.results import with_degenerate
 
     level = cal.alpha if alpha is None else alpha
     proxy, target, name = proxy_and_target(data)

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.stats.conformal import check_alpha
 from judgecp.base.errors import InputError
+from judgecp.stats.conformal import check_alpha
 from judgecp.stats.ppi import MeanEstimate, normal_interval, ppi_mean, proxy_and_target
 
 FloatArray = NDArray[np.float64]

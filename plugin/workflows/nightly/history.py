@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgecp.stats.drift import log_bets, log_mean_exp, pvalues_after
 from judgecp.base.errors import InputError
 from judgecp.base.outputs import atomic_write_text
+from judgecp.stats.drift import log_bets, log_mean_exp, pvalues_after
 
 FloatArray = NDArray[np.float64]
 SCHEMA = "judgecp.history/1"

@@ -17,7 +17,12 @@ Example
 >>> result.counts, result.content_hash
 """
 
-from judgecp.workflows.parc_build.builder import ALL_VARIATIONS, BuildResult, build, parse_variations
+from judgecp.workflows.parc_build.builder import (
+    ALL_VARIATIONS,
+    BuildResult,
+    build,
+    parse_variations,
+)
 from judgecp.workflows.parc_build.language import (
     check_output,
     clean_output,
@@ -34,7 +39,12 @@ from judgecp.workflows.parc_build.rewriters import (
     RewriterError,
 )
 from judgecp.workflows.parc_build.sources import HUB_PRESETS, Original, Originals, load_originals
-from judgecp.workflows.parc_build.vision import Exchange, ExchangeMap, TransformSettings, plan_exchanges
+from judgecp.workflows.parc_build.vision import (
+    Exchange,
+    ExchangeMap,
+    TransformSettings,
+    plan_exchanges,
+)
 
 __all__ = [
     "ALL_VARIATIONS",

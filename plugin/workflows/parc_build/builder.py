@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import judgecp.workflows.parc_build.language as language
+import judgecp.workflows.parc_build.vision as vision
 from judgecp.base.errors import InputError, require, unknown
 from judgecp.base.exclusions import Exclusions
 from judgecp.base.outputs import building_directory
-from judgecp.workflows.parc_build import language, vision
 from judgecp.workflows.parc_build.output import (
     FILE,
     ImageWriter,

@@ -9,13 +9,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import judgecp.workflows.parc_build.language as language
+import judgecp.workflows.parc_build.vision as vision
 from judgecp.base.errors import InputError, require
 from judgecp.base.exclusions import Exclusions
+from judgecp.base.version import __version__
 from judgecp.stats.parc import family_of
-from judgecp.workflows.parc_build import language, vision
 from judgecp.workflows.parc_build.rewriters import Rewriter
 from judgecp.workflows.parc_build.sources import Original, Originals
-from judgecp.base.version import __version__
 
 FORMAT = "judgecp.parc_build/1"
 FILE = "variations.jsonl"

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from judgecp.base.errors import InputError
 from judgecp.base.outputs import building_directory
@@ -30,8 +29,8 @@ from judgecp.present.render import (
     write_figures,
 )
 from judgecp.present.render import report_cell as fmt
-from judgecp.workflows.reports.figures import Missing, Plot
 from judgecp.present.runs import Run
+from judgecp.workflows.reports.figures import Missing, Plot, _matplotlib, nightly
 from judgecp.workflows.reports.load import load_runs, report_kinds
 
 
@@ -99,7 +98,6 @@ def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Docum
 def _nightly_section(doc: Document, runs: Sequence[Run]) -> list[Missing]:
     """compare, plan and apply --history results: the difference with its three intervals, the width against
     labels, the evidence of drift across nights."""
-    from judgecp.workflows.reports.figures import nightly
 
     doc.add("h2", "The nightly loop: comparisons, label plans, drift across nights")
     builders = {"judgecp.compare/1": nightly.difference_intervals, "judgecp.plan/1": nightly.width_against_labels,
@@ -124,7 +122,6 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, names: Sequenc
     ``paths``: report files, harness output files or folders (:mod:`judgecp.workflows.reports.collect`);
     ``alphas``: the levels a harness file is evaluated at.
     """
-    from judgecp.workflows.reports.figures import _matplotlib
 
     _matplotlib()  # the install hint before any work
     runs = load_runs(paths, names, alphas)

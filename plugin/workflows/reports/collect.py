@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.base.errors import InputError
-from judgecp.workflows.reports.load import infer_kind
+from judgecp.base.exclusions import Exclusions
+from judgecp.data import Fields
+from judgecp.data.formats import RecordBatch, record_format, sniff_format
+from judgecp.kinds import get_kind
+from judgecp.kinds.protocol import parse_settings
+from judgecp.kinds.reading import from_table
+from judgecp.workflows.results.study import infer_kind
+from judgecp.workflows.study import evaluate
 
 #: lm-eval's samples and results file names: the task, then the run's date.
 SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[\w.:-]+)$")
@@ -50,7 +57,6 @@ def is_report(path: Path) -> dict[str, Any] | None:
 
 def harness_format(path: Path) -> str | None:
     """The registered record format that recognises ``path`` (lm-eval samples, VLMEvalKit predictions)."""
-    from judgecp.data.formats import sniff_format
 
     fmt = sniff_format(path)
     return None if fmt == "table" else fmt
@@ -66,15 +72,10 @@ def display_name(path: Path, root: Path | None) -> str:
 
 def evaluate_batch(batch: Any, alphas: Sequence[float] | None, group: str | None = None) -> dict[str, Any]:
     """A reader's records evaluated with the defaults (``alphas`` where the kind sweeps; ``group``: per-group tables)."""
-    from judgecp.data import Fields
-    from judgecp.kinds.reading import from_table
-    from judgecp.workflows.study import evaluate
-    from judgecp.kinds.protocol import parse_settings
 
     table = batch.table()
     data = from_table(table, batch.kind, Fields(group=group))
     values: dict[str, Any] = {"group": group}
-    from judgecp.kinds import get_kind
 
     if alphas and "alphas" in get_kind(data.kind).study.settings:
         values["alphas"] = list(alphas)
@@ -83,7 +84,6 @@ def evaluate_batch(batch: Any, alphas: Sequence[float] | None, group: str | None
 
 def evaluate_file(path: Path, fmt: str, alphas: Sequence[float] | None) -> dict[str, Any]:
     """``judgecp evaluate --format FMT PATH`` with the defaults (and ``alphas`` where the kind sweeps)."""
-    from judgecp.data.formats import record_format
 
     return evaluate_batch(record_format(fmt).read(path), alphas)
 
@@ -126,8 +126,6 @@ def combine_subtasks(group: str, batches: dict[str, Any]) -> Any:
     otherwise the subtasks' records are put together (ids prefixed with the
     subtask where two subtasks share one).
     """
-    from judgecp.base.exclusions import Exclusions
-    from judgecp.data.formats import RecordBatch
 
     short = {t: t[len(group) + 1:] if t.startswith(group + "_") else t for t in batches}
     items = {t: {str(r["id"]): json.dumps(r, sort_keys=True) for r in b.records} for t, b in batches.items()}
@@ -159,7 +157,6 @@ def lm_eval_runs(folder: Path, files: list[Path], root: Path | None,
                  alphas: Sequence[float] | None) -> tuple[list[tuple[str, Path, dict[str, Any]]], set[Path]]:
     """The samples files of ``folder`` that have their results file: ``(name, path, report)``, groups combined
     (their path: the results file), and the files used."""
-    from judgecp.data.formats import record_format
 
     results = read_results(folder)
     runs: list[tuple[str, Path, dict[str, Any]]] = []

@@ -8,55 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.base.errors import InputError
-from judgecp.kinds import Presenter, get_kind, kind_names
 from judgecp.present.runs import NIGHTLY_SCHEMAS, Run
-from judgecp.workflows.calibrators.results import ApplyResult, EstimateResult
-from judgecp.workflows.results import StudyResult, describe
-
-
-def report_kinds() -> list[str]:
-    """The kinds ``judgecp report`` shows: those that name figures or tables (:meth:`judgecp.kinds.kind.Presenter.report_figures`)."""
-    return [name for name in kind_names()
-            if get_kind(name).presenter.report_figures()
-            or type(get_kind(name).presenter).report_tables is not Presenter.report_tables]
-
+from judgecp.workflows.reports.collect import collect
+from judgecp.workflows.results.study import infer_kind, other_file, report_kinds
 
 #: What ``judgecp report`` takes, for the messages that refuse anything else.
 TAKES = ("judgecp report takes `judgecp evaluate --json` reports, harness output files or folders, and the "
          "results of compare, plan and apply --history")
-
-
-def other_file(obj: dict[str, Any]) -> str | None:
-    """What a judgecp JSON that is not an evaluate report is (a calibrator, an apply summary, ...), else ``None``."""
-    if obj.get("schema") != StudyResult.schema and (what := describe(obj)) is not None:
-        return what
-    # Files of the nightly commands written before results carried their schema.
-    if "n_applied" in obj and "drift" in obj:
-        return ApplyResult.description
-    if "n_labeled" in obj and "estimate" in obj:
-        return EstimateResult.description
-    if "results" in obj and "configs" in obj:
-        return "an lm-eval results file"
-    return None
-
-
-def infer_kind(report: dict[str, Any]) -> str | None:
-    if other_file(report) is not None:
-        return None
-    kind = report.get("kind")
-    if isinstance(kind, str) and kind in report_kinds():
-        return str(kind)
-    if isinstance(kind, str):  # a kind with no figures yet (e.g. ensemble)
-        return None
-    if "controllers" in report:
-        return "pairwise"
-    if "cells" in report.get("reliability", {}) or "reliability" in report:
-        return "parc"
-    if "confusion" in report:
-        return "likert"
-    if "methods" in report:
-        return "mcq"
-    return None
 
 
 def read_report(path: Path) -> dict[str, Any]:
@@ -87,7 +45,6 @@ def load_runs(paths: Sequence[str | Path], names: Sequence[str] | None = None,
 
     A name per report: ``names``, else the file's stem (lm-eval samples: the task).
     """
-    from judgecp.workflows.reports.collect import collect
 
     if not paths:
         raise InputError("give at least one REPORT.json")

@@ -16,16 +16,16 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from judgecp.data import AnyData, PairData
 from judgecp.base.errors import InputError
-from judgecp.kinds.choice.study import evaluate_choices
-from judgecp.kinds.pairwise.study import evaluate_pairs
+from judgecp.data import AnyData, PairData
 from judgecp.kinds.choice.parc_study import evaluate_parc
+from judgecp.kinds.choice.study import evaluate_choices
 from judgecp.kinds.likert.study import evaluate_scores
-from judgecp.workflows.study.warnings import add_warnings
+from judgecp.kinds.pairwise.study import evaluate_pairs
 from judgecp.kinds.protocol import Protocol
 from judgecp.kinds.registry import get_kind
 from judgecp.workflows.results import StudyResult
+from judgecp.workflows.study.warnings import add_warnings
 
 
 def labeled_only(data: AnyData) -> AnyData:

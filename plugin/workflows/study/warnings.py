@@ -22,6 +22,7 @@ import math
 from typing import Any
 
 from judgecp.base.scale import LikertScale, label_scale_hint
+from judgecp.kinds.registry import get_kind
 
 #: Share of rows read that may be excluded before a report warns.
 EXCLUDED_SHARE = 0.10

@@ -30,10 +30,6 @@ from judgecp.kinds.choice.figures import (
     parc_heatmaps,
     set_size_hist,
 )
-from judgecp.present.figures import Missing, Plot, Result
-from judgecp.present.figures import (
-    _matplotlib as _matplotlib,  # for judgecp.workflows.reports.write_report
-)
 from judgecp.kinds.likert.figures import (
     confusion,
     coverage_by_error,
@@ -52,6 +48,10 @@ from judgecp.kinds.pairwise.figures import (
     risk_coverage,
     risk_vs_alpha,
     signal_reliability,
+)
+from judgecp.present.figures import Missing, Plot, Result
+from judgecp.present.figures import (
+    _matplotlib as _matplotlib,  # for judgecp.workflows.reports.write_report
 )
 
 __all__ = [

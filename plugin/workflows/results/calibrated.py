@@ -18,9 +18,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from judgecp.kinds.metrics import Entry, Metric, excluded_count, metric_value, pick
+from judgecp.base.schemas import describe_schema
+from judgecp.kinds.metrics import Metric, excluded_count, metric_value, pick
 from judgecp.kinds.registry import get_kind
-from judgecp.workflows.results import Result, register_schema
+from judgecp.workflows.results.base import Result
 
 #: An effective sample size below this is too few labels for a normal-approximation interval.
 MIN_EFFECTIVE_LABELS = 10.0
@@ -81,12 +82,11 @@ def _untrusted(metrics: list[Metric], block: Mapping[str, Any] | None, extra: Ma
     return {m.name: why for m in metrics if m.name.startswith("estimate.")}
 
 
-@register_schema
 class EstimateResult(Result):
     """``judgecp estimate``: PPI++ next to the labeled-only and judge-only intervals (``judgecp.estimate/1``)."""
 
     schema = "judgecp.estimate/1"
-    description = "an estimate (judgecp estimate --json)"
+    description = describe_schema(schema) or ""
 
     def metric_list(self) -> list[Metric]:
         return [Metric("n", pick("n"), None, always=True), Metric("excluded", excluded_count, False, always=True),
@@ -99,12 +99,11 @@ class EstimateResult(Result):
         return _untrusted(self.metric_list(), self, self)
 
 
-@register_schema
 class ApplyResult(Result):
     """``judgecp apply``: a saved calibrator applied to a run (``judgecp.apply/1``)."""
 
     schema = "judgecp.apply/1"
-    description = "an apply summary (judgecp apply --json)"
+    description = describe_schema(schema) or ""
 
     def metric_list(self) -> list[Metric]:
         return calibrated_metrics(self.kind)
@@ -125,80 +124,6 @@ def apply_metrics(per_item: list[Metric]) -> list[Metric]:
             Metric("drift.p_value", pick("drift", "p_value"), True),
             Metric("drift.alarm", pick("drift", "drift"), False),
             *estimate_metrics(("estimate",))]
-
-
-# -- the nightly questions: compare, plan, select ------------------------------------------------
-
-
-def _difference_metrics(at: tuple[str, ...], prefix: str) -> list[Metric]:
-    metrics = [Metric(f"{prefix}difference.{name}.{key}", pick(*at, "difference", name, key), None)
-               for name in INTERVALS for key in ("mean", "lower", "upper", "se")]
-    metrics += [Metric(f"{prefix}difference.effective_labels", pick(*at, "difference", "effective_labels"), True),
-                Metric(f"{prefix}difference.n_labels", pick(*at, "difference", "n_labels"), None)]
-    return metrics
-
-
-@register_schema
-class CompareResult(Result):
-    """``judgecp compare``: the judge-corrected difference B - A of two runs (``judgecp.compare/1``).
-
-    Scalars: ``difference.{ppi,labeled_only,judge_only}.{mean,lower,upper,se}``,
-    ``difference.effective_labels``, ``difference.n_labels``, and the same per group as
-    ``by_group.<group>.difference...``. A pooled difference whose PPI interval is degenerate (zero width,
-    labels without variance, effective labels unbounded or below 10) is untrusted.
-    """
-
-    schema = "judgecp.compare/1"
-    description = "a comparison (judgecp compare --json)"
-
-    def metric_list(self) -> list[Metric]:
-        metrics = _difference_metrics((), "")
-        for group in (self.get("by_group") or {}):
-            metrics += [m for m in _difference_metrics(("by_group", Entry(group)), f"by_group.{group}.")
-                        if not m.name.endswith(("effective_labels", "n_labels"))]
-        return metrics
-
-    def scalars(self) -> dict[str, float | None]:
-        return {m.name: metric_value(self, m) for m in self.metric_list()}
-
-    def untrusted(self) -> dict[str, str]:
-        difference = self.get("difference") or {}
-        block = {"estimate": difference, "effective_sample_size": difference.get("effective_labels")}
-        reasons = degenerate_reasons(block)
-        if not reasons:
-            return {}
-        why = "degenerate difference: " + "; ".join(reasons)
-        return {m.name: why for m in self.metric_list() if m.name.startswith("difference.")}
-
-
-@register_schema
-class PlanResult(Result):
-    """``judgecp plan``: how many labels give a half-width (``judgecp.plan/1``): ``labels.ppi``,
-    ``labels.labeled_only`` (undefined when out of reach), the same at the point estimates, ``half_width``."""
-
-    schema = "judgecp.plan/1"
-    description = "a label plan (judgecp plan --json)"
-
-    def scalars(self) -> dict[str, float | None]:
-        metrics = [Metric("half_width", pick("half_width"), None)]
-        metrics += [Metric(f"{section}.{key}", pick(section, key), False)
-                    for section in ("labels", "labels_at_estimates") for key in ("ppi", "labeled_only")]
-        return {m.name: metric_value(self, m) for m in metrics}
-
-
-@register_schema
-class SelectResult(Result):
-    """``judgecp select``: the items drawn to label and the width expected (``judgecp.select/1``)."""
-
-    schema = "judgecp.select/1"
-    description = "a selection summary (judgecp select --json)"
-
-    def scalars(self) -> dict[str, float | None]:
-        metrics = [Metric("n_items", pick("n_items"), None), Metric("n_selected", pick("n_selected"), None),
-                   Metric("budget", pick("budget"), None)]
-        metrics += [Metric(f"expected_width.{key}", pick("expected_width", key), None)
-                    for key in ("active", "uniform", "ratio")]
-        return {m.name: metric_value(self, m) for m in metrics}
 
 
 def calibrated_metrics(kind: str) -> list[Metric]:

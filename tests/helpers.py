@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from judgecp.data import ScoreData
 from judgecp.base.scale import LikertScale
+from judgecp.data import ScoreData
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("JUDGECP_SHARED_DATA", REPO.parent / "shared" / "data"))

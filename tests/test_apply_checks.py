@@ -19,14 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import betabinom, binom
 
-from judgecp.workflows.calibrators import apply, calibrate
-from judgecp.stats.checks import GroupCount, beta_binomial_pvalue, label_shift_test
+from judgecp.base.errors import InputError
 from judgecp.cli import main
 from judgecp.data import ScoreData
-from judgecp.base.errors import InputError
-from judgecp.workflows.nightly.history import monitor, record_night
+from judgecp.stats.checks import GroupCount, beta_binomial_pvalue, label_shift_test
 from judgecp.stats.ppi import proxy_and_target
 from judgecp.synthetic.judges import simulate_pairwise_judge
+from judgecp.workflows.calibrators import apply, calibrate
+from judgecp.workflows.nightly.history import monitor, record_night
 from tests.helpers import judge_draw, shared_file
 
 ALPHA = 0.1

@@ -15,13 +15,17 @@ import numpy as np
 import pytest
 
 from judgecp import from_records
-from judgecp.workflows.calibrators import SCHEMA, Calibrator, apply, calibrate, content_digest
-from judgecp.workflows.calibrators.fileformat import schema_path
+from judgecp.base.errors import InputError
 from judgecp.cli import main
 from judgecp.data import ScoreData
 from judgecp.kinds.reading import to_records
-from judgecp.base.errors import InputError
-from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
+from judgecp.synthetic.judges import (
+    simulate_likert_judge,
+    simulate_mcq_records,
+    simulate_pairwise_judge,
+)
+from judgecp.workflows.calibrators import SCHEMA, Calibrator, apply, calibrate, content_digest
+from judgecp.workflows.calibrators.fileformat import schema_path
 
 VLMEVAL_FIXTURES = Path(__file__).parent / "vlmeval" / "fixtures"
 

@@ -25,10 +25,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from judgecp import from_records
+from judgecp.base.errors import InputError
+from judgecp.synthetic.judges import (
+    simulate_likert_judge,
+    simulate_mcq_records,
+    simulate_pairwise_judge,
+)
 from judgecp.workflows.calibrators import Calibrator, calibrate, check_compatible, content_digest
 from judgecp.workflows.calibrators.fileformat import canonical_json
-from judgecp.base.errors import InputError
-from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 #: LVD's kernel: data a consistent replacement of which no check can tell from the original (module docstring).

@@ -10,12 +10,23 @@ import numpy as np
 import pytest
 
 from judgecp import from_records
-from judgecp.workflows.calibrators import SCHEMA, Calibrator, apply, calibrate, content_digest, drift_test
+from judgecp.base.errors import InputError
 from judgecp.cli import main
 from judgecp.data import ScoreData
 from judgecp.kinds.reading import to_records
-from judgecp.base.errors import InputError
-from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
+from judgecp.synthetic.judges import (
+    simulate_likert_judge,
+    simulate_mcq_records,
+    simulate_pairwise_judge,
+)
+from judgecp.workflows.calibrators import (
+    SCHEMA,
+    Calibrator,
+    apply,
+    calibrate,
+    content_digest,
+    drift_test,
+)
 from tests.helpers import judge_draw
 
 ALPHA = 0.1

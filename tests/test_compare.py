@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from judgecp import Fields, load
+from judgecp.base.errors import InputError
 from judgecp.cli import main
-from judgecp.workflows.nightly.compare import compare
 from judgecp.data import ScoreData
 from judgecp.kinds.reading import to_records
-from judgecp.base.errors import InputError
+from judgecp.workflows.nightly.compare import compare
 from tests.helpers import shared_file
 
 ALPHA = 0.1

@@ -7,12 +7,11 @@ import io
 import numpy as np
 import pytest
 
-from judgecp.workflows.study import evaluate
+from judgecp.kinds.protocol import Protocol, split_indices
 from judgecp.stats.conditional import MIN_CELL, judge_error, worst_cell
 from judgecp.stats.features import expected_score, judge_probabilities
-from judgecp.kinds.protocol import Protocol, split_indices
-from judgecp.workflows.study import write_report
 from judgecp.synthetic.judges import simulate_likert_judge
+from judgecp.workflows.study import evaluate, write_report
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from judgecp.base.errors import InputError
+from judgecp.base.scale import LikertScale
+from judgecp.kinds.registry import build_method, method_classes
 from judgecp.stats.conformal import (
     NotCalibratedError,
     Prediction,
@@ -15,9 +18,6 @@ from judgecp.stats.conformal import (
     conformal_rank,
     min_calibration_size,
 )
-from judgecp.base.errors import InputError
-from judgecp.kinds.registry import build_method, method_classes
-from judgecp.base.scale import LikertScale
 from tests.helpers import cheap_spec, judge_draw
 
 SCALE = LikertScale()

@@ -23,13 +23,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judgecp import Protocol, evaluate, from_records
-from judgecp.cli import main
-from judgecp.kinds.reading import from_table
-from judgecp.kinds.reading import to_records
 from judgecp.base.errors import InputError
-from judgecp.kinds.protocol import parse_settings
 from judgecp.base.scale import LabelScale, LikertScale
+from judgecp.cli import main
 from judgecp.data.tables import table_from_rows
+from judgecp.kinds.protocol import parse_settings
+from judgecp.kinds.reading import from_table, to_records
 from tests.helpers import cheap_spec, judge_draw
 
 SCALE = LikertScale()
@@ -184,8 +183,8 @@ def test_continuous_report_skips_sets_and_says_what_it_binned() -> None:
 
 def test_continuous_coverage_is_the_interval_s_on_each_split() -> None:
     """The report's coverage is the share of test labels inside [l, u] (recomputed here for naive)."""
-    from judgecp.kinds.registry import build_method
     from judgecp.kinds.protocol import split_indices
+    from judgecp.kinds.registry import build_method
 
     d = unit_data(300, 5)
     report = evaluate(d, Protocol(methods=("naive",), seeds=(7, 8), label_scale=UNIT))

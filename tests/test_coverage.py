@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from judgecp.kinds.registry import build_method
 from judgecp.base.scale import LikertScale
+from judgecp.kinds.registry import build_method
 from tests.helpers import cheap_spec, judge_draw, repeated_coverage
 
 SCALE = LikertScale()

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.data import Fields, ScoreData
-from judgecp.kinds.reading import from_records, load
 from judgecp.base.errors import InputError
-from judgecp.data.extraction import DEFAULT_FLOOR
 from judgecp.base.scale import LikertScale
+from judgecp.data import Fields, ScoreData
+from judgecp.data.extraction import DEFAULT_FLOOR
+from judgecp.kinds.reading import from_records, load
 
 HEADER = "id,lp1,lp2,lp3,lp4,lp5,label,parsed"
 

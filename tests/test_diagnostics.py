@@ -7,9 +7,9 @@ import warnings
 import numpy as np
 import pytest
 
-from judgecp.stats.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
-from judgecp.stats.coverage import informativeness
 from judgecp.base.scale import LikertScale
+from judgecp.stats.coverage import informativeness
+from judgecp.stats.diagnostics import confusion_matrix, point_metrics, ranking_scoring_gap
 
 SCALE = LikertScale()
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from judgecp.data import datasources
 from judgecp.base.errors import InputError
+from judgecp.data import datasources
 
 
 def test_local_dir_comes_from_metadata_first_then_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from judgecp.base.scale import LikertScale
 from judgecp.data.extraction import (
     DEFAULT_FLOOR,
     FLAG_BACKWARD,
@@ -19,7 +20,6 @@ from judgecp.data.extraction import (
     openai_logprob_positions,
     token_text,
 )
-from judgecp.base.scale import LikertScale
 
 tokenizers = pytest.importorskip("tokenizers")
 

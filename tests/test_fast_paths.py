@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from judgecp.base.scale import LikertScale
 from judgecp.stats.conformal import Prediction
 from judgecp.stats.methods.histogram import (
     CHR,
@@ -20,7 +21,6 @@ from judgecp.stats.methods.histogram import (
     nested_range_segments,
     nested_shortest_ranges,
 )
-from judgecp.base.scale import LikertScale
 from tests.helpers import judge_draw
 
 

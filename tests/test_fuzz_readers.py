@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judgecp.data import ChoiceData, PairData, ScoreData
-from judgecp.kinds.reading import from_table
 from judgecp.base.errors import InputError
+from judgecp.data import ChoiceData, PairData, ScoreData
 from judgecp.data.tables import read_table
+from judgecp.kinds.reading import from_table
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

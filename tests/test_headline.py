@@ -8,9 +8,9 @@ import math
 import numpy as np
 
 from judgecp import Protocol, evaluate
+from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
 from judgecp.workflows.calibrators import apply, calibrate
 from judgecp.workflows.headline import calibrated_headline, report_headline
-from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
 
 
 def plain(value: object) -> bool:

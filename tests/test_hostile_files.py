@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from judgecp.base.outputs import TEMP_MARK
 from judgecp.cli import main
 from judgecp.stats.conformal import conformal_rank, min_calibration_size
-from judgecp.base.outputs import TEMP_MARK
 from judgecp.synthetic.judges import simulate_likert_judge
 from tests.helpers import write_likert_csv
 from tests.test_hostile_input import one_line_error, run, samples_file
@@ -268,8 +268,8 @@ def test_an_unexpected_os_error_is_one_line_naming_the_path(capsys: pytest.Captu
 @pytest.mark.parametrize("engine", ["pyarrow", "python"])
 def test_a_csv_saved_by_excel_reads_like_the_plain_one(likert_csv: Path, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
-    from judgecp.kinds.reading import from_table
     from judgecp.data.tables import read_table
+    from judgecp.kinds.reading import from_table
 
     excel = tmp_path / "excel.csv"
     excel.write_bytes(b"\xef\xbb\xbf" + likert_csv.read_bytes())
@@ -298,8 +298,8 @@ def deep(depth: int) -> str:
 
 
 def test_a_deeply_nested_line_is_a_counted_malformed_line(likert_csv: Path, tmp_path: Path) -> None:
-    from judgecp.kinds.reading import from_table
     from judgecp.data.tables import read_table
+    from judgecp.kinds.reading import from_table
 
     records = tmp_path / "records.jsonl"
     assert main(["records", str(likert_csv), "-o", str(records)]) == 0

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.cli import main
 from judgecp.base.records import pair_record, score_record
+from judgecp.cli import main
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
 from tests.helpers import write_likert_csv
 
@@ -149,8 +149,8 @@ def test_a_group_under_its_target_is_data_a_script_can_act_on(tmp_path: Path,
 
 def test_an_exclusion_reason_from_a_cell_stays_one_line(tmp_path: Path) -> None:
     """An ``exclude`` cell with line breaks (a cut file, a hostile writer) is counted as one-line text."""
-    from judgecp.kinds.reading import load
     from judgecp.base.errors import NoUsableRecords
+    from judgecp.kinds.reading import load
 
     path = tmp_path / "t.csv"
     path.write_text('id,label,lp1,lp2,lp3,lp4,lp5,exclude\n1,1,-1,-2,-3,-4,-5,"0\r"\n2,2,-1,-2,-3,-4,-5,"bad\nrow"\n')

@@ -15,7 +15,11 @@ from pathlib import Path
 import pytest
 
 from judgecp.kinds.reading import to_records
-from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
+from judgecp.synthetic.judges import (
+    simulate_likert_judge,
+    simulate_mcq_records,
+    simulate_pairwise_judge,
+)
 from tests.test_hostile_input import one_line_error, run
 
 

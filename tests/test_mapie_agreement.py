@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from judgecp.base.scale import LikertScale
 from judgecp.stats.conformal import conformal_quantile
 from judgecp.stats.features import expected_score, judge_probabilities
 from judgecp.stats.methods import APS, LAC, NaiveSplit
 from judgecp.stats.methods.sets import aps_scores, sets_at, true_label_scores
-from judgecp.base.scale import LikertScale
 from tests.helpers import judge_draw
 
 mapie = pytest.importorskip("mapie", minversion="1.0")

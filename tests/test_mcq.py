@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.stats.conformal import conformal_quantile
-from judgecp.data import ChoiceData
-from judgecp.kinds.reading import from_records, load
 from judgecp.base.errors import InputError
-from judgecp.workflows.study import evaluate
+from judgecp.data import ChoiceData
 from judgecp.kinds.choice.study import option_scale, option_sets
-from judgecp.stats.methods.sets import aps_scores, sets_at, true_label_scores
-from judgecp.kinds.registry import build_method
 from judgecp.kinds.protocol import Protocol, parse_settings
+from judgecp.kinds.reading import from_records, load
+from judgecp.kinds.registry import build_method
+from judgecp.stats.conformal import conformal_quantile
+from judgecp.stats.methods.sets import aps_scores, sets_at, true_label_scores
 from judgecp.synthetic.judges import simulate_mcq_records
+from judgecp.workflows.study import evaluate
 
 
 def mcq_from_records(records: list[dict[str, object]]) -> ChoiceData:

@@ -7,9 +7,9 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="the figures need matplotlib: pip install 'judgecp[report]'")
 
-from judgecp.workflows.nightly.compare import compare
-from judgecp.stats.plan import plan
 from judgecp.present.figures import Missing, Plot
+from judgecp.stats.plan import plan
+from judgecp.workflows.nightly.compare import compare
 from judgecp.workflows.reports.figures.nightly import difference_intervals, width_against_labels
 from tests.test_compare import paired_draw
 
@@ -42,9 +42,9 @@ def test_report_draws_the_nightly_results_beside_the_studies(tmp_path, capsys) -
     """`judgecp report` takes compare, plan and apply --history JSON: one figure each (issue 27, item 6)."""
     import json
 
-    from judgecp.workflows.results import CompareResult, PlanResult
     from judgecp.cli import main
     from judgecp.workflows.reports.figures.nightly import martingale_over_nights
+    from judgecp.workflows.results import CompareResult, PlanResult
 
     a, b, _ = paired_draw(1, n=600, n_labeled=200)
     (tmp_path / "compare.json").write_text(CompareResult(compare(a, b)).dumps())

@@ -22,15 +22,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.data import PairData
-from judgecp.kinds.reading import from_records, load
 from judgecp.base.errors import InputError
-from judgecp.workflows.study import evaluate
+from judgecp.data import PairData
 from judgecp.kinds.pairwise.study import Splits, make_controller
 from judgecp.kinds.protocol import Protocol
+from judgecp.kinds.reading import from_records, load
 from judgecp.stats.selective import ClopperPearson, apply
 from judgecp.stats.signals import signals
 from judgecp.synthetic.judges import simulate_pairwise_judge
+from judgecp.workflows.study import evaluate
 
 ALPHAS = (0.05, 0.10, 0.15, 0.20, 0.25)
 POPULATION = 1_000_000

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgecp.data import ChoiceData
-from judgecp.kinds.reading import from_records
 from judgecp.base.errors import InputError
-from judgecp.workflows.study import evaluate_parc
-from judgecp.stats.parc import calibrated, reliability, reliability_exponent
+from judgecp.data import ChoiceData
 from judgecp.kinds.protocol import Protocol
+from judgecp.kinds.reading import from_records
+from judgecp.stats.parc import calibrated, reliability, reliability_exponent
+from judgecp.workflows.study import evaluate_parc
 
 
 def mcq_from_records(records: list[dict[str, object]]) -> ChoiceData:

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from judgecp.cli import main
 from judgecp.base.errors import InputError
+from judgecp.cli import main
 from judgecp.workflows.parc_build import (
     ALL_VARIATIONS,
     ExchangeMap,
@@ -396,8 +396,8 @@ def test_a_tiny_local_hugging_face_model_as_rewriter(tmp_path: Path) -> None:
     import torch
     from transformers import LlamaForCausalLM
 
-    from judgecp.workflows.parc_build import HFRewriter
     from judgecp.bench.tiny_models import _llama_config, train_tokenizer
+    from judgecp.workflows.parc_build import HFRewriter
     from tests.lm_eval.scripted import script_judge
 
     answer = ' "Which road is not more paved?"'

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from judgecp import Fields, load
+from judgecp.base.errors import InputError
+from judgecp.cli import main
 from judgecp.stats.active import (
     active_mean,
     error_model,
@@ -19,8 +21,6 @@ from judgecp.stats.active import (
     probabilities,
     select,
 )
-from judgecp.cli import main
-from judgecp.base.errors import InputError
 from judgecp.stats.plan import plan, ppi_variance
 from judgecp.stats.ppi import ppi_mean, proxy_and_target
 from judgecp.synthetic.judges import simulate_likert_judge

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from judgecp.base import hookspecs
-from judgecp.data.extraction import ScoreExtraction, extract_score
 from judgecp.base.hookspecs import hookimpl
 from judgecp.base.plugins import DISABLE_AUTOLOAD_ENV, make_plugin_manager
+from judgecp.data.extraction import ScoreExtraction, extract_score
 from judgecp.kinds.registry import build_method, method_classes
 from judgecp.stats.methods.spec import parse_method_spec, split_method_list
 from tests.helpers import REPO, judge_draw
@@ -76,14 +76,14 @@ def test_duplicate_method_names_are_an_error() -> None:
 
 
 def test_extraction_hook_first_result_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    import judgecp.base.plugins as plugins
+    import judgecp.data.extraction as extraction
 
     custom = ScoreExtraction({"1": -1.0, "2": -1.0, "3": -1.0, "4": -1.0, "5": -1.0}, 0, "json", 3)
     plugin = types.ModuleType("json_verdict")
     plugin.extract_score_logprobs = hookimpl(lambda tokens, position_logprobs, scale, floor: custom)  # type: ignore[attr-defined]
     pm = make_plugin_manager(autoload=False)
     pm.register(plugin)
-    monkeypatch.setattr(plugins, "get_plugin_manager", lambda: pm)
+    monkeypatch.setattr(extraction, "get_plugin_manager", lambda: pm)
     assert extract_score(["Score", ":", " 4"], [{}, {}, {" 4": -0.1}]) is custom
 
 

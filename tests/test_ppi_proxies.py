@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from judgecp import Fields, load
+from judgecp.base.errors import InputError
 from judgecp.cli import main
 from judgecp.data import ScoreData
-from judgecp.base.errors import InputError
 from judgecp.stats.ppi import estimate, ppi_mean, proxy_and_target
 from judgecp.stats.proxies import choose_strata, crossfit_proxy
 from judgecp.synthetic.judges import simulate_likert_judge

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from judgecp.cli import main
 from judgecp.base.progress import DELAY, LOG_INTERVAL, TERMINAL_INTERVAL, enabled, progress
+from judgecp.cli import main
 from tests.helpers import REPO
 
 
@@ -119,8 +119,8 @@ def test_reading_a_large_file_reports_progress(tmp_path: Path) -> None:
     """The standard-library reader of a file past PROGRESS_BYTES writes a progress line; a small one none."""
     import io
 
-    from judgecp.data import tables
     from judgecp.base.progress import enabled
+    from judgecp.data import tables
 
     big = tmp_path / "big.jsonl"
     line = '{"id": "x", "label": 3, "logprobs": {"1": -2.0, "2": -1.5, "3": -0.2, "4": -3.0, "5": -4.0}}\n'

@@ -3,8 +3,8 @@ lm-eval and in VLMEvalKit sees the same words."""
 
 from __future__ import annotations
 
-from judgecp.data import prompts
 from judgecp.adapters.vlmeval import specs
+from judgecp.data import prompts
 
 
 def test_likert_prompts_are_the_core_texts_in_both_harnesses() -> None:

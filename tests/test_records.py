@@ -11,10 +11,7 @@ import numpy as np
 import pytest
 
 from judgecp import Fields, evaluate, from_records, load
-from judgecp.cli import main
-from judgecp.data import ChoiceData, PairData, ScoreData
 from judgecp.base.errors import InputError
-from judgecp.kinds.protocol import Protocol
 from judgecp.base.records import (
     SCHEMA,
     choice_record,
@@ -25,7 +22,14 @@ from judgecp.base.records import (
     schema_path,
     score_record,
 )
-from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
+from judgecp.cli import main
+from judgecp.data import ChoiceData, PairData, ScoreData
+from judgecp.kinds.protocol import Protocol
+from judgecp.synthetic.judges import (
+    simulate_likert_judge,
+    simulate_mcq_records,
+    simulate_pairwise_judge,
+)
 
 
 def validator() -> Any:

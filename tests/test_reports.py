@@ -14,21 +14,21 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
 
-from judgecp.cli import main
-from judgecp.kinds.reading import from_records
-from judgecp.workflows.study import evaluate
-from judgecp.kinds.protocol import Protocol
 from judgecp.base.jsonio import dumps
-from judgecp.workflows.reports import build_document, write_report
-from judgecp.workflows.reports import figures as F
-from judgecp.workflows.reports.figures import Missing, Plot
-from judgecp.workflows.reports.load import load_runs
+from judgecp.cli import main
+from judgecp.kinds.protocol import Protocol
+from judgecp.kinds.reading import from_records
 from judgecp.synthetic.judges import (
     simulate_likert_judge,
     simulate_mcq_records,
     simulate_pairwise_judge,
     simulate_parc_records,
 )
+from judgecp.workflows.reports import build_document, write_report
+from judgecp.workflows.reports import figures as F
+from judgecp.workflows.reports.figures import Missing, Plot
+from judgecp.workflows.reports.load import load_runs
+from judgecp.workflows.study import evaluate
 
 METHODS = ("naive", "lac")
 
@@ -466,8 +466,8 @@ def test_an_lm_eval_folder_names_judges_by_model_and_task_and_groups_subtasks(tm
 
 
 def test_subtasks_without_a_covering_task_are_put_together() -> None:
-    from judgecp.kinds.reading import to_records
     from judgecp.data.formats import RecordBatch
+    from judgecp.kinds.reading import to_records
     from judgecp.workflows.reports.collect import combine_subtasks
 
     a, b = to_records(simulate_likert_judge(50, seed=1)), to_records(simulate_likert_judge(40, seed=2))

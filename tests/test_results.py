@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import judgecp.workflows.results
 from judgecp import Protocol, evaluate
 from judgecp.cli import main
 from judgecp.kinds.metrics import MetricError
-from judgecp.workflows.results import StudyResult, load_result, read_result
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
+from judgecp.workflows.results import StudyResult, load_result, read_result
 
 
 @pytest.fixture(scope="module")

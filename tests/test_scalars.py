@@ -7,14 +7,18 @@ import math
 import pytest
 
 from judgecp import Protocol, evaluate, from_records
-from judgecp.workflows.results import calibrated_metrics
-from judgecp.kinds.ensemble import ensemble_metrics
-from judgecp.kinds.likert.study import likert_metrics
+from judgecp.kinds.choice.parc_study import parc_metrics
 from judgecp.kinds.choice.study import mcq_metrics
+from judgecp.kinds.ensemble.study import ensemble_metrics
+from judgecp.kinds.likert.study import likert_metrics
 from judgecp.kinds.metrics import metric_suffix, metric_values, read_metric
 from judgecp.kinds.pairwise.study import pairwise_metrics
-from judgecp.kinds.choice.parc_study import parc_metrics
-from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_parc_records
+from judgecp.synthetic.judges import (
+    simulate_likert_judge,
+    simulate_mcq_records,
+    simulate_parc_records,
+)
+from judgecp.workflows.results import calibrated_metrics
 
 
 def test_likert_metrics_read_the_core_report() -> None:
@@ -44,8 +48,7 @@ def test_an_undefined_report_keeps_its_counts_and_nothing_else() -> None:
 
 
 def test_a_missing_key_is_an_error_naming_it_and_null_is_undefined() -> None:
-    from judgecp.kinds.metrics import MetricError
-    from judgecp.kinds.metrics import metric_value
+    from judgecp.kinds.metrics import MetricError, metric_value
 
     protocol = Protocol(methods=("naive",), seeds=(0, 1))
     report = evaluate(simulate_likert_judge(n=200, seed=3), protocol).to_json()

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from judgecp.cli import main
-from judgecp.kinds.reading import from_records
-from judgecp.workflows.study import evaluate
-from judgecp.kinds.sweep import SWEEP_KEY, sweep_levels
 from judgecp.kinds.protocol import Protocol
+from judgecp.kinds.reading import from_records
+from judgecp.kinds.sweep import SWEEP_KEY, sweep_levels
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records
+from judgecp.workflows.study import evaluate
 
 
 def without_sweep(report: dict) -> dict:

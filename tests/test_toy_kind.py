@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecp.workflows.calibrators.fileformat import content_digest
+from judgecp.base.plugins import get_plugin_manager
 from judgecp.cli import main
 from judgecp.kinds import kind_names
-from judgecp.base.plugins import get_plugin_manager
+from judgecp.workflows.calibrators.fileformat import content_digest
 from tests import toy_kind
 from tests.helpers import REPO
 

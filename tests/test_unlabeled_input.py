@@ -13,7 +13,11 @@ from hypothesis import strategies as st
 
 from judgecp.cli import main
 from judgecp.kinds.reading import to_records
-from judgecp.synthetic.judges import simulate_likert_judge, simulate_mcq_records, simulate_pairwise_judge
+from judgecp.synthetic.judges import (
+    simulate_likert_judge,
+    simulate_mcq_records,
+    simulate_pairwise_judge,
+)
 from tests.helpers import write_likert_csv
 
 
@@ -102,10 +106,10 @@ LABEL_CELLS = st.sampled_from(["", "1", "3", "5", "0", "2.5", "nan", "four"])
        with_labels=st.booleans(), probabilities=st.booleans())
 def test_any_table_reads_unlabeled_with_every_row_accounted(tmp_path: Path, rows: list[tuple[list[str], str]],
                                                              with_labels: bool, probabilities: bool) -> None:
-    from judgecp.kinds.reading import from_table
     from judgecp.base.errors import InputError
-    from judgecp.stats.ppi import estimate
     from judgecp.data.tables import read_table
+    from judgecp.kinds.reading import from_table
+    from judgecp.stats.ppi import estimate
 
     header = ["id", "lp1", "lp2", "lp3", "lp4", "lp5"] + (["label"] if with_labels else [])
     header += ["sampling_probability"] if probabilities else []

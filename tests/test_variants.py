@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from judgecp.stats.conformal import min_calibration_size
 from judgecp.base.errors import InputError
-from judgecp.stats.methods.variants import Variant, make_variant
-from judgecp.kinds.registry import build_method, check_method_spec, method_classes
-from judgecp.stats.methods.spec import parse_method_spec
 from judgecp.base.scale import LikertScale
+from judgecp.kinds.registry import build_method, check_method_spec, method_classes
+from judgecp.stats.conformal import min_calibration_size
+from judgecp.stats.methods.spec import parse_method_spec
+from judgecp.stats.methods.variants import Variant, make_variant
 from tests.helpers import cheap_spec, judge_draw, repeated_coverage
 
 SCALE = LikertScale()

@@ -1,28 +1,34 @@
 """A new kind of judge in one file: a yes/no verdict with its probability of "yes" (tests/test_toy_kind.py).
 
-It is what docs/plugins.md's "How to add a kind of judge" describes: a table
-reader, a repeated-split study (split-conformal LAC sets over {no, yes}),
-its metric names, a console line, a report table, and a saveable calibrator
-(state as numbers, checked on load) that ``judgecp apply`` carries into new
-runs. judgecp's core knows nothing of it: the test registers it through the
-``register_kinds`` hook, as a plugin's entry point would.
+It is what docs/plugins.md's "How to add a kind of judge" describes: a kind is
+its parts (:mod:`judgecp.kinds.kind`), each a small object: a table reader, a
+repeated-split study (split-conformal LAC sets over {no, yes}) with its
+metric names, a presenter (a console line, a report table), and a saveable
+calibrator (state as numbers, checked on load) that ``judgecp apply`` carries
+into new runs. judgecp's core knows nothing of it: the test registers it
+through the ``register_kinds`` hook, as a plugin's entry point would.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.stats.conformal import conformal_quantile, conformal_rank
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
 from judgecp.base.hookspecs import hookimpl
-from judgecp.kinds import Kind
-from judgecp.kinds.metrics import Metric, pick, with_stderr, excluded_count
+from judgecp.kinds import Calibration, Kind, Presenter, Reader, Study
+from judgecp.kinds.calibration import ApplyParts, Fitted, KindParts, coverage_section, set_summary
+from judgecp.kinds.metrics import Metric, excluded_count, pick, set_summary_metrics, with_stderr
+from judgecp.kinds.protocol import split_indices
+from judgecp.present.console import write_head
+from judgecp.present.render import Table
+from judgecp.stats.checks import GroupCount, beta_binomial_pvalue
+from judgecp.stats.conformal import conformal_quantile, conformal_rank
 
 YES = ("yes", "y", "1", "true")
 NO = ("no", "n", "0", "false")
@@ -94,20 +100,14 @@ class VerdictSets:
         return est
 
 
-class VerdictKind(Kind):
-    """Yes/no verdicts: a table with ``id``, ``p_yes`` and (when labeled) ``label`` yes/no."""
+class VerdictReader(Reader):
+    """A table with ``id``, ``p_yes`` and (when labeled) ``label`` yes/no."""
 
-    name = "verdict"
-    title = "Yes/no verdicts: conformal sets"
-    calibrated_as = "verdict"
-    settings = frozenset({"alpha", "splits", "seeds", "random_state", "cal_fraction"})
-    ppi_target = "share of yes"
-    default_calibration_method = "lac"
-    columns: ClassVar[Mapping[str, tuple[str, ...]]] = {"label": ("label", "verdict")}
+    columns = {"label": ("label", "verdict")}
 
     def read(self, table: Any, fields: Any, *, require_label: bool = True, detect: bool = False,
              **options: Any) -> VerdictData:
-        self.check_reader_options(options)
+        self.check_options(options, "verdict")
         col = table.columns
         for needed in ("id", "p_yes"):
             if needed not in col:
@@ -131,12 +131,20 @@ class VerdictKind(Kind):
         return VerdictData(np.asarray(ids), np.asarray(p, float), np.asarray(y, float), excluded,
                            n_read=table.n_read, source=table.source)
 
-    def study(self, data: VerdictData, protocol: Any) -> dict[str, Any]:
-        from judgecp.kinds.protocol import split_indices
+    def to_records(self, data: VerdictData) -> list[dict[str, Any]]:
+        return [{"id": str(i), "p_yes": float(p), "label": None if np.isnan(y) else ("yes" if y == 1 else "no")}
+                for i, p, y in zip(data.ids.tolist(), data.p_yes.tolist(), data.labels.tolist(), strict=True)]
 
+
+class VerdictStudy(Study):
+    """LAC sets over {no, yes} on repeated calibration/test splits."""
+
+    settings = frozenset({"alpha", "splits", "seeds", "random_state", "cal_fraction"})
+
+    def run(self, data: VerdictData, protocol: Any) -> dict[str, Any]:
         if data.n < 4:
             raise InputError(f"need at least 4 usable verdicts, got {data.n}")
-        alpha, seeds = protocol.level, protocol.split_seeds(self.name)
+        alpha, seeds = protocol.level, protocol.split_seeds("verdict")
         coverage, size = [], []
         for seed in seeds:
             cal, test = split_indices(data.n, seed, protocol.cal_fraction)
@@ -144,7 +152,7 @@ class VerdictKind(Kind):
             s = sets(data.p_yes[test], q)
             coverage.append(float(s[np.arange(test.size), data.labels[test].astype(int)].mean()))
             size.append(float(s.sum(axis=1).mean()))
-        return {"kind": self.name, "source": data.source, "n": data.n, "n_read": data.n_read,
+        return {"kind": "verdict", "source": data.source, "n": data.n, "n_read": data.n_read,
                 "excluded": data.excluded.to_json(), "flags": [], "alpha": alpha, "protocol": {"seeds": list(seeds)},
                 "coverage": float(np.mean(coverage)), "coverage_std": float(np.std(coverage, ddof=1)),
                 "set_size": float(np.mean(size))}
@@ -153,44 +161,45 @@ class VerdictKind(Kind):
         return [Metric("n", pick("n"), None, always=True), Metric("excluded", excluded_count, False, always=True),
                 *with_stderr("coverage", ("coverage",), None), Metric("set_size", pick("set_size"), False)]
 
+
+class VerdictPresenter(Presenter):
+    title = "Yes/no verdicts: conformal sets"
+
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
-        super().write_console(body, out)
+        write_head(body, out, self.noun)
         out.write(f"  coverage {body['coverage']:.3f} (target {1 - body['alpha']:.2f}), mean set size "
                   f"{body['set_size']:.2f}\n")
 
     def report_tables(self, runs: Any) -> list[Any]:
-        from judgecp.present.render import Table
-
         rows = [[r.name, f"{r.report['coverage']:.3f}", f"{r.report['set_size']:.2f}"] for r in runs]
         return [Table(["judge", "coverage", "set size"], rows, "LAC sets over {no, yes}.")]
 
-    # -- the calibrator -------------------------------------------------------------------------
+
+class VerdictCalibration(Calibration):
+    """A saved LAC threshold (its scores as numbers, checked on load); the PPI proxy is P(yes)."""
+
+    ppi_target = "share of yes"
+    default_method = "lac"
+
     def proxy_and_target(self, data: VerdictData) -> tuple[Any, Any]:
         return data.p_yes, data.labels
 
     def drift_statistic(self, data: VerdictData, signal: str) -> tuple[str, Any]:
         return "p_yes", data.p_yes
 
-    def fit_calibrator(self, data: VerdictData, *, method: str | None, alpha: float, groups: str | None,
-                       random_state: int | None, signal: str, delta: float) -> Any:
-        from judgecp.kinds.calibration import Fitted
-
+    def fit(self, data: VerdictData, *, method: str | None, alpha: float, groups: str | None,
+            random_state: int | None, signal: str, delta: float) -> Any:
         if method not in (None, "lac") or groups:
             raise InputError("a verdict calibrator is LAC, without groups")
         return Fitted(VerdictSets(alpha).calibrate(data), "lac")
 
-    def calibrator_parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
-        from judgecp.kinds.calibration import KindParts
-
+    def parts(self, reader: Any, method: str, alpha: float, n: int) -> Any:
         if method != "lac":
             reader.fail("method", f"a verdict calibrator is 'lac', not {method!r}")
         est = VerdictSets.from_state(reader.child("state"), alpha, n)
         return KindParts(est, None, None, None, "p_yes", (0.0, 1.0), (0.0, 1.0))
 
-    def apply_calibrator(self, cal: Any, data: VerdictData, *, groups: str | None) -> Any:
-        from judgecp.kinds.calibration import ApplyParts, coverage_section, set_summary
-        from judgecp.stats.checks import GroupCount, beta_binomial_pvalue
-
+    def apply(self, cal: Any, data: VerdictData, *, groups: str | None) -> Any:
         s = sets(data.p_yes, cal.estimator.threshold_)
         named = [[v for v, inside in zip(("no", "yes"), row, strict=True) if inside] for row in s.tolist()]
         labeled = data.labeled
@@ -207,11 +216,14 @@ class VerdictKind(Kind):
         return ApplyParts(set_summary(s.sum(axis=1), data.n), section, sets=named, outputs=outputs,
                           unused={"set": None})
 
-    def to_records(self, data: VerdictData) -> list[dict[str, Any]]:
-        return [{"id": str(i), "p_yes": float(p), "label": None if np.isnan(y) else ("yes" if y == 1 else "no")}
-                for i, p, y in zip(data.ids.tolist(), data.p_yes.tolist(), data.labels.tolist(), strict=True)]
+    def applied_metrics(self) -> list[Metric]:
+        return set_summary_metrics()
+
+
+VERDICT = Kind("verdict", reader=VerdictReader(), study=VerdictStudy(), calibration=VerdictCalibration(),
+               presenter=VerdictPresenter(), calibrated_as="verdict")
 
 
 @hookimpl
-def register_kinds() -> list[type[Kind]]:
-    return [VerdictKind]
+def register_kinds() -> list[Kind]:
+    return [VERDICT]

@@ -50,12 +50,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from judgecp.data.extraction import DEFAULT_FLOOR, letter_output, score_output
-from judgecp.data.extraction import label_token_ids as core_label_token_ids
-from judgecp.kinds import get_kind
 from judgecp.base.records import judge_output
 from judgecp.base.records.schema import Shape
 from judgecp.base.scale import LikertScale
+from judgecp.data.extraction import DEFAULT_FLOOR, letter_output, score_output
+from judgecp.data.extraction import label_token_ids as core_label_token_ids
+from judgecp.kinds import get_kind
 
 FLAG_NO_CAPTURE = "no_capture"
 FLAG_MULTIPLE_CALLS = "multiple_generate_calls"

@@ -28,8 +28,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judgecp.data.extraction import DEFAULT_FLOOR, label_token_ids, score_output
 from judgecp.base.scale import LikertScale
+from judgecp.data.extraction import DEFAULT_FLOOR, label_token_ids, score_output
 
 
 class RatingVocabulary:

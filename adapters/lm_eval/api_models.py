@@ -20,8 +20,8 @@ from typing import Any
 from lm_eval.models.openai_completions import LocalChatCompletion
 
 from judgecp.adapters.capture.logits import response_from_candidates
-from judgecp.data.extraction import DEFAULT_FLOOR, openai_logprob_positions
 from judgecp.base.scale import LikertScale
+from judgecp.data.extraction import DEFAULT_FLOOR, openai_logprob_positions
 
 logger = logging.getLogger("lm_eval.judgecp")
 

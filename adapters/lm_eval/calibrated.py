@@ -41,8 +41,8 @@ def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
     path = metadata.get("calibrator")
     if not path:
         return None
-    from judgecp.workflows.calibrators import Calibrator
     from judgecp.kinds import calibration_kind
+    from judgecp.workflows.calibrators import Calibrator
 
     cal = Calibrator.load(str(path))
     if calibration_kind(kind).name != cal.kind:
@@ -59,9 +59,9 @@ def calibrated_report(records: Sequence[Mapping[str, Any]], cal: Any, kind: str,
 
 def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
              scale: LikertScale | None) -> Mapping[str, Any]:
+    from judgecp.kinds.reading import from_records
     from judgecp.workflows.calibrators import apply
     from judgecp.workflows.results import ApplyResult
-    from judgecp.kinds.reading import from_records
 
     data = None
     try:

@@ -21,17 +21,17 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgecp.data import datasources, images
 from judgecp.adapters.lm_eval import model_name
 from judgecp.adapters.lm_eval.task import JudgeReportTask
-from judgecp.data.choice import LETTERS, variation_name
 from judgecp.base.exclusions import Exclusions
-from judgecp.stats.parc import variation_order
-from judgecp.data.prompts import choice_seed_prompt
 from judgecp.base.records import choice_record, likeliest
-from judgecp.kinds.metrics import Metric
-from judgecp.kinds.choice.study import mcq_metrics
+from judgecp.data import datasources, images
+from judgecp.data.choice import LETTERS, variation_name
+from judgecp.data.prompts import choice_seed_prompt
 from judgecp.kinds.choice.parc_study import parc_metrics
+from judgecp.kinds.choice.study import mcq_metrics
+from judgecp.kinds.metrics import Metric
+from judgecp.stats.parc import variation_order
 
 logger = logging.getLogger("lm_eval.judgecp")
 

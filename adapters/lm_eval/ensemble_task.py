@@ -35,14 +35,17 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from judgecp.data import datasources
 from judgecp.adapters.lm_eval import model_name
 from judgecp.adapters.lm_eval.metrics import by_id, counted
 from judgecp.adapters.lm_eval.task import JudgeReportTask
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
+from judgecp.data import datasources
 from judgecp.data.ensemble.prompts import JudgePrompt
 from judgecp.data.ensemble.sources import PreferenceItem
 from judgecp.kinds.ensemble.study import (
     displayed,
+    ensemble_metrics,
     sample_items,
     select_prompts,
     study_record,
@@ -50,10 +53,7 @@ from judgecp.kinds.ensemble.study import (
     study_settings,
     undefined_study_report,
 )
-from judgecp.base.errors import InputError
-from judgecp.base.exclusions import Exclusions
 from judgecp.kinds.metrics import Metric
-from judgecp.kinds.ensemble import ensemble_metrics
 
 logger = logging.getLogger("lm_eval.judgecp")
 

@@ -35,15 +35,15 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from judgecp.data import Fields
-from judgecp.kinds.reading import from_records
 from judgecp.base.errors import InputError, NoUsableRecords
+from judgecp.base.scale import LikertScale
+from judgecp.data import Fields
+from judgecp.kinds.metrics import Metric, excluded_count, read_metric
+from judgecp.kinds.protocol import Protocol, misspelled_settings, parse_settings
+from judgecp.kinds.reading import from_records
+from judgecp.workflows.results import Result
 from judgecp.workflows.study import evaluate
 from judgecp.workflows.study.warnings import summary_lines
-from judgecp.kinds.protocol import Protocol, misspelled_settings, parse_settings
-from judgecp.workflows.results import Result
-from judgecp.kinds.metrics import Metric, excluded_count, read_metric
-from judgecp.base.scale import LikertScale
 
 logger = logging.getLogger("lm_eval.judgecp")
 

@@ -35,9 +35,6 @@ from lm_eval.models.hf_vlms import DEFAULT_IMAGE_PLACEHOLDER, HFMultimodalLM
 from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils import has_bos_prefix, replace_placeholders, resize_image
 
-from judgecp.data import images
-from judgecp.adapters.lm_eval import set_model_name
-from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
 from judgecp.adapters.capture.logits import (
     GenerationCapture,
     RatingVocabulary,
@@ -46,6 +43,9 @@ from judgecp.adapters.capture.logits import (
     plan_document,
     read_continuations,
 )
+from judgecp.adapters.lm_eval import set_model_name
+from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
+from judgecp.data import images
 
 logger = logging.getLogger("lm_eval.judgecp")
 

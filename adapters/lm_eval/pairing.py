@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judgecp.data import images
-from judgecp.data.extraction import DEFAULT_FLOOR
 from judgecp.base.records import judge_output
 from judgecp.base.scale import LikertScale
+from judgecp.data import images
+from judgecp.data.extraction import DEFAULT_FLOOR
 
 logger = logging.getLogger("lm_eval.judgecp")
 

@@ -27,12 +27,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgecp.data import datasources
 from judgecp.adapters.lm_eval.task import JudgeReportTask
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
-from judgecp.data.prompts import PAIRWISE_SYSTEM_SINGLE_TURN, pairwise_user_turn
 from judgecp.base.records import likeliest, pair_record
+from judgecp.data import datasources
+from judgecp.data.prompts import PAIRWISE_SYSTEM_SINGLE_TURN, pairwise_user_turn
 from judgecp.kinds.metrics import Metric
 from judgecp.kinds.pairwise.study import pairwise_metrics
 

@@ -29,8 +29,8 @@ from typing import Any
 from judgecp.base.errors import InputError, require
 from judgecp.base.exclusions import Exclusions
 from judgecp.base.hookspecs import hookimpl
-from judgecp.data.formats import RecordBatch, RecordFormat
 from judgecp.base.records import parse_judge_output
+from judgecp.data.formats import RecordBatch, RecordFormat
 from judgecp.data.tables import jsonl_objects
 
 

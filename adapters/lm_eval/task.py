@@ -30,7 +30,6 @@ from typing import Any, ClassVar
 
 from lm_eval.api.task import ConfigurableTask
 
-from judgecp.data import images
 from judgecp.adapters.lm_eval import calibrated, model_name
 from judgecp.adapters.lm_eval.metrics import (
     TaskReport,
@@ -41,10 +40,11 @@ from judgecp.adapters.lm_eval.metrics import (
 )
 from judgecp.base.errors import InputError
 from judgecp.base.records import complete, likeliest, parse_judge_output, score_record
+from judgecp.base.scale import LikertScale
+from judgecp.data import images
+from judgecp.kinds.likert.study import likert_metrics
 from judgecp.kinds.metrics import Metric
 from judgecp.workflows.results import calibrated_metrics
-from judgecp.kinds.likert.study import likert_metrics
-from judgecp.base.scale import LikertScale
 
 EXCLUDE_IMAGE = "image_load_failed"
 EXCLUDE_NOT_JSON = "response_not_json"

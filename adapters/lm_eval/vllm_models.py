@@ -21,8 +21,8 @@ from typing import Any
 from lm_eval.models.vllm_causallms import VLLM
 from lm_eval.models.vllm_vlms import VLLM_VLM
 
-from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
 from judgecp.adapters.capture.logits import capture_from_vllm_output, response_from_vllm_capture
+from judgecp.adapters.lm_eval.pairing import GenerationPairingMixin
 
 
 class _VLLMJudgeMixin(GenerationPairingMixin):

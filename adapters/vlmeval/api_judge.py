@@ -35,9 +35,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from judgecp.adapters.capture.generate import failed_record, positions_output
 from judgecp.adapters.vlmeval.runtime import PROMPTS, capture_target, deliver, row_letters
 from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
-from judgecp.adapters.capture.generate import failed_record, positions_output
 from judgecp.data.choice import LETTERS
 from judgecp.data.extraction import DEFAULT_FLOOR, openai_logprob_positions
 

@@ -32,8 +32,8 @@ from typing import Any
 
 from judgecp.adapters.vlmeval.summary import strict_headline, with_overall, write_score_file
 from judgecp.base.errors import InputError
-from judgecp.workflows.headline import calibrated_headline
 from judgecp.base.outputs import atomic_write_text
+from judgecp.workflows.headline import calibrated_headline
 
 #: Suffix of the summary file written beside the prediction file.
 SUFFIX = "_calibrated"
@@ -57,10 +57,10 @@ def calibrated_evaluation(
     naming what differs and that setting.
     """
     from judgecp.adapters.vlmeval.evaluation import prediction_batch
+    from judgecp.kinds import calibration_kind
+    from judgecp.kinds.reading import from_table
     from judgecp.workflows.calibrators import Calibrator, apply, check_compatible
     from judgecp.workflows.results import ApplyResult
-    from judgecp.kinds.reading import from_table
-    from judgecp.kinds import calibration_kind
 
     cal = calibrator if isinstance(calibrator, Calibrator) else Calibrator.load(str(calibrator))
     kind = cal.kind

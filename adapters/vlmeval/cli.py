@@ -44,9 +44,9 @@ def _build(argv: Sequence[str]) -> int:
         build_parc,
         build_polaris,
     )
-    from judgecp.cli import Parser
     from judgecp.base.flags import whole
     from judgecp.base.outputs import Folder, check_outputs
+    from judgecp.cli import Parser
 
     p = Parser(prog="judgecp vlmeval build-tsv",
                                 description="Build a judge dataset's VLMEvalKit TSV from the public release (offline).")

@@ -46,6 +46,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
+from judgecp.base.outputs import atomic_write_text, atomic_writer
 from judgecp.data.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
 from judgecp.data.ensemble.sources import PreferenceItem, balance_order, read_hpdv2, read_mjbench
 from judgecp.kinds.ensemble.study import (
@@ -58,9 +61,6 @@ from judgecp.kinds.ensemble.study import (
     study_report,
     study_settings,
 )
-from judgecp.base.errors import InputError
-from judgecp.base.exclusions import Exclusions
-from judgecp.base.outputs import atomic_write_text, atomic_writer
 
 DATASET_PREFIX = "ImagePrefEnsemble_"
 KIND = "ensemble"

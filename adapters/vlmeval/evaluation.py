@@ -47,19 +47,19 @@ from judgecp.adapters.vlmeval.predictions import (
 )
 from judgecp.adapters.vlmeval.specs import JudgeSpec
 from judgecp.adapters.vlmeval.summary import with_overall, write_score_file
-from judgecp.data import Fields
-from judgecp.kinds.reading import from_table
 from judgecp.base.errors import InputError, NoUsableRecords
-from judgecp.workflows.study import evaluate
 from judgecp.base.exclusions import Exclusions
-from judgecp.workflows.headline import report_headline
-from judgecp.base.outputs import atomic_write_text
-from judgecp.data.formats import RecordBatch
-from judgecp.kinds.protocol import Protocol, parse_settings
 from judgecp.base.jsonio import dumps
-from judgecp.workflows.results import StudyResult
+from judgecp.base.outputs import atomic_write_text
 from judgecp.base.scale import LabelScale
+from judgecp.data import Fields
+from judgecp.data.formats import RecordBatch
 from judgecp.data.tables import Table, table_from_rows
+from judgecp.kinds.protocol import Protocol, parse_settings
+from judgecp.kinds.reading import from_table
+from judgecp.workflows.headline import report_headline
+from judgecp.workflows.results import StudyResult
+from judgecp.workflows.study import evaluate
 
 log = logging.getLogger("judgecp.vlmeval")
 

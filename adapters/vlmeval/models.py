@@ -23,6 +23,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from judgecp.adapters.capture.generate import GenerateCapture, generate_record
 from judgecp.adapters.vlmeval.runtime import (
     PROMPTS,
     capture_target,
@@ -32,7 +33,6 @@ from judgecp.adapters.vlmeval.runtime import (
     row_letters,
 )
 from judgecp.adapters.vlmeval.specs import JudgeSpec, spec_for
-from judgecp.adapters.capture.generate import GenerateCapture, generate_record
 from judgecp.base.errors import InputError
 from judgecp.kinds import get_kind, kind_names
 

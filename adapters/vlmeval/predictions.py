@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judgecp.adapters.capture.generate import CAPTURE_FAILURE_FLAGS
 from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG, prediction_sha1
 from judgecp.adapters.vlmeval.specs import (
     KIND_COLUMN,
@@ -55,13 +56,8 @@ from judgecp.adapters.vlmeval.specs import (
     dataset_names,
     spec_for,
 )
-from judgecp.adapters.capture.generate import CAPTURE_FAILURE_FLAGS
-from judgecp.data.choice import LETTERS, row_options, variation_name
-from judgecp.data.fields import to_list, to_object
-from judgecp.data.pair import ORDERS_FWD, ORDERS_REV
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
-from judgecp.kinds import get_kind, kind_names, kind_of_shape
 from judgecp.base.records import (
     FIELDS,
     choice_record,
@@ -71,8 +67,12 @@ from judgecp.base.records import (
     score_record,
 )
 from judgecp.base.scale import LabelScale
+from judgecp.data.choice import LETTERS, row_options, variation_name
+from judgecp.data.fields import to_list, to_object
+from judgecp.data.pair import ORDERS_FWD, ORDERS_REV
 from judgecp.data.tables import read_jsonl
 from judgecp.data.tables import read_table as core_read_table
+from judgecp.kinds import get_kind, kind_names, kind_of_shape
 
 #: VLMEvalKit's inference failure marker (``vlmeval.smp.file.INFER_FAIL_MSG``).
 INFER_FAIL_MARKER = "Failed to obtain answer"

@@ -26,15 +26,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgecp.data.choice import has_text, row_options
 from judgecp.base.errors import InputError
+from judgecp.base.scale import LikertScale
+from judgecp.data.choice import has_text, row_options
 from judgecp.data.prompts import (
     MLLM_JUDGE_PROMPT,
     PAIRWISE_PROMPT,
     POLARIS_PROMPT,
     multiple_choice_prompt,
 )
-from judgecp.base.scale import LikertScale
 
 #: VLMEvalKit ``TYPE`` of every judgecp judge dataset (none of VLMEvalKit's
 #: model wrappers knows it, so none replaces the prompt with its own).

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.base.errors import InputError
+from judgecp.base.flags import level, whole
 from judgecp.cli.evaluate import LABEL_SCALE_HELP
-from judgecp.cli.flags import level, whole
 
 
 def _input_flags(p: argparse.ArgumentParser) -> None:
@@ -59,8 +59,8 @@ def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
 
 
 def _write_json(path: str | None, obj: Mapping[str, Any]) -> None:
+    from judgecp.base.jsonio import dumps
     from judgecp.base.outputs import atomic_write_text
-    from judgecp.present.console import dumps
 
     if path:
         atomic_write_text(path, dumps(obj) + "\n")

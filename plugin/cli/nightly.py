@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.base.errors import InputError
+from judgecp.base.flags import level, number, whole
 from judgecp.cli.calibrators import _input_flags, _write_json, read_data
-from judgecp.cli.flags import level, number, whole
 
 # -- compare -----------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from judgecp.cli.flags import levels
+from judgecp.base.flags import levels
 
 #: What ``report -o DIR`` replaces in DIR (anything else there stays).
 REPORT_ENTRIES = ("report.md", "report.html", "figures")

@@ -87,8 +87,8 @@ class Fields:
         """The label column; none found is an error naming the flag when labels are ``required``."""
         column = self.pick(table, "label", columns)
         if column is None and required:
-            columns = [c for c in table.columns if not c.startswith("_")]
-            shown = ", ".join(columns[:12]) + (" ..." if len(columns) > 12 else "")
+            names = [c for c in table.columns if not c.startswith("_")]
+            shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
             raise InputError(f"{table.source}: no label column (looked for {', '.join(column_candidates(columns, 'label'))}; "
                              f"read as a table with columns {shown}); pass {self.flag('label')} COLUMN")
         return column

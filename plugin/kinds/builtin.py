@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from judgecp.base.hookspecs import hookimpl
-from judgecp.kinds.choice import MCQ, PARC
-from judgecp.kinds.ensemble import ENSEMBLE
+from judgecp.kinds.choice.kind import MCQ, PARC
+from judgecp.kinds.ensemble.kind import ENSEMBLE
 from judgecp.kinds.kind import Kind
-from judgecp.kinds.likert import LIKERT
-from judgecp.kinds.pairwise import PAIRWISE
+from judgecp.kinds.likert.kind import LIKERT
+from judgecp.kinds.pairwise.kind import PAIRWISE
 
 BUILTIN_KINDS = (LIKERT, PAIRWISE, MCQ, PARC, ENSEMBLE)
 

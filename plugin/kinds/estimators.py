@@ -110,7 +110,7 @@ class ScoreIntervals:
         return np.asarray(X, dtype=np.float64), y, self.scale or LikertScale()
 
     def _new_method(self, scale: LikertScale, random_state: int | None) -> ConformalMethod:
-        spec = check_method_spec(self.method)
+        spec = check_method_spec(self.method, kind="likert")
         return build_method(spec, alpha=_alpha(self.confidence_level), scale=scale, random_state=random_state)
 
     def fit(self, X: ScoreData | ArrayLike, y: ArrayLike | None = None) -> ScoreIntervals:

@@ -8,8 +8,8 @@ import pytest
 
 from judgecp.cli import main
 from judgecp.data.ensemble.embeddings import write_embeddings
-from judgecp.kinds.ensemble.evaluate import main as module_main
 from judgecp.data.ensemble.records import read_ensemble_records
+from judgecp.kinds.ensemble.evaluate import main as module_main
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from judgecp.stats.ensemble.clustering import SphericalKMeans
 from judgecp.base.errors import InputError
+from judgecp.stats.ensemble.clustering import SphericalKMeans
 from judgecp.synthetic.judges import simulate_prompt_judge
 
 

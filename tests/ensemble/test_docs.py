@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from judgecp.kinds.ensemble.evaluate import main as evaluate_main
 from judgecp.data.ensemble.prompts import main as prompts_main
 from judgecp.data.ensemble.prompts import read_prompt_set
+from judgecp.kinds.ensemble.evaluate import main as evaluate_main
 from tests.helpers import REPO
 
 DOC = (REPO / "docs" / "ensembles.md").read_text("utf-8")

@@ -8,6 +8,7 @@ import types
 import numpy as np
 import pytest
 
+from judgecp.base.errors import InputError, MissingDependencyError
 from judgecp.data.ensemble.embeddings import (
     CLIP_MODEL,
     CLIP_PRETRAINED,
@@ -16,7 +17,6 @@ from judgecp.data.ensemble.embeddings import (
     read_embeddings,
     write_embeddings,
 )
-from judgecp.base.errors import InputError, MissingDependencyError
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".jsonl"])

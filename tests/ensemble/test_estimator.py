@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
+from judgecp.base.errors import InputError
 from judgecp.stats.ensemble.estimator import PromptEnsemble, uniform_proba
 from judgecp.stats.ensemble.metrics import expected_calibration_error, negative_log_likelihood
-from judgecp.base.errors import InputError
 from judgecp.synthetic.judges import simulate_prompt_judge
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score
 
-from judgecp.stats.ensemble import metrics
 from judgecp.base.errors import InputError
+from judgecp.stats.ensemble import metrics
 
 
 def binary(p_first: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp, softmax
 
+from judgecp.base.errors import InputError
 from judgecp.stats.ensemble.objective import (
     closed_form_weights,
     fit_weights,
@@ -15,7 +16,6 @@ from judgecp.stats.ensemble.objective import (
     objective,
     objective_and_gradient,
 )
-from judgecp.base.errors import InputError
 
 
 def tiny_case(seed: int, items: int = 3, prompts: int = 3, clusters: int = 2):

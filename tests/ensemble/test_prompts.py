@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from judgecp.base.errors import InputError
 from judgecp.data.ensemble.prompts import (
     build_prompt_set,
     load_parts,
@@ -13,7 +14,6 @@ from judgecp.data.ensemble.prompts import (
     read_prompt_set,
     write_prompt_set,
 )
-from judgecp.base.errors import InputError
 from tests.helpers import REPO
 
 SEED = REPO.parent / "shared" / "seeds" / "bayesian-prompt-ensembles-supplement.txt"

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
+from judgecp.base.errors import InputError
 from judgecp.data.ensemble.prompts import build_prompt_set
 from judgecp.data.ensemble.records import read_ensemble_records
-from judgecp.base.errors import InputError
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 
 

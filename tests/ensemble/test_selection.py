@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from judgecp.base.errors import InputError
 from judgecp.stats.ensemble.selection import (
     conformal_pvalues,
     select_by_confidence,
     select_by_fdr,
     step_up,
 )
-from judgecp.base.errors import InputError
 
 ALPHA = 0.1
 

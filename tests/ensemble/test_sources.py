@@ -10,6 +10,8 @@ import types
 import numpy as np
 import pytest
 
+from judgecp.base.errors import InputError
+from judgecp.base.exclusions import Exclusions
 from judgecp.data.ensemble.sources import (
     HPDV2_HUB_ID,
     MJBENCH_HUB_ID,
@@ -17,8 +19,6 @@ from judgecp.data.ensemble.sources import (
     read_hpdv2,
     read_mjbench,
 )
-from judgecp.base.errors import InputError
-from judgecp.base.exclusions import Exclusions
 
 
 def png(path, value):

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from judgecp.kinds.ensemble.study import study_report, study_settings, undefined_study_report
 from judgecp.base.errors import InputError
-from judgecp.kinds.ensemble import ensemble_metrics
+from judgecp.kinds.ensemble.study import (
+    ensemble_metrics,
+    study_report,
+    study_settings,
+    undefined_study_report,
+)
 from judgecp.kinds.metrics import metric_values
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from judgecp.kinds.ensemble.sweep import SweepFactors, format_table, main, run_sweep
 from judgecp.base.errors import InputError
+from judgecp.kinds.ensemble.sweep import SweepFactors, format_table, main, run_sweep
 from judgecp.synthetic.judges import simulate_prompt_judge
 
 SMALL = SweepFactors(prompts=(4, 8), samples=(10, 40), clusters=(2, 4), data_seeds=(0, 1))

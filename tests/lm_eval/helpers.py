@@ -108,8 +108,8 @@ def samples_records(files: list[Path]) -> list[dict[str, Any]]:
 def task_metrics(kind: str, records: list[dict[str, Any]], metadata: dict[str, Any], metric_list: Any = None,
                  **options: Any) -> dict[str, float]:
     """Every metric of a task recomputed from its records, as the task's aggregations compute them."""
-    from judgecp.workflows import scalars
     from judgecp.adapters.lm_eval import metrics
+    from judgecp.workflows import scalars
 
     protocol = metrics.task_protocol(metadata, kind)
     report = metrics.task_report(records, kind, protocol, **options)

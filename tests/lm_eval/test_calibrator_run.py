@@ -93,11 +93,11 @@ def test_a_mismatched_calibrator_gives_nan_metrics_not_a_crash(tmp_path: Path) -
     import math
 
     from judgecp.adapters.lm_eval.calibrated import calibrated_report
-    from judgecp.workflows.calibrators import calibrate
-    from judgecp.kinds.reading import to_records
-    from judgecp.workflows.results import calibrated_metrics
     from judgecp.kinds.metrics import read_metric
+    from judgecp.kinds.reading import to_records
     from judgecp.synthetic.judges import simulate_likert_judge
+    from judgecp.workflows.calibrators import calibrate
+    from judgecp.workflows.results import calibrated_metrics
 
     records = to_records(simulate_likert_judge(n=200, seed=2))
     cal = calibrate(from_records_with_judge(records[:100], "judge-a"))

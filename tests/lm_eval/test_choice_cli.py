@@ -28,8 +28,8 @@ from tests.lm_eval.helpers import (
 skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval.metrics import task_protocol  # noqa: E402
-from judgecp.kinds.choice.study import mcq_metrics
 from judgecp.kinds.choice.parc_study import parc_metrics  # noqa: E402
+from judgecp.kinds.choice.study import mcq_metrics
 from tests.lm_eval.helpers import samples_records  # noqa: E402
 from tests.lm_eval.helpers import task_metrics as recomputed  # noqa: E402
 
@@ -242,8 +242,8 @@ def test_parc_tasks_report_calibrated_reliability(image_run: tuple[Path, str]) -
 
 
 def test_choice_samples_files_recompute_every_metric(image_run: tuple[Path, str]) -> None:
-    from judgecp.data.choice import variation_name
     from judgecp.base.exclusions import Exclusions
+    from judgecp.data.choice import variation_name
     from judgecp.stats.parc import VARIATIONS as PARC_VARIATIONS
     from judgecp.stats.parc import family_of
 

@@ -14,11 +14,15 @@ from judgecp.adapters.lm_eval import metrics
 from judgecp.adapters.lm_eval.metrics import task_protocol, task_report
 from judgecp.base.errors import InputError
 from judgecp.base.records import choice_record, pair_record
-from judgecp.kinds.metrics import excluded_count, read_metric
-from judgecp.kinds.choice.study import mcq_metrics
-from judgecp.kinds.pairwise.study import pairwise_metrics
 from judgecp.kinds.choice.parc_study import parc_metrics
-from judgecp.synthetic.judges import simulate_mcq_records, simulate_pairwise_judge, simulate_parc_records
+from judgecp.kinds.choice.study import mcq_metrics
+from judgecp.kinds.metrics import excluded_count, read_metric
+from judgecp.kinds.pairwise.study import pairwise_metrics
+from judgecp.synthetic.judges import (
+    simulate_mcq_records,
+    simulate_pairwise_judge,
+    simulate_parc_records,
+)
 from tests.lm_eval.helpers import aggregate_as_lm_eval
 
 
@@ -223,8 +227,8 @@ def test_parc_metrics_equal_the_core_report() -> None:
 
 
 def test_parc_variation_names_outside_parc_use_their_family() -> None:
-    from judgecp.data.choice import variation_name
     from judgecp.base.exclusions import Exclusions
+    from judgecp.data.choice import variation_name
 
     flags = Exclusions()
     assert variation_name("LR-I", None, flags, "a") == "LR-I" and variation_name("O", "LR", flags, "b") == "O"

@@ -13,10 +13,10 @@ from tests.lm_eval.helpers import skip_without_lm_eval
 
 skip_without_lm_eval()
 
-from judgecp.data import images  # noqa: E402
 from judgecp.adapters.lm_eval import pairwise_task, tasks_path  # noqa: E402
 from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir  # noqa: E402
 from judgecp.base.errors import InputError  # noqa: E402
+from judgecp.data import images  # noqa: E402
 from judgecp.data.tables import read_jsonl  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")

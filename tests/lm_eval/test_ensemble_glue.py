@@ -18,11 +18,16 @@ from judgecp.adapters.lm_eval.ensemble_task import (  # noqa: E402
     records_report,
     task_settings,
 )
+from judgecp.base.errors import InputError  # noqa: E402
 from judgecp.data.ensemble.prompts import build_prompt_set, write_prompt_set  # noqa: E402
 from judgecp.data.ensemble.sources import PreferenceItem  # noqa: E402
-from judgecp.kinds.ensemble.study import DEFAULT_PROMPTS, SAMPLE_PROMPT, sample_items, select_prompts  # noqa: E402
-from judgecp.base.errors import InputError  # noqa: E402
-from judgecp.kinds.ensemble import ensemble_metrics
+from judgecp.kinds.ensemble.study import (  # noqa: E402
+    DEFAULT_PROMPTS,
+    SAMPLE_PROMPT,
+    ensemble_metrics,
+    sample_items,
+    select_prompts,
+)
 from judgecp.kinds.metrics import metric_values  # noqa: E402
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records  # noqa: E402
 
@@ -101,8 +106,8 @@ def simulated(n_items: int = 120, n_prompts: int = 4) -> tuple[list[dict], dict]
 
 def test_task_report_equals_the_core_report_and_counts_excluded_records(tmp_path) -> None:
     from judgecp.data.ensemble.embeddings import write_embeddings
-    from judgecp.kinds.ensemble.evaluate import ensemble_report
     from judgecp.data.ensemble.records import read_ensemble_records
+    from judgecp.kinds.ensemble.evaluate import ensemble_report
 
     records, vectors = simulated()
     records[0] = {**records[0], "exclude": "image_load_failed"}
@@ -141,8 +146,8 @@ def _png(path, colour):
 def test_mjbench_from_the_hub_keeps_images_in_the_table(tmp_path, monkeypatch) -> None:
     import datasets
 
-    from judgecp.data import images
     from judgecp.adapters.lm_eval import tasks_path
+    from judgecp.data import images
     from tests.lm_eval.test_data_sources import task_utils
 
     rows = []

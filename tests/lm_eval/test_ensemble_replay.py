@@ -123,8 +123,8 @@ def test_the_post_hoc_weights_find_each_clusters_reliable_prompts(replay_run: tu
 
 
 def test_negative_control_without_rekeying_the_flipped_prompts_look_unreliable(replay_run: tuple[Path, Path, Path]) -> None:
-    from judgecp.kinds.ensemble.evaluate import ensemble_report
     from judgecp.data.ensemble.records import read_ensemble_records
+    from judgecp.kinds.ensemble.evaluate import ensemble_report
 
     _, embeddings, root = replay_run
     from judgecp.data.ensemble.embeddings import read_embeddings

@@ -14,9 +14,9 @@ from judgecp.adapters.lm_eval.metrics import aggregations, task_protocol, task_r
 from judgecp.adapters.lm_eval.plugin import read_samples
 from judgecp.base.errors import InputError
 from judgecp.base.records import judge_output, parse_judge_output, score_record
-from judgecp.kinds.metrics import excluded_count, read_metric
-from judgecp.kinds.likert.study import likert_metrics
 from judgecp.base.scale import LikertScale
+from judgecp.kinds.likert.study import likert_metrics
+from judgecp.kinds.metrics import excluded_count, read_metric
 from judgecp.synthetic.judges import simulate_likert_judge
 from tests.lm_eval.helpers import aggregate_as_lm_eval
 

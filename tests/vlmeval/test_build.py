@@ -27,8 +27,8 @@ from judgecp.adapters.vlmeval.specs import (
     SCALE_COLUMN,
     spec_for,
 )
-from judgecp.cli import main
 from judgecp.base.errors import InputError
+from judgecp.cli import main
 from tests.vlmeval.sources import (
     mllm_judge_pair_source,
     mllm_judge_source,

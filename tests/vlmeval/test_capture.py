@@ -12,14 +12,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from judgecp.adapters.vlmeval.models import attach_capture  # noqa: E402
-from judgecp.adapters.vlmeval.runtime import (  # noqa: E402
-    PROMPTS,
-    mark_mcq,
-    prediction_sha1,
-    register_prompt,
-    run_context,
-)
 from judgecp.adapters.capture.generate import (  # noqa: E402
     FLAG_BEAM_SEARCH,
     FLAG_NO_CAPTURE,
@@ -30,10 +22,18 @@ from judgecp.adapters.capture.generate import (  # noqa: E402
     likert_record,
     position_logprobs,
 )
+from judgecp.adapters.vlmeval.models import attach_capture  # noqa: E402
+from judgecp.adapters.vlmeval.runtime import (  # noqa: E402
+    PROMPTS,
+    mark_mcq,
+    prediction_sha1,
+    register_prompt,
+    run_context,
+)
 from judgecp.base.errors import InputError  # noqa: E402
-from judgecp.data.extraction import DEFAULT_FLOOR, letter_output, token_letter  # noqa: E402
 from judgecp.base.records import SCHEMA  # noqa: E402
 from judgecp.base.scale import LikertScale  # noqa: E402
+from judgecp.data.extraction import DEFAULT_FLOOR, letter_output, token_letter  # noqa: E402
 from tests.vlmeval.tiny_models import tiny_llama  # noqa: E402
 
 PROMPT = "the chart shows a red table value. final analysis and rating"

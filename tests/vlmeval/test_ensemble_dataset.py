@@ -23,9 +23,9 @@ import pytest
 
 from judgecp.adapters.vlmeval import ensemble
 from judgecp.adapters.vlmeval.runtime import prediction_sha1
+from judgecp.base.errors import InputError
 from judgecp.data.ensemble.prompts import build_prompt_set
 from judgecp.data.ensemble.sources import PreferenceItem, read_hpdv2
-from judgecp.base.errors import InputError
 from judgecp.data.extraction import letter_output
 
 PROMPT_IDS = ["supplement-sample", "photographer.supplement-sample.quality-artifacts.flip.AB"]
@@ -146,8 +146,8 @@ def simulated_run(tmp_path: Path, n_items: int = 80, drop: int | None = None) ->
 
 
 def test_evaluate_reads_the_sidecar_and_runs_the_ensemble_study(tmp_path: Path) -> None:
-    from judgecp.kinds.ensemble.evaluate import ensemble_report
     from judgecp.data.ensemble.records import read_ensemble_records
+    from judgecp.kinds.ensemble.evaluate import ensemble_report
 
     predictions, _ = simulated_run(tmp_path, drop=5)
     out = tmp_path / "records.jsonl"

@@ -16,9 +16,9 @@ import pytest
 from judgecp import load
 from judgecp.adapters.vlmeval.evaluation import evaluate_prediction_file, prediction_batch
 from judgecp.adapters.vlmeval.predictions import option_records, read_predictions, read_table
-from judgecp.cli import main
 from judgecp.base.errors import InputError
 from judgecp.base.records import problem
+from judgecp.cli import main
 from tests.vlmeval.test_predictions import write_tsv
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -15,8 +15,8 @@ import pytest
 from judgecp.adapters.vlmeval.launcher import ENV_RUN, find_run_py
 from judgecp.adapters.vlmeval.register import VLMEvalKitMissing, register
 from judgecp.adapters.vlmeval.specs import SPECS, dataset_names
-from judgecp.cli import main
 from judgecp.base.errors import InputError, MissingDependencyError
+from judgecp.cli import main
 
 ADAPTER = Path(__file__).resolve().parents[2] / "adapters" / "vlmeval"
 

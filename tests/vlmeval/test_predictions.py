@@ -28,9 +28,9 @@ from judgecp.adapters.vlmeval.predictions import (
     read_table,
     split_stem,
 )
-from judgecp.cli import main
 from judgecp.base.errors import InputError
 from judgecp.base.records import problem
+from judgecp.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LP = "tiny-docling-lp"

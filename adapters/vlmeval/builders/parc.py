@@ -7,8 +7,8 @@ from typing import Any
 
 from judgecp.adapters.vlmeval.builders.common import Build, BuildResult, find, image_readable
 from judgecp.adapters.vlmeval.specs import KIND_COLUMN, PARC
-from judgecp.data.choice import LETTERS
 from judgecp.base.errors import InputError
+from judgecp.data.choice import LETTERS
 
 PARC_FILE = "variations.jsonl"
 

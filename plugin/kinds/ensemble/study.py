@@ -25,6 +25,9 @@ from judgecp.data.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_
 from judgecp.data.ensemble.records import read_ensemble_records
 from judgecp.data.ensemble.sources import PreferenceItem
 from judgecp.kinds.ensemble.evaluate import ensemble_report
+from judgecp.kinds.kind import Study
+from judgecp.kinds.metrics import ENSEMBLE_METHODS, ENSEMBLE_SCORES, Metric, excluded_count, pick
+from judgecp.kinds.protocol import Protocol
 
 #: Settings of the study and their defaults.
 STUDY_SETTINGS: dict[str, Any] = {"validation": 50, "clusters": 4, "seeds": 10, "alpha": 0.1, "procedure": "by",
@@ -186,3 +189,33 @@ def study_report(records: Sequence[Mapping[str, Any]], settings: Mapping[str, An
         data.exclusions.merge(excluded)
     return ensemble_report(data, validation=settings["validation"], clusters=settings["clusters"] if embeddings else 1,
                            seeds=settings["seeds"], alpha=settings["alpha"], procedure=settings["procedure"])
+
+
+# -- the study part of the ensemble kind: its metric names -----------------------------------------
+
+
+def ensemble_metrics(with_mixture: bool) -> list[Metric]:
+    """``n_items``, ``n_prompts``, ``excluded``; per method ``<score>_<method>`` (+ ``_stderr``: the std
+    over seeds), ``fdp_<method>`` and ``selected_<method>`` (the BY selection)."""
+    metrics = [
+        Metric("n_items", pick("n_items"), None, always=True),
+        Metric("n_prompts", pick("n_prompts"), None, always=True),
+        Metric("excluded", excluded_count, False, always=True),
+    ]
+    for method in ENSEMBLE_METHODS if with_mixture else ENSEMBLE_METHODS[:2]:
+        for score in ENSEMBLE_SCORES:
+            metrics.append(Metric(f"{score}_{method}", pick("methods", method, score), score in ("auprc", "accuracy")))
+            metrics.append(Metric(f"{score}_{method}_stderr", pick("methods", method, f"{score}_std"), None))
+        metrics.append(Metric(f"fdp_{method}", pick("selection", method, "fdp"), False))
+        metrics.append(Metric(f"selected_{method}", pick("selection", method, "selected_share"), True))
+    return metrics
+
+
+class EnsembleStudy(Study):
+    """The ensemble study's metric names (the study itself runs under the kind's command)."""
+
+    settings = frozenset()
+
+    def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None) -> list[Metric]:
+        with_mixture = "mixture" in ((body or {}).get("methods") or {})
+        return ensemble_metrics(with_mixture)

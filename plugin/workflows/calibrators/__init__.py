@@ -59,14 +59,17 @@ from judgecp.workflows.calibrators.applying import (
     drift_test,
 )
 from judgecp.workflows.calibrators.fileformat import (
-    IDENTITY_FIELDS,
     SCHEMA,
     SUMMARY_QUANTILES,
     Calibrator,
     content_digest,
 )
 from judgecp.workflows.calibrators.fitting import calibrate
-from judgecp.workflows.calibrators.statistics import conformity_scores, drift_statistic
+from judgecp.workflows.calibrators.statistics import (
+    IDENTITY_FIELDS,
+    conformity_scores,
+    drift_statistic,
+)
 
 __all__ = [
     "DRIFT_LEVEL",

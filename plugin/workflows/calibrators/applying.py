@@ -29,8 +29,8 @@ from judgecp.stats.checks import (
 )
 from judgecp.stats.drift import martingale_test
 from judgecp.stats.ppi import proxy_and_target
-from judgecp.workflows.calibrators.fileformat import IDENTITY_FIELDS, SCHEMA, Calibrator
-from judgecp.workflows.calibrators.statistics import _identity, drift_statistic
+from judgecp.workflows.calibrators.fileformat import SCHEMA, Calibrator
+from judgecp.workflows.calibrators.statistics import IDENTITY_FIELDS, _identity, drift_statistic
 from judgecp.workflows.calibrators.transport import calibrated_estimate, run_estimate
 from judgecp.workflows.nightly.history import record_night
 

@@ -69,15 +69,14 @@ def calibrate(
     """
 
     if isinstance(data, (str, Path)):
-
         data = load(data)  # its kind from the file; checked against ``kind`` below
     alpha = check_alpha(alpha)
-    calibration = _calibration_kind(data, kind)
+    own = _calibration_kind(data, kind)
     if data.n == 0 or not data.labeled.all():
         raise InputError(f"calibrate needs labeled records; {int((~data.labeled).sum())} of {data.n} are unlabeled")
-    name, sample = calibration.drift_statistic(data, signal)
-    fitted = calibration.fit_calibrator(data, method=method, alpha=alpha, groups=groups, random_state=random_state,
-                                        signal=signal, delta=delta)
+    name, sample = own.calibration.drift_statistic(data, signal)
+    fitted = own.calibration.fit(data, method=method, alpha=alpha, groups=groups, random_state=random_state,
+                                signal=signal, delta=delta)
     spec, est = fitted.method, fitted.estimator
     proxy, target, _ = proxy_and_target(data)
     try:
@@ -85,7 +84,7 @@ def calibrate(
     except InputError as exc:
         raise InputError(f"{spec}: {str(exc).partition(': ')[2]}") from None
     # Sorted, as the file stores it: a fitted and a loaded calibrator test drift on the same sequence.
-    return Calibrator(kind=calibration.name, method=spec, alpha=alpha, estimator=est, n_calibration=int(data.n),
+    return Calibrator(kind=own.name, method=spec, alpha=alpha, estimator=est, n_calibration=int(data.n),
                       identity=_identity(data), drift_sample=np.sort(np.asarray(sample, dtype=np.float64)),
                       drift_statistic=name, scale=fitted.scale, options=fitted.options, groups=groups,
                       source=str(data.source), ppi_labels=target, ppi_proxy=proxy,

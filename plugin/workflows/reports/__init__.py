@@ -31,7 +31,8 @@ from judgecp.present.render import (
 from judgecp.present.render import report_cell as fmt
 from judgecp.present.runs import Run
 from judgecp.workflows.reports.figures import Missing, Plot, _matplotlib, nightly
-from judgecp.workflows.reports.load import load_runs, report_kinds
+from judgecp.workflows.reports.load import load_runs
+from judgecp.workflows.results.study import report_kinds
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any
 
 from judgecp.base.schemas import describe_schema
 from judgecp.kinds.metrics import Metric, excluded_count, metric_value, pick
-from judgecp.kinds.registry import get_kind
+from judgecp.kinds.registry import calibration_kind
 from judgecp.workflows.results.base import Result
 
 #: An effective sample size below this is too few labels for a normal-approximation interval.
@@ -137,4 +137,4 @@ def calibrated_metrics(kind: str) -> list[Metric]:
     and ``estimate.judge_only`` (the judge's own mean), ``estimate.effective_sample_size``,
     ``estimate.judge_bias``, ``estimate.n_labeled``, ``estimate.n_unlabeled``.
     """
-    return apply_metrics(get_kind(kind).calibration.applied_metrics())
+    return apply_metrics(calibration_kind(kind).calibration.applied_metrics())

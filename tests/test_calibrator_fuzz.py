@@ -211,7 +211,7 @@ def test_huge_and_nested_values_are_refused(name: str, huge: int, draw: Any, cas
 
 def test_the_fuzz_can_fail() -> None:
     """Negative control: a loader that ignored the stored threshold's check would accept an edited quantile."""
-    import judgecp.stats.saved_state as saved_state
+    import judgecp.stats.conformal as saved_state  # where the calibrator loader checks the threshold
 
     obj = calibrate(simulate_likert_judge(n=80, seed=1), method="naive").to_dict()
     obj["state"]["method"]["quantile"] = 0.01

@@ -10,7 +10,7 @@ from judgecp import Protocol, evaluate, from_records
 from judgecp.kinds.choice.parc_study import parc_metrics
 from judgecp.kinds.choice.study import mcq_metrics
 from judgecp.kinds.ensemble.study import ensemble_metrics
-from judgecp.kinds.likert.study import likert_metrics
+from judgecp.kinds.likert.metrics import likert_metrics
 from judgecp.kinds.metrics import metric_suffix, metric_values, read_metric
 from judgecp.kinds.pairwise.study import pairwise_metrics
 from judgecp.synthetic.judges import (

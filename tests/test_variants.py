@@ -281,12 +281,12 @@ def test_bad_variant_options(spec: str, message: str) -> None:
 
 
 def test_specs_are_checked_and_canonical() -> None:
-    assert check_method_spec("lac(conditional=label)") == "lac(conditional=label)"
-    assert check_method_spec("cqr(cv=5, quantile_model=linear)") == "cqr(cv=5, quantile_model=linear)"
+    assert check_method_spec("lac(conditional=label)", kind="likert") == "lac(conditional=label)"
+    assert check_method_spec("cqr(cv=5, quantile_model=linear)", kind="likert") == "cqr(cv=5, quantile_model=linear)"
     with pytest.raises(InputError, match="for Likert labels"):
         check_method_spec("lac(conditional=label)", kind="mcq")
     with pytest.raises(InputError, match="no parameter 'conditonal'"):
-        check_method_spec("lac(conditonal=label)")
+        check_method_spec("lac(conditonal=label)", kind="likert")
 
 
 # -- on a real judge ------------------------------------------------------------------------------

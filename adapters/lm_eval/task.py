@@ -42,7 +42,7 @@ from judgecp.base.errors import InputError
 from judgecp.base.records import complete, likeliest, parse_judge_output, score_record
 from judgecp.base.scale import LikertScale
 from judgecp.data import images
-from judgecp.kinds.likert.study import likert_metrics
+from judgecp.kinds.likert.metrics import likert_metrics
 from judgecp.kinds.metrics import Metric
 from judgecp.workflows.results import calibrated_metrics
 

@@ -32,9 +32,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
+import judgecp.base.progress as progress
 from judgecp.base.errors import InputError, MissingDependencyError
 from judgecp.base.plugins import get_plugin_manager
-from judgecp.base.progress import DELAY, enabled
 from judgecp.base.threads import pinned, runs_a_model
 from judgecp.base.version import __version__
 
@@ -109,9 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
 @contextmanager
 def progress_lines(args: argparse.Namespace) -> Iterator[None]:
     """Progress on stderr for work past a few seconds (judgecp.base.progress): off with --quiet, from the start with --progress."""
-
     forced = bool(getattr(args, "progress", False))
-    with enabled(forced or not getattr(args, "quiet", False), delay=0.0 if forced else DELAY):
+    with progress.enabled(forced or not getattr(args, "quiet", False), delay=0.0 if forced else progress.DELAY):
         yield
 
 

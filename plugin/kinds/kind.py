@@ -41,8 +41,8 @@ COMMON_SETTINGS = frozenset({"alpha", "splits", "seeds", "random_state", "cal_fr
 
 
 def counts(report: Mapping[str, Any]) -> dict[str, Any]:
-    """What every headline starts with: rows used and read, and the rows left out."""
-    return {"n": report.get("n"), "n_read": report.get("n_read"),
+    """``n``, ``n_read`` and ``excluded`` (the count): what every headline starts with."""
+    return {"n": report.get("n", 0), "n_read": report.get("n_read", 0),
             "excluded": sum(int(e["count"]) for e in report.get("excluded") or ())}
 
 

@@ -14,19 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from judgecp.base.errors import InputError
 from judgecp.base.jsonio import to_strict
+from judgecp.kinds.kind import counts
 from judgecp.kinds.protocol import Protocol
 from judgecp.kinds.registry import get_kind
 from judgecp.workflows.results import ApplyResult
-
-
-def _total(entries: Any) -> int:
-    return sum(int(e["count"]) for e in entries or [])
-
-
-def counts(report: Mapping[str, Any]) -> dict[str, Any]:
-    """``n``, ``n_read`` and ``excluded`` (the count): the headline's start for every kind."""
-    return {"n": report.get("n", 0), "n_read": report.get("n_read", 0), "excluded": _total(report.get("excluded"))}
 
 
 def report_headline(
@@ -44,9 +37,15 @@ def report_headline(
     calibrated ``reliability`` and ``accuracy``, ``overall`` (the model's
     mean over its cells) and per family (``O``, ``LR``, ``LS``, ``VR``,
     ``VS``). ``extra`` (a harness's own counts) comes next, and the report's
-    ``error`` last. NaN becomes ``None``.
+    ``error`` last. NaN becomes ``None``. An error report without a kind (a harness run with no usable
+    row) gives its counts and whatever point metrics it holds.
     """
-    out = get_kind(str(report["kind"]), flag="the report's kind").study.headline(report, protocol or Protocol())
+    if "kind" in report:
+        out = get_kind(str(report["kind"]), flag="the report's kind").study.headline(report, protocol or Protocol())
+    elif report.get("error"):  # a run that read no usable row: its counts and the point metrics it has
+        out = {**counts(report), **(report.get("point") or {})}
+    else:
+        raise InputError("the report names no kind (and is not an error report): not a judgecp evaluate report")
     out.update(extra or {})
     if report.get("error"):
         out["error"] = report["error"]

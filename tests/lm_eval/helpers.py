@@ -109,13 +109,15 @@ def task_metrics(kind: str, records: list[dict[str, Any]], metadata: dict[str, A
                  **options: Any) -> dict[str, float]:
     """Every metric of a task recomputed from its records, as the task's aggregations compute them."""
     from judgecp.adapters.lm_eval import metrics
-    from judgecp.workflows import scalars
+    from judgecp.kinds.likert.metrics import likert_metrics
+    from judgecp.kinds.metrics import metric_values
+    from judgecp.kinds.pairwise.study import pairwise_metrics
 
     protocol = metrics.task_protocol(metadata, kind)
     report = metrics.task_report(records, kind, protocol, **options)
     if metric_list is None:
-        metric_list = {"likert": scalars.likert_metrics, "pairwise": scalars.pairwise_metrics}[kind](protocol)
-    return scalars.metric_values(report, metric_list)
+        metric_list = {"likert": likert_metrics, "pairwise": pairwise_metrics}[kind](protocol)
+    return metric_values(report, metric_list)
 
 
 def aggregate_as_lm_eval(metric_list: Sequence[Any], compute: Any, records: Sequence[dict[str, Any]]) -> tuple[dict[str, float], Any]:

@@ -17,7 +17,7 @@ import pytest
 from judgecp.adapters.lm_eval.metrics import task_protocol, task_report
 from judgecp.base.records import score_record
 from judgecp.base.scale import LabelScale, LikertScale
-from judgecp.kinds.likert.study import likert_metrics
+from judgecp.kinds.likert.metrics import likert_metrics
 from judgecp.kinds.metrics import read_metric
 from tests.helpers import judge_draw
 from tests.lm_eval.helpers import judge_run, metric, results_file, samples

@@ -15,7 +15,7 @@ from judgecp.adapters.lm_eval.plugin import read_samples
 from judgecp.base.errors import InputError
 from judgecp.base.records import judge_output, parse_judge_output, score_record
 from judgecp.base.scale import LikertScale
-from judgecp.kinds.likert.study import likert_metrics
+from judgecp.kinds.likert.metrics import likert_metrics
 from judgecp.kinds.metrics import excluded_count, read_metric
 from judgecp.synthetic.judges import simulate_likert_judge
 from tests.lm_eval.helpers import aggregate_as_lm_eval

@@ -124,6 +124,16 @@ def old_rules(judge: Judge, pilot: NDArray[np.intp], run: NDArray[np.intp], budg
     return out
 
 
+def old_expected_width(judge: Judge, run: NDArray[np.intp], pi: FloatArray | None) -> float:
+    """The width the old rule printed: ``2 z sqrt(var(f) / N + sum s^2 (1 - pi) / pi / N^2)``, the judge's spread as
+    the error size ``s``."""
+    if pi is None or judge.spread is None:
+        return math.nan
+    n, s = run.size, judge.spread[run]
+    z = 2.0 * float(norm.ppf(1 - ALPHA / 2))
+    return z * math.sqrt(float(np.var(judge.f[run])) / n + float(np.sum(s**2 * (1 - pi) / pi)) / n**2)
+
+
 def select_trials(make: Callable[[int], tuple[Judge, NDArray[np.intp], NDArray[np.intp]]], pilots: int, draws: int,
                   budget: int) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
@@ -136,6 +146,7 @@ def select_trials(make: Callable[[int], tuple[Judge, NDArray[np.intp], NDArray[n
         res = draws_of(y, f, schemes, draws, seed=k)
         rows.append({"name": judge.name, "mix": info["mix"], "mismatch": info["model_check"]["mismatch"],
                      "expected": info["expected_width"]["active"],
+                     "old expected": old_expected_width(judge, run, schemes.get("old: judge's spread")),
                      **{f"width {s}": float(v[0].mean()) for s, v in res.items()},
                      **{f"cover {s}": float(v[1].mean()) for s, v in res.items()}})
     return summarise(rows)
@@ -153,6 +164,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out[s] = {"ratio": float(w.sum() / uni.sum()), "ratio_se": float(np.std(ratio, ddof=1) / math.sqrt(len(rows)))
                   if len(rows) > 1 else 0.0, "worst": float(ratio.max()),
                   "cover": float(np.mean([r[f"cover {s}"] for r in rows])), "width": float(w.mean())}
+    old = np.array([r["old expected"] / r["width old: judge's spread"] if "width old: judge's spread" in r else math.nan
+                    for r in rows])
+    out["old_expected_over_achieved"] = float(old.mean())
     pred = np.array([r["expected"] / r["width select"] for r in rows])
     out["expected_over_achieved"] = {"mean": float(pred.mean()), "p5": float(np.quantile(pred, 0.05)),
                                      "p95": float(np.quantile(pred, 0.95)),
@@ -212,6 +226,23 @@ def half_width_at_truth(y: FloatArray, f: FloatArray, n: int) -> float:
     return float(norm.ppf(1 - ALPHA / 2)) * math.sqrt(var)
 
 
+def weighted_relationship(y: FloatArray, f: FloatArray, w: FloatArray) -> tuple[float, float]:
+    """Label sd and correlation of pairs weighted by ``w``."""
+    w = w / w.sum()
+    my, mf = float(np.sum(w * y)), float(np.sum(w * f))
+    vy, vf = float(np.sum(w * (y - my) ** 2)), float(np.sum(w * (f - mf) ** 2))
+    return math.sqrt(vy), float(np.sum(w * (y - my) * (f - mf))) / math.sqrt(vy * vf)
+
+
+def reweighted_to_run(y: FloatArray, f: FloatArray, f_run: FloatArray, bins: int = 10) -> tuple[float, float]:
+    """The pilot reweighted to the run's judge scores by the run's proxy deciles: its label sd and correlation."""
+    edges = np.unique(np.quantile(f_run, np.linspace(0, 1, bins + 1)[1:-1]))
+    pilot_bin, run_bin = np.searchsorted(edges, f, side="right"), np.searchsorted(edges, f_run, side="right")
+    in_pilot = np.bincount(pilot_bin, minlength=edges.size + 1)
+    in_run = np.bincount(run_bin, minlength=edges.size + 1)
+    return weighted_relationship(y, f, in_run[pilot_bin] / in_pilot[pilot_bin])
+
+
 def shifted_pilots(data_dir: Path, draws: int, target: float) -> list[dict[str, Any]]:
     """The issue's pilot (the first 400 rows sorted by task) and each task's first 400 rows, against the whole run."""
     judge, task = llava_tasks(data_dir)
@@ -227,7 +258,10 @@ def shifted_pilots(data_dir: Path, draws: int, target: float) -> list[dict[str, 
         hw = achieved_half_width(judge.y, judge.f, n, draws) if n and draws else np.array([math.nan])
         out.append({"pilot": name, "p": check["p_value"], "refused": check["mismatch"], "labels": n,
                     "achieved": float(hw.mean()), "above": float(np.mean(hw > target)),
-                    "at_truth": half_width_at_truth(judge.y, judge.f, n)})
+                    "at_truth": half_width_at_truth(judge.y, judge.f, n),
+                    "sd": float(np.std(judge.y[pilot], ddof=1)), "rho": float(np.corrcoef(judge.y[pilot], judge.f[pilot])[0, 1]),
+                    "reweighted": reweighted_to_run(judge.y[pilot], judge.f[pilot], judge.f)})
+    out[0]["run"] = (float(np.std(judge.y, ddof=1)), float(np.corrcoef(judge.y, judge.f)[0, 1]))
     return out
 
 
@@ -260,12 +294,15 @@ def markdown(select_rows: list[dict[str, Any]], example: dict[str, Any], shifted
              "expected width printed over the achieved mean width (mean, 5th-95th percentile, share within +-15%), "
              "coverage:", "",
              "| judge | pilots x draws | departs from uniform | select / uniform (worst) | expected / achieved | "
-             "within 15% | coverage select, uniform | old: judge's spread | old: in-sample model |",
+             "within 15% | coverage select, uniform | old: judge's spread (its expected / achieved) | old: in-sample "
+             "model |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in select_rows:
         e, s = r["expected_over_achieved"], r["select"]
         old = [f"{r[k]['ratio']:.3f} ({r[k]['worst']:.3f})" if k in r else "-"
                for k in ("old: judge's spread", "old: in-sample model")]
+        if "old: judge's spread" in r:
+            old[0] += f" ({r['old_expected_over_achieved']:.2f})"
         lines.append(f"| {r['name']} | {r['pilots']} x {args.draws} | {r['departed']:.0%} | {s['ratio']:.3f} +- "
                      f"{s['ratio_se']:.3f} ({s['worst']:.3f}) | {e['mean']:.3f} ({e['p5']:.3f}-{e['p95']:.3f}) | "
                      f"{e['within_15']:.0%} | {s['cover']:.3f}, {r['uniform']['cover']:.3f} | {old[0]} | {old[1]} |")
@@ -284,6 +321,10 @@ def markdown(select_rows: list[dict[str, Any]], example: dict[str, Any], shifted
     for r in shifted:
         lines.append(f"| {r['pilot']} | {r['p']:.2g} | {'yes' if r['refused'] else 'no'} | {r['labels']} | "
                      f"{r['achieved']:.4f} | {r['above']:.0%} | {r['at_truth']:.4f} |")
+    first = shifted[0]
+    lines += ["", f"The sorted pilot's label sd {first['sd']:.3f} and correlation {first['rho']:.3f}, the run's "
+              f"{first['run'][0]:.3f} and {first['run'][1]:.3f}; reweighted to the run's judge scores by its proxy "
+              f"deciles, the pilot's {first['reweighted'][0]:.3f} and {first['reweighted'][1]:.3f}."]
     lines += ["", "Random pilots of 400 rows of the run, half-width 0.1 (PPI++ count at confidence 0.9, its half-width "
               "at the run's own parameters):", "",
               "| run | pilots | refused (false alarm) | plan meets 0.1 | at the point estimates | median planned | "

@@ -23,9 +23,9 @@ model of that size. The model comes from labeled pairs that are not the
 run's (a calibrator's, a pilot's: :func:`error_model`, the residual's root
 mean square by quantile bin of the proxy); without one, ``select`` samples
 uniformly and says why: the judge's own spread (the sd of its rating
-distribution) is not the size of its error; used as one it promised
-0.91-0.97x of uniform sampling's width and cost 1.04-1.21x on LLaVA-Critic
-(issue 32). With a model, ``pi`` is the model's sizes mixed with uniform
+distribution) is not the size of its error; used as one, on LLaVA-Critic,
+it printed 0.31 of the width achieved and cost 4.4% of width against
+uniform sampling (issue 32; docs/benchmarks.md). With a model, ``pi`` is the model's sizes mixed with uniform
 (share ``mix``), capped at 1, and the mix is chosen among
 :data:`MIX_CHOICES` by a cross-validated estimate of the sampling variance
 (:func:`cross_validated`: the error model fitted on 4/5 of the pairs,
@@ -33,7 +33,8 @@ scored on the held-out fifth, 4 repeats), departing from uniform only
 when the held-out gain exceeds :data:`GAIN_MARGIN_SE` standard errors
 (a one-sided test at 5%).
 The expected widths printed are the held-out ones too (the in-sample
-model is optimistic about itself). Where the judge's errors are the same
+model is optimistic about itself), with a 90% range for the pairs'
+sampling error of the error's variance. Where the judge's errors are the same
 size everywhere (LLaVA-Critic on MLLM-as-a-Judge) the choice is uniform
 sampling; where the judge knows where it errs (Polaris captions) it
 departs and gains (docs/benchmarks.md). Valid either way: the weights, not
@@ -171,15 +172,30 @@ def probabilities(uncertainty: FloatArray, budget: float, *, mix: float = 0.5) -
 
 @dataclass(frozen=True)
 class CrossValidated:
-    """Held-out estimates over the run's items (:func:`cross_validated`)."""
+    """Held-out estimates over the run's items (:func:`cross_validated`), as sums of one term per labeled pair."""
 
-    #: ``sum_i e_i^2 (1 - pi_i) / pi_i`` over the items to draw from, by mix (the sampling variance times N^2).
-    sampling: dict[float, float]
-    #: Its difference from uniform sampling's, by mix, and that difference's standard error.
-    gain: dict[float, float]
-    gain_se: dict[float, float]
-    #: ``sum_i e_i^2`` over all the run's items (its labeled ones too).
-    squared_error: float
+    #: Per pair, by mix: its share of ``sum_i e_i^2 (1 - pi_i) / pi_i`` over the items to draw from.
+    sampling_terms: dict[float, FloatArray]
+    #: Per pair: its share of ``sum_i e_i^2`` over all the run's items (its labeled ones too).
+    squared_error_terms: FloatArray
+
+    @property
+    def squared_error(self) -> float:
+        return float(self.squared_error_terms.sum())
+
+    def sampling(self, mix: float) -> float:
+        """``sum_i e_i^2 (1 - pi_i) / pi_i`` over the items to draw from: the sampling variance times ``N^2``."""
+        return float(self.sampling_terms[mix].sum())
+
+    def gain(self, mix: float) -> tuple[float, float]:
+        """How much smaller ``mix``'s sampling variance is than uniform sampling's, and the standard error of that."""
+        d = self.sampling_terms[1.0] - self.sampling_terms[mix]
+        return float(d.sum()), float(math.sqrt(d.size) * np.std(d, ddof=1))
+
+    def total_se(self, mix: float) -> float:
+        """The standard error of ``sum_i e_i^2 / pi_i`` (its pairs' sampling error)."""
+        t = self.squared_error_terms + self.sampling_terms[mix]
+        return float(math.sqrt(t.size) * np.std(t, ddof=1))
 
 
 def cross_validated(y: FloatArray, f: FloatArray, f_pool: FloatArray, f_all: FloatArray, budget: float,
@@ -192,7 +208,7 @@ def cross_validated(y: FloatArray, f: FloatArray, f_pool: FloatArray, f_all: Flo
     residual, weighted by its bin's share of the run (``f_pool``; ``f_all``
     for the squared error over all items), scores it. Every pair is held out
     once per repeat, so the estimate is an honest one of what the model
-    fitted on all the pairs will do.
+    fitted on all the pairs will do. ``mixes`` must include 1 (uniform).
     """
     m = y.size
     edges = error_model(y, f).edges  # bins from the pairs' proxies only: no label enters the bins
@@ -202,7 +218,7 @@ def cross_validated(y: FloatArray, f: FloatArray, f_pool: FloatArray, f_all: Flo
     pairs_in_bin = np.bincount(pair_bin, minlength=n_bins)
     to_pool = np.bincount(pool_bin, minlength=n_bins)[pair_bin] / pairs_in_bin[pair_bin]
     to_all = np.bincount(np.searchsorted(edges, f_all, side="right"), minlength=n_bins)[pair_bin] / pairs_in_bin[pair_bin]
-    terms = {mix: np.zeros((CV_REPEATS, m)) for mix in mixes}
+    terms = {mix: np.zeros((CV_REPEATS, m)) for mix in set(mixes) | {1.0}}
     squared = np.zeros((CV_REPEATS, m))
     rng = np.random.default_rng(random_state)
     folds = min(CV_FOLDS, m)
@@ -214,45 +230,46 @@ def cross_validated(y: FloatArray, f: FloatArray, f_pool: FloatArray, f_all: Flo
             model = error_model(y[train], f[train], edges=edges)
             resid2 = (y[held] - model.intercept - model.slope * f[held]) ** 2
             squared[r, held] = resid2
-            for mix in mixes:
+            for mix in terms:
                 by_bin = np.ones(n_bins)
                 by_bin[pool_bin] = probabilities(model.rms[pool_bin], budget, mix=mix)
                 p = by_bin[pair_bin[held]]
                 terms[mix][r, held] = resid2 * (1.0 - p) / p
-    uniform = terms[1.0].mean(axis=0) if 1.0 in terms else None
-    sampling, gain, gain_se = {}, {}, {}
-    for mix in mixes:
-        per_pair = to_pool * terms[mix].mean(axis=0)
-        sampling[mix] = float(per_pair.sum())
-        if uniform is not None:
-            d = per_pair - to_pool * uniform
-            gain[mix], gain_se[mix] = float(-d.sum()), float(math.sqrt(m) * np.std(d, ddof=1))
-    return CrossValidated(sampling, gain, gain_se, float(np.sum(to_all * squared.mean(axis=0))))
+    return CrossValidated({mix: to_pool * t.mean(axis=0) for mix, t in terms.items()},
+                          to_all * squared.mean(axis=0))
 
 
 def choose_mix(cv: CrossValidated) -> float:
     """The mix with the largest held-out gain less :data:`GAIN_MARGIN_SE` standard errors; uniform (1) if none
     gains by more."""
-    margin = {mix: cv.gain[mix] - GAIN_MARGIN_SE * cv.gain_se[mix] for mix in cv.gain if mix != 1.0}
+    margin = {}
+    for mix in cv.sampling_terms:
+        if mix != 1.0:
+            gain, se = cv.gain(mix)
+            margin[mix] = gain - GAIN_MARGIN_SE * se
     best = max(margin, key=lambda mix: margin[mix], default=1.0)
     return best if margin.get(best, 0.0) > 0 else 1.0
 
 
-def expected_widths(slope: float, f_all: FloatArray, cv: CrossValidated, mix: float, alpha: float) -> dict[str, float]:
-    """The interval widths expected with ``mix`` and with uniform sampling (held-out estimates).
+def expected_widths(slope: float, f_all: FloatArray, cv: CrossValidated, mix: float, alpha: float) -> dict[str, Any]:
+    """The interval widths expected with ``mix`` and with uniform sampling (held-out estimates), and a 90% range.
 
     ``var(z) = (slope^2 var(f) N + sum_i e_i^2 + sum_pool e_i^2 (1 - pi_i) / pi_i) / N`` over the run's ``N``
-    items (a label the run already has: ``pi = 1``); the width is ``2 z_{1-alpha/2} sqrt(var(z) / N)``.
+    items (a label the run already has: ``pi = 1``); the width is ``2 z_{1-alpha/2} sqrt(var(z) / N)``. The range
+    is that of the pairs' sampling error of the sums (+-1.645 standard errors): a few hundred pairs know the
+    error's variance to a few percent when its tails are light, to much less when they are heavy.
     """
     n = f_all.size
     z = float(norm.ppf(1.0 - alpha / 2.0))
     signal = slope**2 * float(np.var(f_all, ddof=1)) * n + cv.squared_error
 
     def width(sampling: float) -> float:
-        return 2.0 * z * math.sqrt((signal + sampling) / n / n)
+        return 2.0 * z * math.sqrt(max(signal + sampling, 0.0) / n / n)
 
-    active, flat = width(cv.sampling[mix]), width(cv.sampling[1.0])
-    return {"active": active, "uniform": flat, "ratio": active / flat}
+    active, flat = width(cv.sampling(mix)), width(cv.sampling(1.0))
+    spread = 1.645 * cv.total_se(mix)
+    return {"active": active, "uniform": flat, "ratio": active / flat,
+            "range": [width(cv.sampling(mix) - spread), width(cv.sampling(mix) + spread)]}
 
 
 def select(data: Any, budget: float, *, mix: float | None = None, alpha: float = 0.1, random_state: int = 0,

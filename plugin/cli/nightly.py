@@ -314,9 +314,10 @@ def format_select(summary: dict[str, Any], budget: float, label: str) -> str:
     w = summary["expected_width"]
     if w is None:
         return f"{head}; {summary['why']}; no expected width without one{counted}"
-    return (f"{head}; expected width {w['active']:.4f} against {w['uniform']:.4f} with uniform sampling "
-            f"(ratio {w['ratio']:.3f}, held-out; mix {summary['mix']:g}, {summary['mix_chosen_by']}; error model: "
-            f"{summary['error_model']}){counted}")
+    low, high = w["range"]
+    return (f"{head}; expected width {w['active']:.4f} ({low:.4f}-{high:.4f} for the error model's sampling error) "
+            f"against {w['uniform']:.4f} with uniform sampling (ratio {w['ratio']:.3f}, held-out; mix "
+            f"{summary['mix']:g}, {summary['mix_chosen_by']}; error model: {summary['error_model']}){counted}")
 
 
 def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float]) -> tuple[list[dict[str, Any]], str]:

@@ -419,6 +419,8 @@ def test_cli_select_refuses_error_models_it_cannot_use(tmp_path: Path, capsys: p
     _one_error_line(capsys, "no labeled items")
     assert main(["plan", str(constant), *FLAGS, "--half-width", "0.1"]) == 2
     _one_error_line(capsys, "every label is 3")
+    assert main(["select", str(run), *FLAGS, "--mix", "2", *out]) == 2
+    _one_error_line(capsys, "--mix must be auto or a number in [0, 1]")
     assert not (tmp_path / "x.jsonl").exists()
 
 

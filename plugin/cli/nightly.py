@@ -265,7 +265,12 @@ def add_select(sub: Any) -> None:
 
 def mix_flag(text: str) -> float | None:
     """``--mix``: ``auto`` (None: chosen by cross-validation) or a share in [0, 1]."""
-    return None if str(text).strip().lower() == "auto" else number(at_least=0, at_most=1)(text)
+    if str(text).strip().lower() == "auto":
+        return None
+    try:
+        return number(at_least=0, at_most=1)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be auto or a number in [0, 1], got {text!r}") from None
 
 
 def run_select(args: argparse.Namespace) -> int:

@@ -18,9 +18,9 @@ import statistics
 import sys
 import time
 
+from judgecp.kinds.protocol import split_indices
 from judgecp.kinds.registry import build_method
 from judgecp.stats.methods.spec import split_method_list
-from judgecp.kinds.protocol import split_indices
 from judgecp.synthetic.judges import simulate_likert_judge
 
 CHEAP = {"naive", "lac", "ordinal_set", "raps", "naive(conditional=label)", "lac(conditional=label)"}

@@ -26,8 +26,12 @@ from statistics import median
 import numpy as np
 from scipy.optimize import minimize
 
-from judgecp.stats.ensemble.objective import closed_form_weights, fit_weights, objective_and_gradient
 from judgecp.kinds.ensemble.sweep import main as sweep_main
+from judgecp.stats.ensemble.objective import (
+    closed_form_weights,
+    fit_weights,
+    objective_and_gradient,
+)
 
 
 def timed(fn: Callable[[], object], repeats: int) -> float:

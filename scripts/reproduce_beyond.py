@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from judgecp import Fields, Protocol, evaluate, load
-from judgecp.stats.methods.spec import canonical_spec, parse_method_spec
 from judgecp.data.row_features import with_row_features
+from judgecp.stats.methods.spec import canonical_spec, parse_method_spec
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"

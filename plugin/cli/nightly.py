@@ -11,12 +11,21 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
 from judgecp.base.flags import level, number, whole
 from judgecp.cli.calibrators import _input_flags, _write_json, read_data
+from judgecp.kinds import calibration_kind
+from judgecp.stats.active import select
+from judgecp.stats.plan import plan
+from judgecp.stats.ppi import proxy_and_target
+from judgecp.workflows.calibrators import Calibrator
 
 # -- compare -----------------------------------------------------------------------------------
 
@@ -125,32 +134,51 @@ def add_plan(sub: Any) -> None:
     p.add_argument("--half-width", dest="half_width", type=number(above=0), required=True, help="the interval half-width wanted")
     p.add_argument("--unlabeled", type=number(above=0), default=None, metavar="N",
                    help="unlabeled items in the run (default: the pilot's unlabeled rows, else unbounded)")
+    p.add_argument("--run", metavar="RUN", help="the run to plan for (read with the same flags): its unlabeled items "
+                   "and its judge scores' variance are used, and the pilot is checked against its judge scores")
+    p.add_argument("--mismatch", choices=("refuse", "warn"), default="refuse",
+                   help="when the pilot's judge scores are unlike the run's: refuse (default), or plan with a warning")
     p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the intervals (default 0.1)")
     p.add_argument("--confidence", type=level, default=0.9,
-                   help="plan at this confidence bound of the pilot's estimates (default 0.9)")
+                   help="plan at this confidence bound of the pilot's label sd and correlation (their sampling error "
+                   "only; default 0.9)")
     p.add_argument("--json", metavar="OUT", help="write the plan as JSON (labels.ppi, labels.labeled_only, assumed)")
     _input_flags(p)
     p.set_defaults(func=run_plan)
 
 
-def labeled_pairs(args: argparse.Namespace) -> tuple[Any, Any, str, int]:
-    """Labels and proxies of a calibrator's PPI pairs or of a pilot's labeled rows, the source, its unlabeled rows."""
-    import numpy as np
+@dataclass(frozen=True)
+class LabeledPairs:
+    """Labels and judge proxies of a calibrator's PPI pairs or of a pilot's labeled rows (:func:`labeled_pairs`)."""
 
+    labels: NDArray[np.float64]
+    proxies: NDArray[np.float64]
+    source: str  #: what they are, for messages: "calibrator X (600 labeled items)"
+    kind: str  #: the calibration kind of the judge they come from
+    unlabeled_rows: int  #: a pilot's rows without a label (0 for a calibrator)
+
+
+def labeled_pairs(args: argparse.Namespace) -> LabeledPairs:
+    """Labels and proxies of a calibrator's PPI pairs or of a pilot's labeled rows (``args.input``)."""
     path = Path(args.input)
     if is_calibrator(path):
-        from judgecp.workflows.calibrators import Calibrator
-
         cal = Calibrator.load(path)
         if cal.ppi_labels is None or cal.ppi_proxy is None:
             raise InputError(f"{path}: the calibrator stores no labeled PPI pairs (recalibrate with this version)")
-        return cal.ppi_labels, cal.ppi_proxy, f"calibrator {path} ({cal.ppi_labels.size} labeled items)", 0
-    from judgecp.stats.ppi import proxy_and_target
-
+        return LabeledPairs(np.asarray(cal.ppi_labels, dtype=np.float64), np.asarray(cal.ppi_proxy, dtype=np.float64),
+                            f"calibrator {path} ({cal.ppi_labels.size} labeled items)", cal.kind, 0)
     data = read_data(args, require_label=False)
     f, y, _ = proxy_and_target(data)
     labeled = ~np.isnan(y)
-    return y[labeled], f[labeled], f"pilot {path} ({int(labeled.sum())} labeled rows)", int((~labeled).sum())
+    return LabeledPairs(y[labeled], f[labeled], f"pilot {path} ({int(labeled.sum())} labeled rows)",
+                        calibration_kind(data.kind).name, int((~labeled).sum()))
+
+
+def same_kind(pairs: LabeledPairs, run: Any, what: str) -> None:
+    """The labeled pairs are of the run's kind of judge, else one line naming both."""
+    kind = calibration_kind(run.kind).name
+    if pairs.kind != kind:
+        raise InputError(f"{what}: {pairs.source} is of {pairs.kind} judges, the run {run.source} has {kind} records")
 
 
 def is_calibrator(path: Path) -> bool:
@@ -165,24 +193,48 @@ def is_calibrator(path: Path) -> bool:
 
 def run_plan(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
-    from judgecp.stats.plan import plan
-
-    check_output(args, {"--json": args.json})
-    y, f, source, unlabeled_rows = labeled_pairs(args)
-    n_unlabeled = args.unlabeled if args.unlabeled is not None else (unlabeled_rows or math.inf)
-    out = plan(y, f, args.half_width, alpha=args.alpha, n_unlabeled=n_unlabeled, confidence=args.confidence,
-               source=source)
     from judgecp.workflows.results import PlanResult
 
+    check_output(args, {"--json": args.json})
+    if args.run and args.unlabeled is not None:
+        raise InputError("give --run or --unlabeled, not both (--run counts the run's unlabeled items)")
+    pairs = labeled_pairs(args)
+    run_proxy, run_source, n_unlabeled = None, "the run", args.unlabeled
+    if args.run:
+        args.input = args.run
+        run = read_data(args, require_label=False)
+        same_kind(pairs, run, "--run")
+        run_proxy, labels, _ = proxy_and_target(run)
+        run_source, n_unlabeled = f"run {args.run}", int(np.isnan(labels).sum()) or math.inf
+    if n_unlabeled is None:
+        n_unlabeled = pairs.unlabeled_rows or math.inf
+    out = plan(pairs.labels, pairs.proxies, args.half_width, alpha=args.alpha, n_unlabeled=n_unlabeled,
+               confidence=args.confidence, source=pairs.source, run_proxy=run_proxy, run_source=run_source,
+               mismatch=args.mismatch)
     _write_json(args.json, PlanResult(out))
+    print(format_plan(out))
+    for warning in out["warnings"]:
+        print(f"judgecp: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def format_plan(out: dict[str, Any]) -> str:
+    """The plan in three lines: the counts, what was assumed with what confidence, and the run it was checked on."""
     rel, labels = out["assumed"], out["labels"]
     unl = "unbounded" if rel["n_unlabeled"] is None else str(rel["n_unlabeled"])
-    print(f"half-width {args.half_width:g} at {1 - out['alpha']:.0%}: PPI++ {_count(labels['ppi'])} labels, "
-          f"labels alone {_count(labels['labeled_only'])}")
-    print(f"  assumed from {source}: correlation {rel['correlation']:.3f} (>= {rel['correlation_lower']:.3f}), "
-          f"label sd {rel['sd_label']:.3f} (<= {rel['sd_label_upper']:.3f}) at confidence {rel['confidence']:g}; "
-          f"unlabeled items {unl}")
-    return 0
+    lines = [f"half-width {out['half_width']:g} at {1 - out['alpha']:.0%}: PPI++ {_count(labels['ppi'])} labels, "
+             f"labels alone {_count(labels['labeled_only'])}",
+             f"  assumed from {rel['from']}: correlation {rel['correlation']:.3f} (>= {rel['correlation_lower']:.3f}), "
+             f"label sd {rel['sd_label']:.3f} (<= {rel['sd_label_upper']:.3f}), bounds at confidence "
+             f"{rel['confidence']:g} for the pilot's sampling error only, not for a run unlike the pilot; "
+             f"unlabeled items {unl}"]
+    run = rel.get("run")
+    if run:
+        check = run["check"]
+        lines.append(f"  {run['from']}: {run['n_items']} items, judge score sd {run['sd_proxy']:.3f}; "
+                     + ("its judge scores are unlike the pilot's" if check["mismatch"] else
+                        "the pilot's judge scores are like it") + f" ({check['message']})")
+    return "\n".join(lines)
 
 
 def _count(n: int | None) -> str:
@@ -202,7 +254,9 @@ def add_select(sub: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="the items to label (JSONL, as the input's rows)")
     p.add_argument("--calibrator", help="a calibrator whose labeled items give the judge's error model")
     p.add_argument("--pilot", help="a table of labeled items (read with the same flags) for the error model")
-    p.add_argument("--mix", type=number(at_least=0, at_most=1), default=0.5, help="share of uniform sampling mixed in (default 0.5)")
+    p.add_argument("--mix", type=mix_flag, default=None, metavar="auto|SHARE",
+                   help="share of uniform sampling mixed in (default auto: chosen by cross-validation on the error "
+                   "model, uniform sampling unless a gain survives its noise)")
     p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the expected intervals (default 0.1)")
     p.add_argument("--random-state", dest="random_state", type=whole(at_least=0), default=0)
     p.add_argument("--json", metavar="OUT", help="write the selection summary as JSON")
@@ -210,41 +264,66 @@ def add_select(sub: Any) -> None:
     p.set_defaults(func=run_select)
 
 
+def mix_flag(text: str) -> float | None:
+    """``--mix``: ``auto`` (None: chosen by cross-validation) or a share in [0, 1]."""
+    if str(text).strip().lower() == "auto":
+        return None
+    try:
+        return number(at_least=0, at_most=1)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be auto or a number in [0, 1], got {text!r}") from None
+
+
 def run_select(args: argparse.Namespace) -> int:
     from judgecp.cli.evaluate import check_output
     from judgecp.data.tables import write_records
-    from judgecp.stats.active import select
+    from judgecp.workflows.nightly.compare import item_ids
+    from judgecp.workflows.results import SelectResult
 
     check_output(args, {"--output": args.output, "--json": args.json})
     if args.calibrator and args.pilot:
         raise InputError("give --calibrator or --pilot, not both")
-    pairs = None
     run_input = args.input
+    pairs = None
     if args.calibrator or args.pilot:
         args.input = args.calibrator or args.pilot
-        y, f, _, _ = labeled_pairs(args)
-        pairs = (y, f)
+        pairs = labeled_pairs(args)
         args.input = run_input
+        if pairs.labels.size == 0:
+            raise InputError(f"--{'calibrator' if args.calibrator else 'pilot'}: {pairs.source} has no labeled items "
+                             "to fit an error model on")
     data = read_data(args, require_label=False)
+    if pairs is not None:
+        same_kind(pairs, data, f"--{'calibrator' if args.calibrator else 'pilot'}")
     res = select(data, args.budget, mix=args.mix, alpha=args.alpha, random_state=args.random_state,
-                 labeled_pairs=pairs)
-    from judgecp.workflows.nightly.compare import item_ids
-
+                 labeled_pairs=None if pairs is None else (pairs.labels, pairs.proxies),
+                 pairs_source=pairs.source if pairs else "")
     ids = item_ids(data)
     chosen = {str(ids[i]): float(res["probability"][i]) for i in res["selected"].tolist()}
     rows, label = selected_rows(args, data, chosen)
     count = write_records(args.output, rows)
     summary = res["summary"]
     summary.update(output=args.output, n_written=count, label_field=label, source=str(data.source))
-    from judgecp.workflows.results import SelectResult
-
     _write_json(args.json, SelectResult(summary))
-    w = summary["expected_width"]
-    print(f"{summary['n_selected']} of {summary['n_items']} unlabeled items to label (budget {args.budget:g}), written "
-          f"to {args.output} with their sampling_probability (fill in `{label}`); expected width {w['active']:.4f} against "
-          f"{w['uniform']:.4f} with uniform sampling (ratio {w['ratio']:.3f}; error model: {summary['error_model']})",
-          file=sys.stderr)
+    print(format_select(summary, args.budget, label), file=sys.stderr)
+    if summary.get("warning"):
+        print(f"judgecp: warning: {summary['warning']}", file=sys.stderr)
     return 0
+
+
+def format_select(summary: dict[str, Any], budget: float, label: str) -> str:
+    """What was drawn and written, and the width expected against uniform sampling (or why there is none)."""
+    head = (f"{summary['n_selected']} of {summary['n_items']} unlabeled items to label (budget {budget:g}), written to "
+            f"{summary['output']} with their sampling_probability (fill in `{label}`)")
+    already = summary["already_labeled"]
+    counted = f"; the run's {already} labels count with probability 1" if already else ""
+    w = summary["expected_width"]
+    if w is None:
+        return f"{head}; {summary['why']}; no expected width without one{counted}"
+    low, high = w["range"]
+    return (f"{head}; expected width {w['active']:.4f} ({low:.4f}-{high:.4f} for the error model's sampling error) "
+            f"against {w['uniform']:.4f} with uniform sampling (ratio {w['ratio']:.3f}, held-out; mix "
+            f"{summary['mix']:g}, {summary['mix_chosen_by']}; error model: {summary['error_model']}){counted}")
 
 
 def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float]) -> tuple[list[dict[str, Any]], str]:
@@ -278,13 +357,10 @@ def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float])
 def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     """``judgecp estimate --labeled L --unlabeled U``: PPI++ of L's labels with U's proxies (U: the other items);
     when L's items carry a ``sampling_probability`` (``judgecp select``), the active estimate over U's items."""
-    import numpy as np
-
     from judgecp.stats.ppi import (
         add_no_proxy_stratum,
         no_proxy_labels,
         ppi_mean,
-        proxy_and_target,
         sampling_probabilities,
     )
     from judgecp.workflows.nightly.compare import item_ids
@@ -296,7 +372,7 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     if lab.kind != unl.kind:
         raise InputError(f"--labeled has {lab.kind} records, --unlabeled {unl.kind} records")
     f_l, y_l, target = proxy_and_target(lab)
-    f_u, _, _ = proxy_and_target(unl)
+    f_u, y_u, _ = proxy_and_target(unl)
     excluded = lab.excluded.to_json() + unl.excluded.to_json()
     common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded}
     pi = sampling_probabilities(lab)
@@ -304,7 +380,8 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
         from judgecp.stats.active import active_mean
 
         rest = ~np.isin(item_ids(unl), item_ids(lab))  # the run's other items (the labeled file's are in it)
-        y = np.concatenate([y_l, np.full(int(rest.sum()), np.nan)])
+        # The run's other items keep the labels it already had: known before the draw, they count with pi = 1.
+        y = np.concatenate([y_l, y_u[rest]])
         out: dict[str, Any] = active_mean(y, np.concatenate([f_l, f_u[rest]]),
                                           np.concatenate([pi, np.full(int(rest.sum()), np.nan)]), alpha=args.alpha)
         out.update(common)

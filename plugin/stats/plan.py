@@ -18,18 +18,33 @@ interval is as wide as asked only half of the time. So the counts in
 ``labels`` plan at ``confidence`` (default 0.9) bounds: the one-sided
 chi-square upper bound of ``s2_Y`` and the Fisher-z lower bound of ``rho``
 (at 0 when it goes below); ``labels_at_estimates`` plans at the point
-estimates. Assumed: tonight's items are like the pilot's (the same judge,
-a similar population); a different run changes ``s2_Y`` and ``rho``.
+estimates. Those bounds cover the pilot's sampling error of ``s2_Y`` and
+``rho`` only, not a run unlike the pilot: tonight's items are assumed to be
+like the pilot's (the same judge, a similar population). Given the run
+(``run_proxy``), the plan uses its size and its proxy's variance and checks
+that assumption where it can, on the judge's scores: a two-sample
+Kolmogorov-Smirnov test of the pilot's proxies against the run's at level
+:data:`MISMATCH_LEVEL` (:func:`proxy_check`). When they differ the plan is
+refused, naming the difference (or, with ``mismatch="warn"``, made with a
+warning): a pilot of other items does not say how the judge relates to the
+humans on the run's. Reweighting the pilot to the run's proxy distribution
+does not rescue it: on LLaVA-Critic, with the first 400 rows of a file
+sorted by task as the pilot (two tasks), it planned 217 labels for a
+half-width of 0.1 that 0.13 was achieved with, and reweighting by proxy
+decile made the correlation it assumed larger, not smaller (0.46 to 0.62,
+against 0.41 on the run): the tasks differ in how the judge errs, not only
+in their mix of scores.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import chi2, norm
+from scipy.stats import chi2, ks_2samp, norm
 
 from judgecp.base.errors import InputError
 from judgecp.stats.conformal import check_alpha
@@ -39,6 +54,36 @@ FloatArray = NDArray[np.float64]
 SCHEMA = "judgecp.plan/1"
 #: The largest label count a plan searches; beyond it the plan says it is not reachable.
 MAX_LABELS = 10_000_000
+#: Level of the two-sample test of the pilot's judge scores against the run's (``apply``'s drift test has it too).
+MISMATCH_LEVEL = 0.01
+#: What the confidence of a plan's bounds covers (printed and written).
+CONFIDENCE_COVERS = ("the pilot's sampling error of the label sd (chi-square bound) and of the correlation "
+                     "(Fisher-z bound); not a run unlike the pilot")
+
+
+def proxy_check(f_pairs: FloatArray, f_run: FloatArray, *, level: float = MISMATCH_LEVEL) -> dict[str, Any]:
+    """Are the labeled pairs' judge scores like the run's? A two-sample Kolmogorov-Smirnov test of the proxies.
+
+    ``mismatch`` is true when ``p < level``: under the hypothesis that the pairs
+    are a sample of the run's population, it is so with probability at most
+    ``level``. ``message`` says it in one phrase, with the medians.
+    """
+    a = np.asarray(f_pairs, dtype=np.float64)
+    b = np.asarray(f_run, dtype=np.float64)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size == 0 or b.size == 0:
+        raise InputError("no judge scores to compare the labeled items with the run")
+    with warnings.catch_warnings():  # tied values: scipy falls back to the asymptotic p-value and says so
+        warnings.filterwarnings("ignore", message="ks_2samp: Exact calculation unsuccessful")
+        res = ks_2samp(a, b)
+    p = float(res.pvalue)
+    mismatch = p < level
+    med_a, med_b = float(np.median(a)), float(np.median(b))
+    message = (f"KS p = {p:.2g} {'<' if mismatch else '>='} {level:g}; median judge score {med_a:.3f} on the "
+               f"{a.size} labeled items, {med_b:.3f} on the run's {b.size}")
+    return {"test": "ks_2samp", "statistic_of": "the judge's proxy", "level": level, "statistic": float(res.statistic),
+            "p_value": p, "mismatch": mismatch, "median_pairs": med_a, "median_run": med_b, "n_pairs": int(a.size),
+            "n_run": int(b.size), "message": message}
 
 
 def ppi_variance(n: int, *, sd_y: float, sd_f: float, rho: float, n_unlabeled: float) -> float:
@@ -80,6 +125,9 @@ def relationship(y: FloatArray, f: FloatArray, *, confidence: float = 0.9) -> di
     if not 0.5 <= confidence < 1:
         raise InputError(f"--confidence must be in [0.5, 1), got {confidence}")
     sd_y, sd_f = float(np.std(y, ddof=1)), float(np.std(f, ddof=1))
+    if sd_y == 0:
+        raise InputError(f"every label is {y[0]:g}: labels without spread say nothing of the label's variance (a plan "
+                         "from them would ask for 2 labels)")
     rho = 0.0 if sd_y == 0 or sd_f == 0 else float(np.corrcoef(y, f)[0, 1])
     sd_y_upper = math.sqrt((m - 1) * sd_y**2 / float(chi2.ppf(1.0 - confidence, m - 1)))
     z = float(norm.ppf(confidence))
@@ -90,19 +138,41 @@ def relationship(y: FloatArray, f: FloatArray, *, confidence: float = 0.9) -> di
 
 
 def plan(y: FloatArray, f: FloatArray, half_width: float, *, alpha: float = 0.1, n_unlabeled: float = math.inf,
-         confidence: float = 0.9, source: str = "") -> dict[str, Any]:
-    """Label counts for ``half_width`` (module docstring): ``labels.ppi``, ``labels.labeled_only`` and what was assumed."""
+         confidence: float = 0.9, source: str = "", run_proxy: FloatArray | None = None, run_source: str = "the run",
+         mismatch: str = "refuse") -> dict[str, Any]:
+    """Label counts for ``half_width`` (module docstring): ``labels.ppi``, ``labels.labeled_only`` and what was assumed.
+
+    ``run_proxy``: the judge's proxy on every item of the run to plan for; its
+    variance replaces the pilot's, and the pilot is checked against it
+    (:func:`proxy_check`): a mismatch is refused (``mismatch="refuse"``) or
+    planned with a warning (``"warn"``).
+    """
     alpha = check_alpha(alpha)
     if not (math.isfinite(half_width) and half_width > 0):
         raise InputError(f"--half-width must be a positive number, got {half_width}")
     if not (n_unlabeled > 0):
         raise InputError(f"--unlabeled must be a positive count, got {n_unlabeled}")
+    if mismatch not in ("refuse", "warn"):
+        raise InputError(f"--mismatch must be refuse or warn, got {mismatch!r}")
     rel = relationship(y, f, confidence=confidence)
+    sd_f, run, warned = rel["sd_proxy"], None, []
+    if run_proxy is not None:
+        run_proxy = np.asarray(run_proxy, dtype=np.float64)
+        check = proxy_check(f, run_proxy)
+        if check["mismatch"]:
+            what = f"the judge scores of {source or 'the labeled items'} are unlike {run_source}'s ({check['message']})"
+            if mismatch == "refuse":
+                raise InputError(f"{what}: a plan from them would assume the run is like them; label a random sample "
+                                 "of the run and plan from it (or --mismatch warn)")
+            warned.append(f"{what}: the plan assumes the run is like them and may well be optimistic")
+        sd_f = float(np.std(run_proxy, ddof=1)) if run_proxy.size > 1 else sd_f
+        run = {"from": run_source, "n_items": int(run_proxy.size), "sd_proxy": sd_f,
+               "mean_proxy": float(np.mean(run_proxy)), "check": check}
     z = float(norm.ppf(1.0 - alpha / 2.0))
 
     def counts(sd_y: float, rho: float) -> dict[str, int | None]:
         def ppi(n: int) -> float:
-            return ppi_variance(n, sd_y=sd_y, sd_f=rel["sd_proxy"], rho=rho, n_unlabeled=n_unlabeled)
+            return ppi_variance(n, sd_y=sd_y, sd_f=sd_f, rho=rho, n_unlabeled=n_unlabeled)
 
         return {"ppi": smallest_n(ppi, half_width, z), "labeled_only": smallest_n(lambda n: sd_y**2 / n, half_width, z)}
 
@@ -110,11 +180,13 @@ def plan(y: FloatArray, f: FloatArray, half_width: float, *, alpha: float = 0.1,
     out: dict[str, Any] = {
         "schema": SCHEMA, "half_width": half_width, "alpha": alpha, "labels": labels,
         "labels_at_estimates": counts(rel["sd_label"], rel["correlation"]),
-        "assumed": {**rel, "n_unlabeled": None if math.isinf(n_unlabeled) else int(n_unlabeled), "from": source},
+        "assumed": {**rel, "n_unlabeled": None if math.isinf(n_unlabeled) else int(n_unlabeled), "from": source,
+                    "run": run},
+        "confidence_covers": CONFIDENCE_COVERS, "warnings": warned,
     }
     if labels["ppi"] and labels["labeled_only"]:
         out["label_saving"] = 1.0 - labels["ppi"] / labels["labeled_only"]
-    out["curve"] = width_curve(rel, alpha=alpha, n_unlabeled=n_unlabeled)
+    out["curve"] = width_curve({**rel, "sd_proxy": sd_f}, alpha=alpha, n_unlabeled=n_unlabeled)
     return out
 
 

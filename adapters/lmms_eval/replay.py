@@ -38,26 +38,15 @@ class ReplayJudge(lmms):  # type: ignore[misc]
         super().__init__()
         self._replay = ReplayJudgeLM(recording=recording)
 
-    def _lm_eval_requests(self, requests: list[Any], *, direct: bool = False) -> list[_WithDocument]:
+    def _lm_eval_requests(self, requests: list[Any]) -> list[_WithDocument]:
         out = []
         for req in requests:
             context, second, _visual, doc_id, task, split = req.args[:6]
-            doc = self.task_dict[task][split][doc_id]
-            if direct:
-                second = self._continuation(doc, second)
-            out.append(_WithDocument((context, second), doc))
+            out.append(_WithDocument((context, second), self.task_dict[task][split][doc_id]))
         return out
 
-    def _continuation(self, doc: Any, continuation: str) -> str:
-        """The continuation as recorded, or as lm-eval's (`` 4``: judgecp's lmms-eval tasks send
-        ``Score: 4``, the answer prefix included) for a recording of label logprobs."""
-        entry = self._replay.recording.get(str(doc.get("id"))) or {}
-        if continuation in entry.get("loglikelihoods", {}) or not continuation.split():
-            return continuation
-        return " " + continuation.split()[-1]
-
     def loglikelihood(self, requests: list[Any]) -> list[tuple[float, bool]]:
-        return self._replay.loglikelihood(self._lm_eval_requests(requests, direct=True))  # type: ignore[no-any-return]
+        return self._replay.loglikelihood(self._lm_eval_requests(requests))  # type: ignore[no-any-return]
 
     def generate_until(self, requests: list[Any]) -> list[str]:
         return self._replay.generate_until(self._lm_eval_requests(requests))  # type: ignore[no-any-return]

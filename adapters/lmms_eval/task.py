@@ -16,11 +16,11 @@ lmms-eval's base class has too. So the classes here **reuse those methods**
   the settings' ``data_dir`` and the YAML's ``dataset_kwargs``;
 * **settings**: lmms-eval has no ``--metadata``; the task's YAML ``metadata``
   overlaid with ``JUDGECP_LMMS_EVAL_METADATA`` (JSON) are the settings;
-* **direct scoring**: lmms-eval has no ``gen_prefix``; the choices'
-  delimiter carries the answer prefix (``target_delimiter: "Score: "``: the
-  continuations are ``Score: 1`` .. ``Score: 5``, which share every token but
-  the last, so a judgecp model scores them in one forward pass and a label's
-  log-likelihood is log P(label | prompt, "Score:"), lm-eval's ``gen_prefix``);
+* **direct scoring**: lmms-eval has no ``gen_prefix`` (the answer prefix,
+  ``Score:``, after which lm-eval reads the labels' log-likelihoods); the
+  task's YAML ``metadata`` carries it, lmms-eval copies a task's metadata into
+  each of its requests, and judgecp's models (``judgecp-hf``) start the answer
+  with it: a label's log-likelihood is log P(label | prompt, "Score:"), as in lm-eval;
 * **answers**: lmms-eval turns every ``loglikelihood`` answer into its ``str()``
   (:func:`loglikelihood_pair` reads it back); its own models return a loss (mean negative
   log-likelihood) from ``loglikelihood``, not a log-likelihood; a document

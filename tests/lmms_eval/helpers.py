@@ -53,3 +53,12 @@ def samples(output: Path, task: str) -> list[dict[str, Any]]:
 
 def metric(results: dict[str, Any], task: str, name: str) -> Any:
     return results["results"][task][f"{name},none"]
+
+
+def report_and_table(report: Any, results: dict[str, Any], task: str) -> dict[str, tuple[float, Any]]:
+    """Every Likert metric of the task: (read from a ``judgecp evaluate`` report, the value in lmms-eval's results)."""
+    from judgecp import scalars
+    from judgecp.adapters.lm_eval.metrics import task_protocol
+
+    got = scalars.metric_values(report, scalars.likert_metrics(task_protocol({}, "likert")))
+    return {name: (value, metric(results, task, name)) for name, value in got.items()}

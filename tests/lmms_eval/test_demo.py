@@ -11,14 +11,16 @@ into the same numbers; ``judgecp gate`` reads its results file.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.lm_eval.helpers import offline_env, run
 from tests.lm_eval.test_lm_eval_doc import doc_table
 from tests.lmms_eval.helpers import (
     metric,
+    report_and_table,
     results_file,
     run_lmms_eval,
     samples,
@@ -67,15 +69,6 @@ def test_one_record_per_document_with_the_recorded_logprobs(demo: tuple[Path, st
         assert all(line[name] is None for name in line if name.startswith(("coverage_", "width_")))  # the record once
 
 
-def _metrics(task_report: Any, results: dict[str, Any], task: str) -> dict[str, tuple[float, Any]]:
-    from judgecp import scalars
-    from judgecp.adapters.lm_eval.metrics import task_protocol
-
-    protocol = task_protocol({}, "likert")
-    got = scalars.metric_values(task_report, scalars.likert_metrics(protocol))
-    return {name: (value, metric(results, task, name)) for name, value in got.items()}
-
-
 @pytest.mark.parametrize("task", TASKS)
 def test_judgecp_evaluate_on_the_samples_file_reproduces_the_table(demo: tuple[Path, str], tmp_path: Path, task: str) -> None:
     """``judgecp evaluate SAMPLES`` (format recognised by content) gives every metric of the task's row."""
@@ -85,7 +78,7 @@ def test_judgecp_evaluate_on_the_samples_file_reproduces_the_table(demo: tuple[P
     assert judgecp_cli(["evaluate", str(samples_file(demo[0], task)), "--quiet", "--json", str(report)]) == 0
     written = json.loads(report.read_text())
     assert written["lmms_eval"]["samples_file"].endswith(f"_samples_{task}.jsonl")  # read as lmms-eval's
-    compared = _metrics(written, results_file(demo[0]), task)
+    compared = report_and_table(written, results_file(demo[0]), task)
     assert {"coverage_naive", "coverage_lac", "width_naive", "width_lac_stderr", "n", "excluded"} <= compared.keys()
     for name, (ours, theirs) in compared.items():
         assert ours == pytest.approx(theirs, rel=1e-12, abs=1e-12, nan_ok=True), name
@@ -107,9 +100,15 @@ def test_gate_calibrate_and_apply_read_lmms_evals_output(demo: tuple[Path, str],
     assert json.loads(summary.read_text())["n"] == 205
 
 
-def test_without_the_startup_hook_lmms_eval_does_not_find_the_tasks(tmp_path: Path) -> None:
-    """The hook is what adds the task folder (lmms-eval's LMMS_EVAL_PLUGINS cannot, see docs/lmms_eval.md)."""
-    proc = run_lmms_eval(tmp_path, "--model", "judgecp-replay", "--tasks", "judgecp_demo_easy", "--output_path",
-                         str(tmp_path / "out"), env={"JUDGECP_LMMS_EVAL_AUTOLOAD": "0"}, check=False)
-    assert "Tasks not found: judgecp_demo_easy" in proc.stdout + proc.stderr
-    assert not list(tmp_path.rglob("*_results.json"))
+HOOK_CHECK = (
+    "from lmms_eval.tasks import TaskManager; "
+    "print('judgecp_demo_easy' in TaskManager('ERROR').all_tasks)"
+)
+
+
+@pytest.mark.parametrize(("autoload", "found"), [("1", "True"), ("0", "False")])
+def test_the_startup_hook_is_what_adds_the_task_folder(tmp_path: Path, autoload: str, found: str) -> None:
+    """lmms-eval's own TaskManager knows judgecp's tasks through the hook, and only through it
+    (lmms-eval's LMMS_EVAL_PLUGINS cannot add them, see docs/lmms_eval.md)."""
+    proc = run([sys.executable, "-c", HOOK_CHECK], offline_env(tmp_path, JUDGECP_LMMS_EVAL_AUTOLOAD=autoload), cwd=tmp_path)
+    assert proc.stdout.strip().splitlines()[-1] == found

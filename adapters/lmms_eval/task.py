@@ -42,10 +42,12 @@ from typing import Any, ClassVar
 
 from lmms_eval.api.task import ConfigurableTask
 
+from judgecp.adapters.lm_eval.choice_task import MultipleChoiceTask
 from judgecp.adapters.lm_eval.metrics import TaskReport, aggregations
 from judgecp.adapters.lm_eval.task import JudgeReportTask, LikertJudgeTask
 from judgecp.adapters.lmms_eval import METADATA_ENV
 from judgecp.errors import InputError
+from judgecp.prompts import choice_seed_prompt
 from judgecp.scalars import calibrated_metrics
 from judgecp.scale import LikertScale
 
@@ -156,3 +158,23 @@ class LikertTask(JudgeTask):
     metrics = LikertJudgeTask.metrics
     record = LikertJudgeTask.record
 
+
+
+class ChoiceTask(JudgeTask):
+    """Image multiple choice: conformal option sets over the letters (the lm-eval adapter's
+    :class:`~judgecp.adapters.lm_eval.choice_task.MultipleChoiceTask`)."""
+
+    KIND = "mcq"
+
+    categories = MultipleChoiceTask.categories
+    metrics = MultipleChoiceTask.metrics
+    record = MultipleChoiceTask.record
+    record_fields = MultipleChoiceTask.record_fields
+
+
+def choice_text(doc: Mapping[str, Any], domain: str) -> str:
+    """The multiple-choice prompt of the lm-eval task folders (the seed's instruction, the question, the
+    options) without their ``<image>`` placeholders; a document left out before judging gets a short one."""
+    if doc.get("exclude"):
+        return f"(left out: {doc['exclude']})"
+    return choice_seed_prompt(doc["question"], doc["options"], doc["letters"], domain=domain, context=doc.get("context"))

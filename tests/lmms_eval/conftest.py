@@ -32,3 +32,11 @@ def mllm_dir(tmp_path_factory: pytest.TempPathFactory, lmms_eval_ready: None) ->
     from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir
 
     return build_mllm_judge_dir(tmp_path_factory.mktemp("mllm"), per_category=4, categories=2)
+
+
+@pytest.fixture(scope="session")
+def ai2d_dir(tmp_path_factory: pytest.TempPathFactory, lmms_eval_ready: None) -> Path:
+    """Ten AI2D questions in the hub's parquet layout (four options, images in the table)."""
+    from tests.lm_eval.fixtures import build_ai2d_dir
+
+    return build_ai2d_dir(tmp_path_factory.mktemp("ai2d"), n=10)

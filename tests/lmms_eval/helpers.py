@@ -55,10 +55,12 @@ def metric(results: dict[str, Any], task: str, name: str) -> Any:
     return results["results"][task][f"{name},none"]
 
 
-def report_and_table(report: Any, results: dict[str, Any], task: str) -> dict[str, tuple[float, Any]]:
-    """Every Likert metric of the task: (read from a ``judgecp evaluate`` report, the value in lmms-eval's results)."""
+def report_and_table(report: Any, results: dict[str, Any], task: str, kind: str = "likert") -> dict[str, tuple[float, Any]]:
+    """Every metric of the task (default settings, no categories): (read from a ``judgecp evaluate`` report,
+    the value in lmms-eval's results)."""
     from judgecp import scalars
     from judgecp.adapters.lm_eval.metrics import task_protocol
 
-    got = scalars.metric_values(report, scalars.likert_metrics(task_protocol({}, "likert")))
+    metrics = {"likert": scalars.likert_metrics, "mcq": scalars.mcq_metrics}[kind](task_protocol({}, kind))
+    got = scalars.metric_values(report, metrics)
     return {name: (value, metric(results, task, name)) for name, value in got.items()}

@@ -176,29 +176,32 @@ def test_losses_of_lmms_evals_own_models_are_excluded_not_read_as_logprobs(tasks
         task.process_results(doc, ["-0.5"] * 5)
 
 
-def test_an_image_judge_task_end_to_end_in_lmms_eval(tiny_llava: Path, mllm_dir: Path, tmp_path: Path) -> None:
-    """``lmms-eval --model judgecp-hf`` on both tasks (batch 2): counted exclusions, records equal to
-    the in-process scores' form, and ``judgecp evaluate`` on the samples file gives the table's numbers."""
+def test_image_judge_tasks_end_to_end_in_lmms_eval(tiny_llava: Path, mllm_dir: Path, ai2d_dir: Path, tmp_path: Path) -> None:
+    """``lmms-eval --model judgecp-hf`` (batch 2) on MLLM-as-a-Judge direct and CoT and on AI2D: counted
+    exclusions, one record per document naming the judge, and ``judgecp evaluate`` on each samples file
+    gives every metric of the task's row."""
     from judgecp.cli import main as judgecp_cli
 
     out = tmp_path / "out"
     proc = run_lmms_eval(tmp_path, "--model", "judgecp-hf", "--model_args", f"pretrained={tiny_llava},dtype=float32",
-                         "--tasks", f"{DIRECT},{COT}", "--batch_size", "2", "--output_path", str(out), "--log_samples",
-                         env={"JUDGECP_LMMS_EVAL_METADATA": json.dumps({"data_dir": str(mllm_dir)})})
+                         "--tasks", f"{DIRECT},{COT},ai2d_cp", "--batch_size", "2", "--output_path", str(out),
+                         "--log_samples", env={"JUDGECP_MLLM_JUDGE_DIR": str(mllm_dir), "JUDGECP_AI2D_DIR": str(ai2d_dir)})
     assert "mllm_judge_cp_all: 2 excluded: image_load_failed 1, label_off_scale 1" in proc.stdout + proc.stderr
     results = results_file(out)
-    for task in (DIRECT, COT):
+    for task, kind, n, used in ((DIRECT, "likert", 8, 6), (COT, "likert", 8, 6), ("ai2d_cp", "mcq", 10, 10)):
         lines = samples(out, task)
-        assert len(lines) == 8 and sorted(line["n"]["id"] for line in lines) == sorted(str(i) for i in range(8))
+        assert len(lines) == n and len({line["n"]["id"] for line in lines}) == n
         assert all(line["n"]["judge"] == str(tiny_llava) for line in lines)
-        assert metric(results, task, "n") == 6 and metric(results, task, "excluded") == 2
+        assert metric(results, task, "n") == used and metric(results, task, "excluded") == n - used
         report = tmp_path / f"{task}.json"
         assert judgecp_cli(["evaluate", str(samples_file(out, task)), "--quiet", "--json", str(report)]) == 0
         written = json.loads(report.read_text())
-        assert written["n"] == 6
-        compared = report_and_table(written, results, task)
-        assert {"coverage_naive", "width_lac", "pearson"} <= compared.keys()
+        assert written["kind"] == kind and written["n"] == used
+        compared = report_and_table(written, results, task, kind)
+        assert {"coverage_lac", "n", "excluded"} <= compared.keys()
         for name, (ours, theirs) in compared.items():
             assert ours == pytest.approx(theirs, rel=1e-12, abs=1e-12, nan_ok=True), (task, name)
     cot = samples(out, COT)[1]["n"]
     assert cot["prediction"] == 3 and cot["meta"]["stage"] == "anchored"
+    choice = samples(out, "ai2d_cp")[0]["n"]
+    assert choice["shape"] == "choice" and set(choice["logprobs"]) == {"A", "B", "C", "D"}

@@ -32,6 +32,14 @@ skip_without_lmms_eval()
 
 import torch  # noqa: E402  (after the skip: torch is part of what it checks)
 
+from judgecp.adapters.lmms_eval import METADATA_ENV, tasks_path  # noqa: E402
+from judgecp.adapters.lmms_eval.models import HFJudge, with_prefix  # noqa: E402
+from judgecp.adapters.lmms_eval.task import loglikelihood_pair  # noqa: E402
+from judgecp.capture.logits import RatingVocabulary  # noqa: E402
+from judgecp.cli import main as judgecp_cli  # noqa: E402
+from judgecp.records import parse_judge_output  # noqa: E402
+from judgecp.scale import LikertScale  # noqa: E402
+
 DIRECT, COT = "mllm_judge_cp_all", "mllm_judge_cp_cot_all"
 
 
@@ -39,8 +47,6 @@ DIRECT, COT = "mllm_judge_cp_all", "mllm_judge_cp_cot_all"
 def tasks(mllm_dir: Path) -> Iterator[dict[str, Any]]:
     """judgecp's two MLLM-as-a-Judge tasks as lmms-eval builds them, with their requests."""
     from lmms_eval.tasks import TaskManager, get_task_dict
-
-    from judgecp.adapters.lmms_eval import METADATA_ENV, tasks_path
 
     saved = os.environ.get(METADATA_ENV)
     os.environ[METADATA_ENV] = json.dumps({"data_dir": str(mllm_dir)})
@@ -58,8 +64,6 @@ def tasks(mllm_dir: Path) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def judge(tiny_llava: Path, tasks: dict[str, Any]) -> Any:
-    from judgecp.adapters.lmms_eval.models import HFJudge
-
     model = HFJudge(pretrained=str(tiny_llava), dtype="float32", device="cpu")
     for name, task in tasks.items():
         model.task_dict[name] = task.dataset
@@ -74,8 +78,6 @@ def forward_calls(model: Any) -> tuple[list[int], Any]:
 
 def manual_inputs(judge: Any, task: Any, request: Any, prefix: str | None) -> tuple[dict[str, Any], str]:
     """The document's prompt (with its images) encoded by the processor, unpadded, and its text."""
-    from judgecp.adapters.lmms_eval.models import with_prefix
-
     doc = task.dataset[task.config.test_split][request.args[3]]
     visuals = task.doc_to_visual(doc)
     text = with_prefix(judge.prompt(request.args[0], len(visuals)), prefix)
@@ -99,8 +101,6 @@ def manual_loglikelihood(judge: Any, task: Any, request: Any) -> tuple[float, bo
 
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_direct_scoring_equals_a_manual_forward_pass(judge: Any, tasks: dict[str, Any], batch_size: int) -> None:
-    from judgecp.adapters.lmms_eval.task import loglikelihood_pair
-
     task = tasks[DIRECT]
     requests = task.instances
     assert len(requests) == 8 * 5  # eight documents, five labels each
@@ -138,10 +138,6 @@ def greedy_reference(judge: Any, encoding: dict[str, Any], steps: int) -> tuple[
 
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_cot_capture_equals_a_manual_forward_pass_at_the_score_position(judge: Any, tasks: dict[str, Any], batch_size: int) -> None:
-    from judgecp.capture.logits import RatingVocabulary
-    from judgecp.records import parse_judge_output
-    from judgecp.scale import LikertScale
-
     task = tasks[COT]
     requests = task.instances
     judge.batch_size_per_gpu = batch_size
@@ -180,8 +176,6 @@ def test_image_judge_tasks_end_to_end_in_lmms_eval(tiny_llava: Path, mllm_dir: P
     """``lmms-eval --model judgecp-hf`` (batch 2) on MLLM-as-a-Judge direct and CoT and on AI2D: counted
     exclusions, one record per document naming the judge, and ``judgecp evaluate`` on each samples file
     gives every metric of the task's row."""
-    from judgecp.cli import main as judgecp_cli
-
     out = tmp_path / "out"
     proc = run_lmms_eval(tmp_path, "--model", "judgecp-hf", "--model_args", f"pretrained={tiny_llava},dtype=float32",
                          "--tasks", f"{DIRECT},{COT},ai2d_cp", "--batch_size", "2", "--output_path", str(out),

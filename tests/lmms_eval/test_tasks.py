@@ -21,6 +21,10 @@ from tests.lmms_eval.helpers import skip_without_lmms_eval
 
 skip_without_lmms_eval()
 
+from judgecp.adapters.lmms_eval import METADATA_ENV, tasks_path  # noqa: E402
+from judgecp.errors import InputError  # noqa: E402
+from tests.lm_eval.fixtures import build_mmmu_dir, build_polaris_dir, build_scienceqa_dir  # noqa: E402
+
 TASKS = ("polaris_cp", "polaris_cp_cot", "polaris_cp_continuous", "ai2d_cp", "scienceqa_img_cp", "mmmu_val_cp")
 
 
@@ -28,8 +32,6 @@ TASKS = ("polaris_cp", "polaris_cp_cot", "polaris_cp_continuous", "ai2d_cp", "sc
 def built(tmp_path_factory: pytest.TempPathFactory, ai2d_dir: Path) -> Iterator[dict[str, Any]]:
     from lmms_eval.tasks import TaskManager, get_task_dict
 
-    from judgecp.adapters.lmms_eval import tasks_path
-    from tests.lm_eval.fixtures import build_mmmu_dir, build_polaris_dir, build_scienceqa_dir
 
     dirs = {
         "JUDGECP_POLARIS_DIR": build_polaris_dir(tmp_path_factory.mktemp("polaris"), n=10),
@@ -109,8 +111,6 @@ def test_choice_records_count_what_cannot_be_judged(built: dict[str, Any]) -> No
 def test_settings_from_the_environment_and_a_bad_one_named(built: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     from lmms_eval.tasks import TaskManager, get_task_dict
 
-    from judgecp.adapters.lmms_eval import METADATA_ENV, tasks_path
-    from judgecp.errors import InputError
 
     assert built["ai2d_cp"].protocol.level == 0.1
     manager = TaskManager("ERROR", include_path=str(tasks_path()))

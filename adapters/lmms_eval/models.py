@@ -74,6 +74,14 @@ def _flatten(visuals: Any) -> list[Any]:
     return out
 
 
+def _per_token(value: Any, context_length: int, width: int) -> Any:
+    """An image input as a batch row: a per-token one (``mm_token_type_ids``: one value per context token)
+    extended with zeros (text) to the row's ``width``; any other (pixels, grids) as it is."""
+    if isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape == (1, context_length):
+        return torch.nn.functional.pad(value, (0, width - context_length))
+    return value
+
+
 def with_prefix(prompt: str, prefix: str | None) -> str:
     """``prompt`` followed by the answer prefix, a space between them unless one is there (lm-eval's rule)."""
     if not prefix:
@@ -245,7 +253,8 @@ class HFJudge(lmms):  # type: ignore[misc]
             width = max(len(rows[r][1]) for r in batch)
             inputs = torch.tensor([rows[r][1] + [pad] * (width - len(rows[r][1])) for r in batch], device=self._device)
             extras = [documents[rows[r][0]][3] for r in batch]
-            extra = {k: torch.cat([e[k] for e in extras], dim=0) for k in extras[0]}
+            extra = {k: torch.cat([_per_token(e[k], len(documents[rows[r][0]][1]), width) for e, r in zip(extras, batch, strict=True)], dim=0)
+                     for k in extras[0]}
             with torch.no_grad():
                 logits = self.model(input_ids=inputs, **extra).logits
             self.judgecp_stats["forward_passes"] += 1

@@ -29,7 +29,8 @@ split)``), so judgecp's tasks, which build simple requests, work with it:
 The prompt: the processor's (or tokenizer's) chat template with one
 ``{"type": "image"}`` part per image and the text, with the generation
 prompt; without a template, lmms-eval's ``llava_hf`` convention: the image
-tokens, a newline, the text. ``--model_args``: ``pretrained``, ``device``
+tokens, a newline, the text. A text with one ``<image>`` placeholder per
+image keeps the images at the placeholders (interleaved). ``--model_args``: ``pretrained``, ``device``
 (cpu), ``dtype`` (``auto``, or e.g. ``float32``), ``batch_size``,
 ``max_new_tokens`` (default for generation when the task sets none),
 ``chat_template`` (a Jinja string or file), ``scale`` (1:5), ``floor`` (log
@@ -153,14 +154,29 @@ class HFJudge(lmms):  # type: ignore[misc]
     # -- prompts ---------------------------------------------------------------------
 
     def prompt(self, context: str, n_images: int) -> str:
-        """The model's prompt for a request's context and its number of images (module docstring)."""
+        """The model's prompt for a request's context and its number of images (module docstring).
+
+        A context with one ``<image>`` placeholder per image (lmms-eval's and judgecp's interleaved
+        prompts, e.g. two candidate images of a pairwise item) keeps the images where the placeholders are.
+        """
+        pieces = context.split(DEFAULT_IMAGE_TOKEN)
+        interleaved = n_images > 0 and len(pieces) == n_images + 1
         if self.chat_template:
-            content: list[dict[str, Any]] = [{"type": "image"} for _ in range(n_images)]
-            content.append({"type": "text", "text": context})
+            content: list[dict[str, Any]] = []
+            if interleaved:
+                for k, piece in enumerate(pieces):
+                    if piece:
+                        content.append({"type": "text", "text": piece})
+                    if k < n_images:
+                        content.append({"type": "image"})
+            else:
+                content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": context}]
             messages = [{"role": "user", "content": content}]
             apply = getattr(self.processor, "apply_chat_template", self.tokenizer.apply_chat_template)
             return str(apply(messages, chat_template=self.chat_template, add_generation_prompt=True, tokenize=False))
-        if n_images and self.image_token not in context:
+        if interleaved:
+            return self.image_token.join(pieces)
+        if n_images:
             return " ".join([self.image_token] * n_images) + "\n" + context
         return context
 

@@ -13,7 +13,7 @@ lmms-eval's base class has too. So the classes here **reuse those methods**
 
 * **documents**: lmms-eval has no ``custom_dataset``; :meth:`JudgeTask.download`
   calls the task class's ``LOADER`` (the lm-eval task folders' loaders) with
-  the settings' ``data_dir`` and the YAML's ``dataset_kwargs``;
+  the settings and the YAML's ``dataset_kwargs``, as lm-eval calls a ``custom_dataset``;
 * **settings**: lmms-eval has no ``--metadata``; the task's YAML ``metadata``
   overlaid with ``JUDGECP_LMMS_EVAL_METADATA`` (JSON) are the settings;
 * **direct scoring**: lmms-eval has no ``gen_prefix`` (the answer prefix,
@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 from lmms_eval.api.task import ConfigurableTask
 
 from judgecp.adapters.lm_eval.choice_task import MultipleChoiceTask
+from judgecp.adapters.lm_eval.ensemble_task import PromptEnsembleTask
 from judgecp.adapters.lm_eval.metrics import TaskReport, aggregations
 from judgecp.adapters.lm_eval.task import JudgeReportTask, LikertJudgeTask
 from judgecp.adapters.lmms_eval import METADATA_ENV
@@ -107,18 +108,18 @@ class JudgeTask(ConfigurableTask):  # type: ignore[misc]
         self.judgecp_report = TaskReport(self.report, task=str(self.config.task))
         self._judgecp_aggregations = aggregations(metrics, self.judgecp_report.of)
 
-    #: The documents: ``LOADER(data_dir=..., **dataset_kwargs)`` returns a ``DatasetDict`` (the lm-eval task
+    #: The documents: ``LOADER(**settings, **dataset_kwargs)`` returns a ``DatasetDict`` (the lm-eval task
     #: folders' loaders, their ``custom_dataset``); ``None``: lmms-eval's own ``dataset_path`` download.
     LOADER: ClassVar[Callable[..., Any] | None] = None
 
     def download(self, dataset_kwargs: Mapping[str, Any] | None = None) -> None:
-        """The documents from :attr:`LOADER` with the settings' ``data_dir`` and the YAML's ``dataset_kwargs``."""
+        """The documents from :attr:`LOADER` with the settings (``data_dir``, ...) and the YAML's ``dataset_kwargs``."""
         loader = type(self).LOADER
         if loader is None:
             super().download(dataset_kwargs)
             return
-        settings = {k: v for k, v in (self.config.metadata or {}).items() if k == "data_dir"}
-        self.dataset = loader(**settings, **dict(dataset_kwargs or {}))
+        # As lm-eval calls a custom_dataset: the settings (metadata) and the YAML's dataset_kwargs.
+        self.dataset = loader(**{**dict(self.config.metadata or {}), **dict(dataset_kwargs or {})})
         self.dataset_no_image = self.dataset
 
     def process_results(self, doc: Mapping[str, Any], results: Sequence[Any], full_docs: Any = None) -> dict[str, Any]:
@@ -170,6 +171,18 @@ class ChoiceTask(JudgeTask):
     metrics = MultipleChoiceTask.metrics
     record = MultipleChoiceTask.record
     record_fields = MultipleChoiceTask.record_fields
+
+
+class EnsembleTask(JudgeTask):
+    """Pairwise image preference under every prompt of a prompt set (the lm-eval adapter's
+    :class:`~judgecp.adapters.lm_eval.ensemble_task.PromptEnsembleTask`): ``pair`` records, the ensemble study."""
+
+    KIND = "ensemble"
+
+    read_settings = PromptEnsembleTask.read_settings
+    metrics = PromptEnsembleTask.metrics
+    report = PromptEnsembleTask.report
+    record = PromptEnsembleTask.record
 
 
 def choice_text(doc: Mapping[str, Any], domain: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,30 @@ def test_cot_capture_equals_a_manual_forward_pass_at_the_score_position(judge: A
         for label in "12345":
             ids = [i for i, t in zip(vocab.ids, vocab.tokens, strict=True) if t.lstrip("Ġ") == label]
             assert response["logprobs"][label] == pytest.approx(float(torch.logsumexp(at[ids], 0)), abs=1e-4)
+
+
+def test_interleaved_images_stay_at_their_placeholders(judge: Any) -> None:
+    """A pairwise prompt with one ``<image>`` per image (judgecp's prompt-ensemble documents): the images
+    go where the placeholders are, and the labels' log-likelihoods equal a manual pass of that text."""
+    from PIL import Image
+
+    images = [Image.new("RGB", (20, 18), (200, 30, 30)), Image.new("RGB", (26, 22), (30, 30, 200))]
+    judge.task_dict["pair"] = {"test": [{"id": "p0"}]}
+    context = "Image A: <image> Image B: <image> Which image is better? Answer:"
+    assert judge.prompt(context, 2) == context  # no template: the placeholders are the image tokens
+    requests = [types.SimpleNamespace(args=(context, f" {g}", lambda doc: images, 0, "pair", "test"), metadata={})
+                for g in "AB"]
+    results = judge.loglikelihood(requests)
+    encoding = judge.processor(text=[context], images=images, return_tensors="pt")
+    tok = judge.tokenizer
+    for request, (ll, _greedy) in zip(requests, results, strict=True):
+        cont = tok(context + request.args[1], add_special_tokens=False)["input_ids"][len(tok(context, add_special_tokens=False)["input_ids"]):]
+        ids = torch.cat([encoding["input_ids"], torch.tensor([cont])], dim=1)
+        with torch.no_grad():
+            logits = judge.model(input_ids=ids, pixel_values=encoding["pixel_values"]).logits[0].float()
+        start = encoding["input_ids"].shape[1] - 1
+        lp = torch.log_softmax(logits[start : start + len(cont)], -1)
+        assert ll == pytest.approx(sum(float(lp[k, t]) for k, t in enumerate(cont)), abs=1e-4)
 
 
 def test_losses_of_lmms_evals_own_models_are_excluded_not_read_as_logprobs(tasks: dict[str, Any]) -> None:

@@ -24,8 +24,10 @@ skip_without_lmms_eval()
 from judgecp.adapters.lmms_eval import METADATA_ENV, tasks_path  # noqa: E402
 from judgecp.errors import InputError  # noqa: E402
 from tests.lm_eval.fixtures import build_mmmu_dir, build_polaris_dir, build_scienceqa_dir  # noqa: E402
+from tests.lm_eval.test_ensemble_tasks import build_hpdv2_dir  # noqa: E402
 
-TASKS = ("polaris_cp", "polaris_cp_cot", "polaris_cp_continuous", "ai2d_cp", "scienceqa_img_cp", "mmmu_val_cp")
+TASKS = ("polaris_cp", "polaris_cp_cot", "polaris_cp_continuous", "ai2d_cp", "scienceqa_img_cp", "mmmu_val_cp",
+         "image_pref_ensemble_cp_hpdv2")
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,8 @@ def built(tmp_path_factory: pytest.TempPathFactory, ai2d_dir: Path) -> Iterator[
         "JUDGECP_SCIENCEQA_DIR": build_scienceqa_dir(tmp_path_factory.mktemp("sqa")),
         "JUDGECP_MMMU_DIR": build_mmmu_dir(tmp_path_factory.mktemp("mmmu")),
         "JUDGECP_AI2D_DIR": ai2d_dir,
+        "JUDGECP_HPDV2_DIR": build_hpdv2_dir(tmp_path_factory.mktemp("hpdv2"), captions=4),
+        METADATA_ENV: json.dumps({"prompts": 3}),  # a setting for the loader, as lm-eval's --metadata
     }
     saved = {k: os.environ.get(k) for k in dirs}
     os.environ.update({k: str(v) for k, v in dirs.items()})
@@ -64,7 +68,7 @@ def test_requests_carry_no_image_placeholder_and_the_answer_prefix(built: dict[s
     direct = built["polaris_cp"].instances
     assert {r.args[1] for r in direct} == {" 1", " 2", " 3", " 4", " 5"}
     assert all(r.metadata["gen_prefix"] == "Score:" for r in direct)  # what judgecp-hf starts the answer with
-    for name in TASKS:
+    for name in TASKS[:-1]:
         for request in built[name].instances:
             assert "<image>" not in request.args[0], name
             assert callable(request.args[2])  # doc_to_visual: the model loads the images
@@ -123,3 +127,20 @@ def test_settings_from_the_environment_and_a_bad_one_named(built: dict[str, Any]
     monkeypatch.setenv(METADATA_ENV, "{not json")
     with pytest.raises(InputError, match="JUDGECP_LMMS_EVAL_METADATA: not JSON"):
         get_task_dict(["judgecp_demo_easy"], manager)
+
+
+def test_prompt_ensemble_documents_place_their_two_images_and_give_pair_records(built: dict[str, Any]) -> None:
+    task = built["image_pref_ensemble_cp_hpdv2"]
+    docs = task.dataset["test"]
+    assert len(docs) == 3 * len({d["item"] for d in docs})  # every item under the three prompts (the setting)
+    request = task.instances[0]
+    assert request.args[0].count("<image>") == 2 and {r.args[1] for r in task.instances[:2]} == {" A", " B"}
+    records = []
+    for i in range(len(docs)):
+        glyphs = task.doc_to_choice(docs[i])
+        record = task.process_results(docs[i], answers([-0.5, -1.5]))["n_items"]  # the task's first metric
+        assert record["shape"] == "pair" and record["logprobs"] == {glyphs[0]: -0.5, glyphs[1]: -1.5}
+        assert record["pair_id"] == docs[i]["item"] and record["prompt"] == docs[i]["prompt_id"]
+        records.append(record)
+    report = task.report(records)
+    assert report["n_items"] == len({d["item"] for d in docs}) and report["n_prompts"] == 3

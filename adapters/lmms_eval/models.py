@@ -34,7 +34,8 @@ image keeps the images at the placeholders (interleaved). ``--model_args``: ``pr
 (cpu), ``dtype`` (``auto``, or e.g. ``float32``), ``batch_size``,
 ``max_new_tokens`` (default for generation when the task sets none),
 ``chat_template`` (a Jinja string or file), ``scale`` (1:5), ``floor`` (log
-1e-5), ``trust_remote_code``.
+1e-5), ``trust_remote_code``, ``record`` (a JSONL path: every document's answers,
+for ``judgecp-replay recording=PATH``).
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ class HFJudge(lmms):  # type: ignore[misc]
         scale: str = "1:5",
         floor: float | str | None = None,
         trust_remote_code: bool | str = False,
+        record: str | None = None,
         **unknown: Any,
     ) -> None:
         super().__init__()
@@ -141,6 +143,7 @@ class HFJudge(lmms):  # type: ignore[misc]
         self.judgecp_vocabulary = RatingVocabulary(self.tokenizer, self.judgecp_scale)
         #: forward_passes (of direct scoring), documents, per_label_documents (fallbacks), generate_calls
         self.judgecp_stats: Counter[str] = Counter()
+        self.judgecp_record = Path(record) if record else None
         set_model_name(pretrained)
 
     @property
@@ -235,6 +238,7 @@ class HFJudge(lmms):  # type: ignore[misc]
         logger.info("judgecp-hf: %d documents scored in %d forward passes (%d needed one pass per choice)",
                     self.judgecp_stats["documents"], self.judgecp_stats["forward_passes"],
                     self.judgecp_stats["per_label_documents"])
+        self._write_record("direct", requests, results)
         return results  # type: ignore[return-value]
 
     def _score(self, documents: Sequence[tuple[Any, list[int], dict[str, list[int]], dict[str, Any]]]) -> list[list[tuple[float, bool]]]:
@@ -300,6 +304,7 @@ class HFJudge(lmms):  # type: ignore[misc]
                 chunk = prepared[start : start + self.batch_size]
                 for (i, _text, _visuals), response in zip(chunk, self._generate(chunk, settings), strict=True):
                     results[i] = response
+        self._write_record("cot", requests, results)
         return results  # type: ignore[return-value]
 
     def _generate(self, chunk: Sequence[tuple[int, str, list[Any]]], settings: dict[str, Any]) -> list[str]:
@@ -333,6 +338,26 @@ class HFJudge(lmms):  # type: ignore[misc]
                                                      floor=self.judgecp_floor))
             capture.release()
         return responses
+
+    def _write_record(self, kind: str, requests: Sequence[Any], results: Sequence[Any]) -> None:
+        """Append each document's answers to ``record`` in the replay model's format (lm-eval's:
+        ``{"id", "kind": "direct", "loglikelihoods": {continuation: [ll, greedy]}}`` or ``"cot"``, ``"response"``)."""
+        if self.judgecp_record is None or not requests:
+            return
+        by_doc: dict[str, dict[str, Any]] = {}
+        for req, result in zip(requests, results, strict=True):
+            _context, _second, _visual, doc_index, task, split = req.args[:6]
+            doc = self.task_dict[task][split][doc_index]
+            doc_id = str(doc.get("id", doc_index))
+            entry = by_doc.setdefault(doc_id, {"id": doc_id, "kind": kind})
+            if kind == "direct":
+                entry.setdefault("loglikelihoods", {})[req.args[1]] = [float(result[0]), bool(result[1])]
+            else:
+                entry["response"] = result
+        self.judgecp_record.parent.mkdir(parents=True, exist_ok=True)
+        with self.judgecp_record.open("a", encoding="utf-8") as handle:
+            for entry in by_doc.values():
+                handle.write(json.dumps(entry) + "\n")
 
     def _stop_ids(self) -> set[int]:
         ids = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}

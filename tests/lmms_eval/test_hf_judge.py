@@ -35,6 +35,7 @@ import torch  # noqa: E402  (after the skip: torch is part of what it checks)
 
 from judgecp.adapters.lmms_eval import METADATA_ENV, tasks_path  # noqa: E402
 from judgecp.adapters.lmms_eval.models import HFJudge, with_prefix  # noqa: E402
+from judgecp.adapters.lmms_eval.replay import ReplayJudge  # noqa: E402
 from judgecp.adapters.lmms_eval.task import loglikelihood_pair  # noqa: E402
 from judgecp.capture.logits import RatingVocabulary  # noqa: E402
 from judgecp.cli import main as judgecp_cli  # noqa: E402
@@ -182,6 +183,21 @@ def test_interleaved_images_stay_at_their_placeholders(judge: Any) -> None:
         start = encoding["input_ids"].shape[1] - 1
         lp = torch.log_softmax(logits[start : start + len(cont)], -1)
         assert ll == pytest.approx(sum(float(lp[k, t]) for k, t in enumerate(cont)), abs=1e-4)
+
+
+def test_a_recording_replays_to_the_same_answers(tiny_llava: Path, tasks: dict[str, Any], tmp_path: Path) -> None:
+    """``record=PATH`` writes what ``judgecp-replay recording=PATH`` serves: the same answers, direct and CoT."""
+    recording = tmp_path / "recording.jsonl"
+    recorder = HFJudge(pretrained=str(tiny_llava), dtype="float32", record=str(recording))
+    for name, task in tasks.items():
+        recorder.task_dict[name] = task.dataset
+    direct = recorder.loglikelihood(tasks[DIRECT].instances)
+    cot = recorder.generate_until(tasks[COT].instances)
+    replay = ReplayJudge(recording=str(recording))
+    for name, task in tasks.items():
+        replay.task_dict[name] = task.dataset
+    assert replay.loglikelihood(tasks[DIRECT].instances) == direct
+    assert replay.generate_until(tasks[COT].instances) == cot
 
 
 def test_losses_of_lmms_evals_own_models_are_excluded_not_read_as_logprobs(tasks: dict[str, Any]) -> None:

@@ -116,6 +116,8 @@ class HFJudge(lmms):  # type: ignore[misc]
         super().__init__()
         if unknown:
             raise ValueError(f"judgecp-hf: unknown --model_args {', '.join(sorted(unknown))}")
+        if not str(batch_size).isdigit() or int(batch_size) < 1:
+            raise ValueError(f"judgecp-hf: batch_size must be a positive integer, got {batch_size!r}")
         import transformers
 
         remote = str(trust_remote_code).lower() in ("1", "true", "yes")
@@ -130,7 +132,7 @@ class HFJudge(lmms):  # type: ignore[misc]
             model = transformers.AutoModelForCausalLM.from_pretrained(pretrained, dtype=torch_dtype, trust_remote_code=remote)
         self.model = model.to(self._device).eval()
         self.pretrained = pretrained
-        self.batch_size_per_gpu = max(int(batch_size), 1) if str(batch_size).isdigit() else 1
+        self.batch_size_per_gpu = int(batch_size)
         self.max_new_tokens = int(max_new_tokens)
         template = chat_template
         if template and Path(template).is_file():

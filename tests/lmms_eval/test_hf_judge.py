@@ -200,6 +200,16 @@ def test_a_recording_replays_to_the_same_answers(tiny_llava: Path, tasks: dict[s
     assert replay.generate_until(tasks[COT].instances) == cot
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    ({"batch_size": "auto"}, "batch_size must be a positive integer, got 'auto'"),
+    ({"batch_size": "0"}, "batch_size must be a positive integer, got '0'"),
+    ({"scoring": "one_pass"}, "unknown --model_args scoring"),
+])
+def test_bad_model_arguments_are_named_before_loading(options: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        HFJudge(pretrained="/nonexistent/judge", **options)
+
+
 def test_losses_of_lmms_evals_own_models_are_excluded_not_read_as_logprobs(tasks: dict[str, Any]) -> None:
     """lmms-eval's models answer loglikelihood with a loss (>= 0); such a document is counted out."""
     task = tasks[DIRECT]

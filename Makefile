@@ -4,21 +4,25 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# lmms-eval is installed without its requirements (docs/lmms_eval.md): the version judgecp was tested with.
+LMMS_EVAL_VERSION := 0.7.3
 
 .PHONY: demo demo-core test install bench bench-capture bench-scale reproduce lint dist report
 
 # Each step says what it does before pip's quiet minutes (-q: pip's own output is hundreds of lines).
 $(BIN)/python:
-	@echo "judgecp install 1/3: a virtual environment in $(VENV) ($(PYTHON) -m venv)"
+	@echo "judgecp install 1/4: a virtual environment in $(VENV) ($(PYTHON) -m venv)"
 	$(PYTHON) -m venv $(VENV)
 
 # CPU torch first: `pip install torch==2.13.0` takes the machine's local CPU
 # wheel; letting a dependency pull `torch` would download the CUDA build.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	@echo "judgecp install 2/3: CPU torch 2.13.0, for R2CCP and the tiny test models (the largest download: a minute or more)"
+	@echo "judgecp install 2/4: CPU torch 2.13.0, for R2CCP and the tiny test models (the largest download: a minute or more)"
 	$(BIN)/pip install -q torch==2.13.0
-	@echo "judgecp install 3/3: judgecp (editable) with lm-eval, transformers, datasets and pytest (a few minutes)"
-	$(BIN)/pip install -q -e ".[torch,test,lm-eval]"
+	@echo "judgecp install 3/4: judgecp (editable) with lm-eval, transformers, datasets and pytest (a few minutes)"
+	$(BIN)/pip install -q -e ".[torch,test,lm-eval,lmms-eval]"
+	@echo "judgecp install 4/4: lmms-eval 0.7.3 without its requirements (docs/lmms_eval.md, Install)"
+	$(BIN)/pip install -q --no-deps "lmms-eval==$(LMMS_EVAL_VERSION)"
 	touch $@
 	@echo "judgecp install: done; $(BIN)/judgecp --help, make demo, make test"
 

@@ -14,7 +14,7 @@ MAX_CORE_LINES = 420
 
 
 def harness_imports(path: Path) -> list[str]:
-    """Every import of lm_eval, vlmeval or judgecp.adapters in a file, top level or inside a function."""
+    """Every import of lm_eval, vlmeval, lmms_eval or judgecp.adapters in a file, top level or inside a function."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
@@ -24,7 +24,7 @@ def harness_imports(path: Path) -> list[str]:
         else:
             continue
         found += [f"{path.name}:{node.lineno} {name}" for name in names
-                  if name.split(".")[0] in ("lm_eval", "vlmeval") or name.startswith("judgecp.adapters")]
+                  if name.split(".")[0] in ("lm_eval", "vlmeval", "lmms_eval") or name.startswith("judgecp.adapters")]
     return found
 
 

@@ -4,7 +4,8 @@ A ``.pth`` file works only at the top of site-packages, and ``data_files``
 cannot put it there portably; so ``build_py`` writes ``judgecp-lm-eval.pth``
 and the hook module ``_judgecp_lm_eval_hook.py`` (and the same pair for
 VLMEvalKit, ``judgecp-vlmeval.pth`` and ``_judgecp_vlmeval_hook.py``, from
-``adapters/vlmeval/_startup_hook.py``) at the root of what becomes
+``adapters/vlmeval/_startup_hook.py``; for lmms-eval, ``judgecp-lmms-eval.pth`` and
+``_judgecp_lmms_eval_hook.py`` from ``adapters/lmms_eval/_startup_hook.py``) at the root of what becomes
 the wheel. In an editable install setuptools ships only the unpacked wheel
 directory (its ``install_lib``), so the files go there instead. Either way
 they are listed in the wheel's RECORD: ``pip uninstall judgecp`` removes them.
@@ -27,12 +28,16 @@ PTH_LINE = (
     f"('0', 'false', 'no', 'off') or __import__('{HOOK_MODULE}').install()\n"
 )
 VLMEVAL_HOOK_MODULE = "_judgecp_vlmeval_hook"
+LMMS_EVAL_HOOK_MODULE = "_judgecp_lmms_eval_hook"
 #: (hook module, .pth file, source, .pth line) of every startup hook
 HOOKS = (
     (HOOK_MODULE, PTH_FILE, HOOK_SOURCE, PTH_LINE),
     (VLMEVAL_HOOK_MODULE, "judgecp-vlmeval.pth", Path(__file__).parents[1] / "vlmeval" / "_startup_hook.py",
      "import os; os.environ.get('JUDGECP_VLMEVAL_AUTOLOAD', '1').strip().lower() in "
      f"('0', 'false', 'no', 'off') or __import__('{VLMEVAL_HOOK_MODULE}').install()\n"),
+    (LMMS_EVAL_HOOK_MODULE, "judgecp-lmms-eval.pth", Path(__file__).parents[1] / "lmms_eval" / "_startup_hook.py",
+     "import os; os.environ.get('JUDGECP_LMMS_EVAL_AUTOLOAD', '1').strip().lower() in "
+     f"('0', 'false', 'no', 'off') or __import__('{LMMS_EVAL_HOOK_MODULE}').install()\n"),
 )
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from judgecp.adapters.lm_eval import tasks_path
 
 _PATCHED = "__judgecp_include_path__"
 
@@ -53,7 +56,15 @@ def after_task_manager(module: Any = None) -> None:
     """Wrap ``TaskManager.__init__`` to add judgecp's task folder to its include path."""
     if module is None:
         import lm_eval.tasks.manager as module
-    manager = module.TaskManager
+    wrap_include_path(module.TaskManager, tasks_path, after=install_excepthook)
+
+
+def wrap_include_path(manager: Any, folder: Callable[[], Path], after: Callable[[], None] | None = None) -> None:
+    """Wrap ``manager.__init__`` (a harness's ``TaskManager``: ``include_path``, ``include_defaults``)
+    to add ``folder()`` to its include path; then call ``after``. Once per class.
+
+    Harness-neutral: the lmms-eval adapter wraps lmms-eval's ``TaskManager`` with it.
+    """
     init = manager.__init__
     if getattr(init, _PATCHED, False):
         return
@@ -64,9 +75,10 @@ def after_task_manager(module: Any = None) -> None:
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
         if bound.arguments.get("include_defaults", True):
-            bound.arguments["include_path"] = with_judgecp_tasks(bound.arguments.get("include_path"))
+            bound.arguments["include_path"] = with_folder(bound.arguments.get("include_path"), folder())
         init(*bound.args, **bound.kwargs)
-        install_excepthook()
+        if after is not None:
+            after()
 
     setattr(__init__, _PATCHED, True)
     manager.__init__ = __init__
@@ -74,9 +86,12 @@ def after_task_manager(module: Any = None) -> None:
 
 def with_judgecp_tasks(include_path: Any) -> Any:
     """``include_path`` plus judgecp's task folder (unless already there)."""
-    from judgecp.adapters.lm_eval import tasks_path
+    return with_folder(include_path, tasks_path())
 
-    ours = tasks_path()
+
+def with_folder(include_path: Any, ours: Path) -> Any:
+    """``include_path`` plus the folder ``ours`` (unless already there)."""
+    ours = ours.resolve()
     if include_path is None:
         return str(ours)
     paths = list(include_path) if isinstance(include_path, (list, tuple)) else [include_path]

@@ -136,8 +136,11 @@ def read_samples(path: Path, *, kind: str | None = None, **options: Any) -> Reco
                 excluded.add("malformed_json_line", f"line {lineno}")
                 continue
             names = sample.get("metrics") if isinstance(sample.get("metrics"), list) else list(sample)
-            record = next((r for r in (parse_judge_output(sample.get(m)) for m in names if isinstance(m, str)) if r), None)
-            if record is None or "id" not in record:
+            # The first record with an id: a judge response (no id) may come first (lmms-eval's flat
+            # ``filtered_resps``, read through judgecp.adapters.lmms_eval.plugin).
+            parsed = (parse_judge_output(sample.get(m)) for m in names if isinstance(m, str))
+            record = next((r for r in parsed if r and "id" in r), None)
+            if record is None:
                 excluded.add("no_record_in_sample", f"line {lineno}")
                 continue
             text = json.dumps(record, sort_keys=True)

@@ -1,0 +1,65 @@
+"""Shared by the lmms-eval integration tests: skipping (never in CI), the CLI runner, result readers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judgecp.adapters.lm_eval.metrics import task_protocol
+from judgecp.workflows import scalars
+from tests.lm_eval.helpers import offline_env, run
+
+NEEDED = ("lmms_eval", "loguru", "transformers", "torch", "accelerate", "PIL", "datasets")
+
+
+def skip_without_lmms_eval() -> None:
+    """Skip the calling test module when lmms-eval is absent; in CI (``CI`` set) fail instead:
+    ``make install`` installs it, so a missing one there is a broken install, not a reason to skip."""
+    missing = [m for m in NEEDED if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    message = f"lmms-eval integration tests need {', '.join(missing)}: make install (docs/lmms_eval.md, Install)"
+    if os.environ.get("CI"):
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
+def run_lmms_eval(home: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> Any:
+    """``python -m lmms_eval ARGS`` (lmms-eval's own command line) as a user starts it: offline, caches under
+    ``home``, in ``home`` (not in the checkout, whose ``judgecp.egg-info`` may be older than the install)."""
+    return run([sys.executable, "-m", "lmms_eval", *args], offline_env(home, **(env or {})), cwd=home, timeout=900,
+               check=check)
+
+
+def results_file(output: Path) -> dict[str, Any]:
+    files = sorted(output.rglob("*_results.json"))
+    assert files, f"no results file under {output}"
+    return json.loads(files[-1].read_text())  # type: ignore[no-any-return]
+
+
+def samples_file(output: Path, task: str) -> Path:
+    files = sorted(output.rglob(f"*_samples_{task}.jsonl"))
+    assert files, f"no samples file for {task} under {output}"
+    return files[-1]
+
+
+def samples(output: Path, task: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in samples_file(output, task).read_text().splitlines() if line.strip()]
+
+
+def metric(results: dict[str, Any], task: str, name: str) -> Any:
+    return results["results"][task][f"{name},none"]
+
+
+def report_and_table(report: Any, results: dict[str, Any], task: str, kind: str = "likert") -> dict[str, tuple[float, Any]]:
+    """Every metric of the task (default settings, no categories): (read from a ``judgecp evaluate`` report,
+    the value in lmms-eval's results)."""
+    metrics = {"likert": scalars.likert_metrics, "mcq": scalars.mcq_metrics}[kind](task_protocol({}, kind))
+    got = scalars.metric_values(report, metrics)
+    return {name: (value, metric(results, task, name)) for name, value in got.items()}

@@ -50,7 +50,7 @@ from judgecp.adapters.lmms_eval import METADATA_ENV
 from judgecp.base.errors import InputError
 from judgecp.base.scale import LikertScale
 from judgecp.data.prompts import choice_seed_prompt
-from judgecp.workflows.calibrators.results import calibrated_metrics
+from judgecp.workflows.results import calibrated_metrics
 
 logger = logging.getLogger("lmms_eval.judgecp")
 

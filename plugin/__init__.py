@@ -34,14 +34,9 @@ from judgecp.base.records import SCHEMA, choice_record, pair_record, score_recor
 from judgecp.base.scale import LikertScale
 from judgecp.base.version import __version__
 from judgecp.data import ChoiceData, Fields, PairData, ScoreData
-from judgecp.kinds.estimators import (
-    ChoicePrediction,
-    ChoiceSets,
-    PromptReliability,
-    ScoreIntervals,
-    SelectiveJudge,
-    SelectivePrediction,
-)
+from judgecp.kinds.choice.estimator import ChoicePrediction, ChoiceSets, PromptReliability
+from judgecp.kinds.likert.estimator import ScoreIntervals
+from judgecp.kinds.pairwise.estimator import SelectiveJudge, SelectivePrediction
 from judgecp.kinds.protocol import Protocol, parse_settings
 from judgecp.kinds.reading import from_records, from_table, load
 from judgecp.stats.conformal import ConformalMethod, Prediction, conformal_quantile

@@ -25,7 +25,7 @@ from judgecp.kinds.calibration import (
     set_outputs,
     set_summary,
 )
-from judgecp.kinds.estimators import ChoiceSets
+from judgecp.kinds.choice.estimator import ChoiceSets
 from judgecp.kinds.kind import Calibration
 from judgecp.kinds.metrics import Metric, set_summary_metrics
 from judgecp.kinds.registry import check_method_spec
@@ -33,7 +33,7 @@ from judgecp.stats.saved_state import StateReader
 
 
 class ChoiceCalibration(Calibration):
-    """A :class:`judgecp.kinds.estimators.ChoiceSets` saved as data; the PPI proxy is the predicted option's
+    """A :class:`judgecp.kinds.choice.estimator.ChoiceSets` saved as data; the PPI proxy is the predicted option's
     probability (the target: whether it is correct)."""
 
     ppi_target = "accuracy"

@@ -24,8 +24,8 @@ from judgecp.kinds.calibration import (
     set_outputs,
     set_summary,
 )
-from judgecp.kinds.estimators import ScoreIntervals
 from judgecp.kinds.kind import Calibration
+from judgecp.kinds.likert.estimator import ScoreIntervals
 from judgecp.kinds.metrics import Metric, set_summary_metrics
 from judgecp.kinds.registry import check_method_spec
 from judgecp.stats.features import expected_score, judge_probabilities
@@ -33,7 +33,7 @@ from judgecp.stats.saved_state import StateReader
 
 
 class LikertCalibration(Calibration):
-    """A :class:`judgecp.kinds.estimators.ScoreIntervals` saved as data; the PPI proxy is the expected score."""
+    """A :class:`judgecp.kinds.likert.estimator.ScoreIntervals` saved as data; the PPI proxy is the expected score."""
 
     ppi_target = "mean human score"
     default_method = "naive"

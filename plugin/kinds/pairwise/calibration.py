@@ -8,9 +8,9 @@ import numpy as np
 
 from judgecp.base.errors import InputError
 from judgecp.kinds.calibration import ApplyParts, Fitted, KindParts, null_fields
-from judgecp.kinds.estimators import SelectiveJudge
 from judgecp.kinds.kind import Calibration
 from judgecp.kinds.metrics import Metric, accept_summary_metrics
+from judgecp.kinds.pairwise.estimator import SelectiveJudge
 from judgecp.kinds.pairwise.study import make_controller
 from judgecp.kinds.registry import controller_classes
 from judgecp.stats.checks import risk_permutation_test
@@ -19,7 +19,7 @@ from judgecp.stats.signals import RANGES, binary_entropy, signals
 
 
 class PairwiseCalibration(Calibration):
-    """A :class:`judgecp.kinds.estimators.SelectiveJudge` saved as data; the PPI proxy is P(A preferred)."""
+    """A :class:`judgecp.kinds.pairwise.estimator.SelectiveJudge` saved as data; the PPI proxy is P(A preferred)."""
 
     ppi_target = "human win rate of response A"
     default_method = "scope"

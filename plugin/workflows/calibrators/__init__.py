@@ -1,9 +1,9 @@
 """Calibrate once, apply to every run: fitted estimators saved as data (``judgecp.calibrator/2``).
 
-A *calibrator* is one of the public estimators of :mod:`judgecp.kinds.estimators`
-(:class:`~judgecp.kinds.estimators.ScoreIntervals` for Likert judges,
-:class:`~judgecp.kinds.estimators.ChoiceSets` for multiple choice,
-:class:`~judgecp.kinds.estimators.SelectiveJudge` for pairwise verdicts), fitted on
+A *calibrator* is one of the public estimators (``ScoreIntervals``, ``ChoiceSets``, ``SelectiveJudge``: each in its kind's ``estimator`` module)
+(:class:`~judgecp.kinds.likert.estimator.ScoreIntervals` for Likert judges,
+:class:`~judgecp.kinds.choice.estimator.ChoiceSets` for multiple choice,
+:class:`~judgecp.kinds.pairwise.estimator.SelectiveJudge` for pairwise verdicts), fitted on
 labeled records and written as JSON: the conformal thresholds (or the SCOPE
 threshold) as numbers, the method spec that rebuilds the estimator around
 them, the scale or options, the judge/prompt/task identity of the

@@ -72,9 +72,9 @@ def _quantiles(values: NDArray[np.float64]) -> dict[str, float]:
 class Calibrator:
     """A fitted estimator and everything needed to check that a run may use it.
 
-    ``estimator`` is a calibrated :class:`~judgecp.kinds.estimators.ScoreIntervals`,
-    :class:`~judgecp.kinds.estimators.ChoiceSets` or
-    :class:`~judgecp.kinds.estimators.SelectiveJudge`; :meth:`to_dict` /
+    ``estimator`` is a calibrated :class:`~judgecp.kinds.likert.estimator.ScoreIntervals`,
+    :class:`~judgecp.kinds.choice.estimator.ChoiceSets` or
+    :class:`~judgecp.kinds.pairwise.estimator.SelectiveJudge`; :meth:`to_dict` /
     :meth:`from_dict` are the JSON form (docs/calibrators.md).
     """
 

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.kinds import calibration_kind
-from judgecp.kinds.estimators import ScoreIntervals
+from judgecp.kinds.likert.estimator import ScoreIntervals
 from judgecp.stats.methods.sets import LAC, Margin, lac_scores, margin_scores, true_label_scores
 from judgecp.stats.methods.split import NaiveSplit
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import judgecp.tasks
+from judgecp.base.errors import require
+
 #: lm-eval model name -> "module:Class", registered lazily (imported on first use).
 MODELS = {
     "hf-judge": "judgecp.adapters.lm_eval.models:HFJudgeLM",
@@ -28,7 +31,6 @@ AUTOLOAD_ENV = "JUDGECP_LM_EVAL_AUTOLOAD"
 
 def tasks_path() -> Path:
     """The folder of judgecp's lm-eval tasks (for ``--include_path``)."""
-    import judgecp.tasks
 
     return Path(judgecp.tasks.__file__).resolve().parent
 
@@ -54,7 +56,6 @@ def register() -> list[str]:
     them when its registry is empty, so registering ours into an empty
     registry would hide ``--model hf``.
     """
-    from judgecp.base.errors import require
 
     require("lm_eval", "lm-eval", "the lm-eval integration")
     import lm_eval.models  # noqa: F401  (registers the built-ins)

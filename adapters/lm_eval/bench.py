@@ -42,6 +42,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from judgecp.adapters.lm_eval import tasks_path
+from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir
+from judgecp.adapters.lm_eval.models import HFMultimodalJudgeLM
 from judgecp.base.errors import InputError, require
 
 SECTIONS = ("image", "text", "cot")
@@ -108,8 +111,6 @@ def parse_batch_sizes(text: str) -> list[int | str]:
 def _requests(task_name: str, data_dir: Path) -> list[Any]:
     from lm_eval.tasks import TaskManager
 
-    from judgecp.adapters.lm_eval import tasks_path
-
     manager = TaskManager(include_path=str(tasks_path()), include_defaults=False, metadata={"data_dir": str(data_dir)})
     task = manager.load([task_name])["tasks"][task_name]
     task.build_all_requests(rank=0, world_size=1, limit=None)
@@ -170,7 +171,9 @@ class _Bench:
     def image(self, batch_size: int | str) -> None:
         from lm_eval.models.hf_vlms import HFMultimodalLM
 
-        from judgecp.adapters.lm_eval.models import HFMultimodalJudgeLM
+        from judgecp.adapters.lm_eval.models import (
+            HFMultimodalJudgeLM,  # lazy: imports the harness (torch, lm-eval)
+        )
 
         if batch_size == "auto":
             self.w("\nDirect scoring, image documents: batch size auto skipped (lm-eval's hf-multimodal has none)\n")
@@ -195,7 +198,9 @@ class _Bench:
     def text_direct(self, batch_size: int | str) -> None:
         from lm_eval.models.huggingface import HFLM
 
-        from judgecp.adapters.lm_eval.models import HFJudgeLM
+        from judgecp.adapters.lm_eval.models import (
+            HFJudgeLM,  # lazy: imports the harness (torch, lm-eval)
+        )
 
         requests = [r for r in _requests("judgecp_demo_all", self.data) if r.doc_id < self.documents]
         n = len({r.doc_id for r in requests})
@@ -216,8 +221,6 @@ class _Bench:
 
     def cot(self, batch_size: int | str) -> None:
         from lm_eval.models.hf_vlms import HFMultimodalLM
-
-        from judgecp.adapters.lm_eval.models import HFMultimodalJudgeLM
 
         if batch_size == "auto":
             self.w("\nChain of thought: batch size auto skipped (lm-eval's hf-multimodal has none)\n")
@@ -259,9 +262,11 @@ def bench_capture(
     require("transformers", "lm-eval", "judgecp bench capture")
     import torch
 
-    from judgecp.adapters.lm_eval import register
-    from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir
-    from judgecp.bench.tiny_models import text_model_of, tiny_judge
+    from judgecp.adapters.lm_eval import register  # lazy: imports the harness (torch, lm-eval)
+    from judgecp.bench.tiny_models import (  # lazy: imports the harness (torch, lm-eval)
+        text_model_of,
+        tiny_judge,
+    )
 
     unknown = sorted(set(sections) - set(SECTIONS))
     if unknown:

@@ -34,6 +34,10 @@ from typing import Any
 from judgecp.adapters.lm_eval.metrics import by_id, counted
 from judgecp.base.errors import InputError, NoUsableRecords
 from judgecp.base.scale import LikertScale
+from judgecp.kinds import calibration_kind
+from judgecp.kinds.reading import from_records
+from judgecp.workflows.calibrators import Calibrator, apply
+from judgecp.workflows.results import ApplyResult
 
 
 def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
@@ -41,8 +45,6 @@ def task_calibrator(metadata: Mapping[str, Any], kind: str) -> Any:
     path = metadata.get("calibrator")
     if not path:
         return None
-    from judgecp.kinds import calibration_kind
-    from judgecp.workflows.calibrators import Calibrator
 
     cal = Calibrator.load(str(path))
     if calibration_kind(kind).name != cal.kind:
@@ -59,9 +61,6 @@ def calibrated_report(records: Sequence[Mapping[str, Any]], cal: Any, kind: str,
 
 def _compute(records: list[Mapping[str, Any]], cal: Any, kind: str, task: str,
              scale: LikertScale | None) -> Mapping[str, Any]:
-    from judgecp.kinds.reading import from_records
-    from judgecp.workflows.calibrators import apply
-    from judgecp.workflows.results import ApplyResult
 
     data = None
     try:

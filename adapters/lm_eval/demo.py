@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from judgecp.synthetic.judges import simulate_likert_judge
+
 #: Size and seed of the demo set (three groups: easy, medium, hard).
 DEMO_ITEMS = 600
 DEMO_SEED = 2026
@@ -25,7 +27,6 @@ DEMO_SOURCE = f"judgecp.synthetic.judges.simulate_likert_judge(n={DEMO_ITEMS}, s
 @functools.lru_cache(maxsize=1)
 def demo_items() -> tuple[dict[str, Any], ...]:
     """The demo documents and, in ``recorded_logprobs``, the synthetic judge's scores for each."""
-    from judgecp.synthetic.judges import simulate_likert_judge
 
     data = simulate_likert_judge(n=DEMO_ITEMS, seed=DEMO_SEED)
     items = []

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.adapters.lm_eval import tasks_path
+from judgecp.base.errors import InputError
 
 _PATCHED = "__judgecp_include_path__"
 
 
 def after_model_registry(_module: Any = None) -> None:
-    from judgecp.adapters.lm_eval import register
+    from judgecp.adapters.lm_eval import register  # lazy: imports the harness (torch, lm-eval)
 
     register()
     install_excepthook()
@@ -41,8 +42,6 @@ def install_excepthook() -> None:
         return
 
     def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
-        from judgecp.base.errors import InputError
-
         if isinstance(value, InputError):
             print(f"judgecp: error: {value}", file=sys.stderr)
             return

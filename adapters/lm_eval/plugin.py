@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from judgecp.adapters.lm_eval import tasks_path
 from judgecp.base.errors import InputError, require
 from judgecp.base.exclusions import Exclusions
 from judgecp.base.hookspecs import hookimpl
@@ -69,7 +70,6 @@ def register_record_formats() -> list[RecordFormat]:
 
 
 def print_tasks_path(args: argparse.Namespace | None = None) -> int:
-    from judgecp.adapters.lm_eval import tasks_path
 
     print(tasks_path())
     return 0
@@ -78,7 +78,9 @@ def print_tasks_path(args: argparse.Namespace | None = None) -> int:
 def run_lm_eval(argv: Sequence[str]) -> int:
     """``judgecp lm-eval ARGS``: lm-eval's command line with judgecp registered first."""
     require("lm_eval", "lm-eval", "`judgecp lm-eval`")
-    from judgecp.adapters.lm_eval.discovery import install
+    from judgecp.adapters.lm_eval.discovery import (
+        install,  # lazy: imports the harness (torch, lm-eval)
+    )
 
     install()
     from lm_eval.__main__ import cli_evaluate
@@ -95,7 +97,10 @@ def run_lm_eval(argv: Sequence[str]) -> int:
 
 
 def run_bench_capture(args: argparse.Namespace) -> int:
-    from judgecp.adapters.lm_eval.bench import bench_capture, parse_batch_sizes
+    from judgecp.adapters.lm_eval.bench import (  # lazy: imports the harness (torch, lm-eval)
+        bench_capture,
+        parse_batch_sizes,
+    )
 
     sizes = parse_batch_sizes(args.batch_size)
     sections = [s.strip() for s in str(args.only).split(",") if s.strip()]

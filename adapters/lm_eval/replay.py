@@ -22,6 +22,7 @@ from typing import Any
 
 from lm_eval.api.model import LM
 
+from judgecp.adapters.lm_eval.demo import DEMO_SOURCE, synthetic_recording
 from judgecp.base.records import judge_output
 
 logger = logging.getLogger("lm_eval.judgecp")
@@ -60,7 +61,6 @@ class ReplayJudgeLM(LM):
             self.recording = load_recording(recording)
             self.source = str(recording)
         else:
-            from judgecp.adapters.lm_eval.demo import DEMO_SOURCE, synthetic_recording
 
             self.recording = synthetic_recording()
             self.source = DEMO_SOURCE

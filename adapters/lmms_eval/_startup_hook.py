@@ -35,7 +35,9 @@ class _Loader(importlib.abc.Loader):
     def exec_module(self, module):
         self.inner.exec_module(module)
         try:
-            from judgecp.adapters.lmms_eval import discovery
+            from judgecp.adapters.lmms_eval import (
+                discovery,  # lazy: loaded at interpreter start; judgecp only once the harness is imported
+            )
 
             getattr(discovery, self.callback)(module)
         except Exception as exc:  # lmms-eval must keep working without judgecp

@@ -74,10 +74,15 @@ bench-capture: install
 reproduce: install
 	$(BIN)/python scripts/reproduce_paper.py --write
 
-# mypy cannot follow the package-dir mapping: it checks a judgecp -> plugin link.
+# mypy and import-linter cannot follow the package-dir mapping: they read judgecp through links.
 lint: install
 	@echo "judgecp lint: installing ruff and mypy (extra dev)"
 	$(BIN)/pip install -q -e ".[dev]"
 	$(BIN)/ruff check plugin adapters tests scripts
 	mkdir -p build/typecheck && ln -sfn ../../plugin build/typecheck/judgecp
 	cd build/typecheck && $(abspath $(BIN))/mypy -p judgecp
+	@echo "judgecp lint: the layers (import-linter, on build/layers: plugin/ with the adapters inside, as installed)"
+	rm -rf build/layers && mkdir -p build/layers/judgecp
+	for entry in plugin/*; do ln -s ../../../$$entry build/layers/judgecp/; done
+	ln -s ../../../adapters build/layers/judgecp/adapters
+	PYTHONPATH=build/layers $(BIN)/lint-imports --no-cache

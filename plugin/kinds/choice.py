@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from judgecp.errors import InputError
+from judgecp.headline import PrimaryMetric
 from judgecp.kinds import Kind
+from judgecp.scalars import metric_suffix
 
 if TYPE_CHECKING:
     from judgecp.data.fields import Fields
@@ -85,6 +87,17 @@ class ChoiceKind(Kind):
         for name, entry in (body.get("methods") or {}).items():
             out[name] = {"coverage": entry["coverage"], "set_size": entry["set_size"]}
         return out
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The first method's coverage and mean set size: every option in every set (a judge
+        that says nothing) reads the largest size, not a coverage alone."""
+        for key in flat:
+            if key.endswith("|set_size"):
+                method = key[: -len("|set_size")]
+                suffix = metric_suffix(method)
+                return [PrimaryMetric(f"{method}|coverage", None, None, f"coverage_{suffix}"),
+                        PrimaryMetric(key, False, 1.0, f"set_size_{suffix}")]
+        return []
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
         from judgecp.report import write_mcq_table
@@ -234,6 +247,11 @@ class ParcKind(ChoiceKind):
             if scores:
                 out[score] = scores
         return out
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The calibrated accuracy and reliability over the model's cells (-1..1; 1: perfect)."""
+        return [PrimaryMetric("accuracy|overall", True, 1.0, "accuracy"),
+                PrimaryMetric("reliability|overall", True, 1.0, "reliability")]
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
         from judgecp.report import write_head, write_parc_table

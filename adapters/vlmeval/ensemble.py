@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from judgecp.adapters.vlmeval.specs import ENSEMBLE_PREFIX
 from judgecp.adapters.vlmeval.summary import primary_keys, with_overall
 from judgecp.ensemble.prompts import CANDIDATES, JudgePrompt, build_prompt_set, read_prompt_set
 from judgecp.ensemble.sources import PreferenceItem, balance_order, read_hpdv2, read_mjbench
@@ -66,7 +67,7 @@ from judgecp.exclusions import Exclusions
 from judgecp.headline import flatten, report_headline
 from judgecp.outputs import atomic_write_text, atomic_writer
 
-DATASET_PREFIX = "ImagePrefEnsemble_"
+DATASET_PREFIX = ENSEMBLE_PREFIX
 KIND = "ensemble"
 METRIC_SUFFIX = "_ensemble"
 IMAGE_TOKEN = "<image>"

@@ -63,9 +63,9 @@ def _pm(entry: Mapping[str, Any] | None, key: str, digits: int = 3) -> str:
 
 
 def stratum_count(n: float) -> str:
-    """A stratum's test rows per split (a mean over splits): whole, else one decimal, never a
-    rounded "0" for a stratum that has rows (0.5 rows per split is 5 rows over 10 splits)."""
-    text = f"{n:.1f}".removesuffix(".0")
+    """A stratum's test rows per split (a mean over splits), rounded, but never to "0" for a
+    stratum that has rows (0.5 rows per split is 5 rows over 10 splits: "0.5")."""
+    text = f"{n:.0f}"
     return f"{n:.1g}" if text == "0" and n > 0 else text
 
 

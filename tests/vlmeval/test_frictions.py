@@ -289,14 +289,9 @@ def test_parc_console_keeps_records_without_an_original_prompt_apart(
 
 
 def test_a_stratum_with_rows_never_reads_n_0(capsys: pytest.CaptureFixture[str]) -> None:
-    assert [stratum_count(n) for n in (0, 0.04, 0.5, 1.6, 2.0, 12.0)] == [
-        "0",
-        "0.04",
-        "0.5",
-        "1.6",
-        "2",
-        "12",
-    ]
+    # rounded as before (2.4 rows per split: "2"), but a stratum with rows never reads "0"
+    counts = (0, 0.04, 0.5, 1.6, 2.4, 12.0)
+    assert [stratum_count(n) for n in counts] == ["0", "0.04", "0.5", "2", "2", "12"]
     # Polaris against the annotators' mean: label 5 has 5 test rows over 10 splits
     assert (
         main(

@@ -7,15 +7,88 @@ report of the repeated-split study (:func:`report_headline`) or from the
 summary of a saved calibrator applied to a run (:func:`calibrated_headline`).
 Both return plain Python numbers (a harness's JSON encoder may fail on NumPy
 scalars); nothing here knows a harness.
+
+A headline's *primary metrics* (:func:`primary_metrics`, each kind's
+:meth:`judgecp.kinds.Kind.primary_metrics`) are the few numbers a harness's
+summary table shows for the benchmark, the lead first. The rule for every
+kind: none of them reads as its best value when the judge abstains on, or
+fails, every item. A selective risk is undefined (``None``), not 0, when no
+verdict was accepted in any split, and the share accepted leads; a conformal
+coverage, which has a target and no best value, never stands alone (the set
+width or size comes with it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from judgecp.kinds import get_kind
 from judgecp.protocol import Protocol
 from judgecp.report import to_strict
+
+
+@dataclass(frozen=True)
+class PrimaryMetric:
+    """One primary metric of a headline.
+
+    ``key``: its flattened name in the headline (``scope|coverage``: nested keys joined
+    by ``|``, as VLMEvalKit's ``status.json`` stores them); ``higher_is_better``: its
+    direction, ``None`` for a number with a target and no best value (a conformal
+    coverage: ``1 - alpha`` is the promise, more is not better); ``best``: the value
+    that reads as a perfect judge (``None`` where there is none); ``scalar``: the same
+    number's name among the kind's scalar metrics (:mod:`judgecp.scalars`: lm-eval's
+    results table, ``judgecp gate``), so every harness shows what the headline says.
+    """
+
+    key: str
+    higher_is_better: bool | None
+    best: float | None
+    scalar: str
+
+    def reads_best(self, value: Any) -> bool:
+        """Whether ``value`` is this metric's best value (``None``, undefined, never is)."""
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return self.best is not None and number and float(value) == self.best
+
+
+def flatten(headline: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline one level flat: nested keys joined by ``|`` (VLMEvalKit's ``status.json``)."""
+    out: dict[str, Any] = {}
+    for key, value in headline.items():
+        if isinstance(value, Mapping):
+            for inner, v in value.items():
+                out[f"{key}|{inner}"] = v
+        else:
+            out[str(key)] = value
+    return out
+
+
+def primary_metrics(headline: Mapping[str, Any], kind: str) -> list[PrimaryMetric]:
+    """The primary metrics of a headline (:func:`report_headline`) of ``kind``, the lead first.
+
+    Only those the headline has (a Likert run without label-set methods has none).
+    ``kind`` ``"calibrated"``: the headline of a saved calibrator applied to a run
+    (:func:`calibrated_headline`).
+    """
+    flat = flatten(headline)
+    if kind == "calibrated":
+        metrics = calibrated_primary_metrics(flat)
+    else:
+        metrics = get_kind(kind).primary_metrics(flat)
+    return [m for m in metrics if m.key in flat]
+
+
+def calibrated_primary_metrics(flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+    """A saved calibrator applied to a run. Pairwise: the share of pairs it abstains on, then
+    the error among the accepted labeled pairs (``None`` when none is accepted). Otherwise:
+    the coverage on the labeled rows, then the mean set size (which leads without labels)."""
+    if "abstention_rate" in flat:
+        return [PrimaryMetric("abstention_rate", False, 0.0, "abstention_rate"),
+                PrimaryMetric("risk_labeled", False, 0.0, "risk_labeled")]
+    return [PrimaryMetric("coverage_labeled", None, None, "coverage_labeled"),
+            PrimaryMetric("set_size", False, 1.0, "set_size")]
 
 
 def _total(entries: Any) -> int:
@@ -44,8 +117,6 @@ def report_headline(
     ``VS``). ``extra`` (a harness's own counts) comes next, and the report's
     ``error`` last. NaN becomes ``None``.
     """
-    from judgecp.kinds import get_kind
-
     out = get_kind(str(report.get("kind", "likert"))).headline(report, protocol or Protocol())
     out.update(extra or {})
     if report.get("error"):

@@ -187,9 +187,26 @@ def pairwise_metrics(protocol: Protocol) -> list[Metric]:
     for controller in protocol.controller_names():
         for alpha in protocol.levels("pairwise"):
             a = f"{alpha:g}"
-            metrics += _with_stderr(f"risk_{controller}_{a}", ("controllers", controller, a, "risk"), False)
+            risk = f"risk_{controller}_{a}"
+            metrics += [Metric(risk, _accepted_risk(controller, a, "risk"), False),
+                        Metric(f"{risk}_stderr", _accepted_risk(controller, a, "risk_std"), None)]
             metrics += _with_stderr(f"coverage_{controller}_{a}", ("controllers", controller, a, "coverage"), True)
     return metrics
+
+
+def _accepted_risk(controller: str, level: str, key: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A controller's risk (error among accepted verdicts) at a level: undefined (None) when it
+    accepted no verdict in any split, as in the headline
+    (:meth:`judgecp.kinds.pairwise.PairwiseKind.headline`); the study counts such a split's risk
+    as 0, which would read as a perfect judge."""
+    read_risk = _pick("controllers", controller, level, key)
+    read_abstain = _pick("controllers", controller, level, "abstain_all")
+
+    def read(report: Mapping[str, Any]) -> Any:
+        value = read_risk(report)
+        return None if value is not None and read_abstain(report) == 1.0 else value
+
+    return read
 
 
 def mcq_metrics(protocol: Protocol, categories: Sequence[str] = ()) -> list[Metric]:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import pluggy
 
     from judgecp.data.fields import Fields
+    from judgecp.headline import PrimaryMetric
     from judgecp.protocol import Protocol
     from judgecp.scalars import Metric
     from judgecp.tables import Table
@@ -123,6 +124,13 @@ class Kind:
         from judgecp.headline import counts
 
         return counts(body)
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The headline's primary metrics, the lead first, from the keys ``flat`` has (the headline
+        flattened, ``a|b``); none by default. None may read as its best value when the judge
+        abstains on or fails every item (:mod:`judgecp.headline`; ``tests/test_headline_rule.py``
+        checks every kind)."""
+        return []
 
     # -- presentation ---------------------------------------------------------------------------
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:

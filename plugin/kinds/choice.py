@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from judgecp.errors import InputError
+from judgecp.headline import PrimaryMetric
 from judgecp.kinds import Kind
+from judgecp.scalars import metric_suffix
 
 if TYPE_CHECKING:
     from judgecp.data.fields import Fields
@@ -85,6 +87,17 @@ class ChoiceKind(Kind):
         for name, entry in (body.get("methods") or {}).items():
             out[name] = {"coverage": entry["coverage"], "set_size": entry["set_size"]}
         return out
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The first method's coverage and mean set size: every option in every set (a judge
+        that says nothing) reads the largest size, not a coverage alone."""
+        for key in flat:
+            if key.endswith("|set_size"):
+                method = key[: -len("|set_size")]
+                suffix = metric_suffix(method)
+                return [PrimaryMetric(f"{method}|coverage", None, None, f"coverage_{suffix}"),
+                        PrimaryMetric(key, False, 1.0, f"set_size_{suffix}")]
+        return []
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
         from judgecp.report import write_mcq_table
@@ -235,8 +248,30 @@ class ParcKind(ChoiceKind):
                 out[score] = scores
         return out
 
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The calibrated accuracy and reliability over the model's cells (-1..1; 1: perfect)."""
+        return [PrimaryMetric("accuracy|overall", True, 1.0, "accuracy"),
+                PrimaryMetric("reliability|overall", True, 1.0, "reliability")]
+
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
         from judgecp.report import write_head, write_parc_table
 
-        write_head(body, out, self.noun)
+        write_head(kept_apart(body), out, self.noun)
         write_parc_table(body, out)
+
+
+#: Reasons a PARC report counts among ``excluded`` for records it still uses: a variation whose
+#: original prompt is missing keeps its accuracy and certainty, and has no consistency.
+KEPT_REASONS = {"no_original_prompt": "no_original_prompt (no consistency)"}
+
+
+def kept_apart(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The report's head as the console shows it: records still used are flags (kept), not excluded
+    ("records used 34 (read 34); excluded: no_original_prompt 1" read as a contradiction)."""
+    excluded = list(body.get("excluded") or [])
+    kept = [e for e in excluded if e["reason"] in KEPT_REASONS]
+    if not kept:
+        return body
+    return {**body, "excluded": [e for e in excluded if e["reason"] not in KEPT_REASONS],
+            "flags": [*(body.get("flags") or []),
+                      *({"flag": KEPT_REASONS[e["reason"]], "count": e["count"]} for e in kept)]}

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from judgecp.errors import InputError
+from judgecp.headline import PrimaryMetric
 from judgecp.kinds import Kind
+from judgecp.scalars import metric_suffix
 
 if TYPE_CHECKING:
     from judgecp.data.fields import Fields
@@ -90,6 +92,18 @@ class LikertKind(Kind):
             summary["full_range"] = entry.get("full_range")
             out[name] = summary
         return out
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The first method's label-set coverage and width (an interval's, for continuous labels).
+        The coverage has a target, not a best value; the width reads worst (the whole scale) when
+        the judge says nothing."""
+        for key in flat:  # the methods keep the protocol's order
+            if key.endswith("|coverage"):  # not |interval_coverage
+                method = key[: -len("|coverage")]
+                suffix = metric_suffix(method)
+                return [PrimaryMetric(f"{method}|coverage", None, None, f"coverage_{suffix}"),
+                        PrimaryMetric(f"{method}|set_width", False, 0.0, f"width_{suffix}")]
+        return []
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
         from judgecp.report import write_detail, write_table

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
+from judgecp.headline import PrimaryMetric
 from judgecp.kinds import Kind
 
 if TYPE_CHECKING:
@@ -132,12 +133,30 @@ class PairwiseKind(Kind):
             for name, levels in body["controllers"].items():
                 entry = levels.get(level)
                 if entry is not None:
-                    out[name] = {"coverage": entry["coverage"], "risk": entry["risk"], "abstain_all": entry["abstain_all"]}
+                    # the error among accepted verdicts: undefined when the controller accepted none
+                    # in any split (the study counts such a split's risk as 0; a headline of 0 would
+                    # read as a perfect judge)
+                    abstain_all = entry["abstain_all"]
+                    risk = None if abstain_all == 1.0 else entry["risk"]
+                    out[name] = {"coverage": entry["coverage"], "risk": risk,
+                                 "abstain_all": abstain_all}
         signal = (body.get("uncertainty") or {}).get(protocol.signal)
         if signal:
             out[protocol.signal] = {k: signal.get(k) for k in ("accuracy", "auroc", "auprc", "ece")}
         out["single_order"] = sum(int(f["count"]) for f in body.get("flags", []) if f.get("flag") == "single_order")
         return out
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """SCOPE's (else the first controller's) share of pairs accepted at the headline level, then
+        the error among them: a judge abstaining on everything reads coverage 0 and risk undefined,
+        never risk 0 alone."""
+        controllers = [k[: -len("|coverage")] for k in flat if k.endswith("|coverage")]
+        if not controllers:
+            return []
+        name = "scope" if "scope" in controllers else controllers[0]
+        level = f"{flat.get('alpha'):g}" if isinstance(flat.get("alpha"), (int, float)) else ""
+        return [PrimaryMetric(f"{name}|coverage", True, 1.0, f"coverage_{name}_{level}"),
+                PrimaryMetric(f"{name}|risk", False, 0.0, f"risk_{name}_{level}")]
 
     report_focus = "controllers"
 

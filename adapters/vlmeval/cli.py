@@ -84,9 +84,10 @@ def _build(argv: Sequence[str]) -> int:
 
 
 def _list() -> int:
-    from judgecp.adapters.vlmeval.launcher import prepare
+    from judgecp.adapters.vlmeval.launcher import prepare, vlmeval_logging
 
-    info = prepare()
+    with vlmeval_logging():
+        info = prepare()
     from vlmeval.config import supported_VLM
 
     print("datasets:", ", ".join(info.datasets))

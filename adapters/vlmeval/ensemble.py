@@ -28,7 +28,9 @@ Nothing here imports VLMEvalKit except :func:`dataset_class`.
   ``meta.item``, ``meta.answer_key``), runs
   :func:`judgecp.kinds.ensemble.evaluate.ensemble_report` and writes
   ``<model>_<dataset>_ensemble.json`` beside the prediction file; the
-  headline ``<method>|<score>`` floats land in ``status.json``.
+  headline ``<method>|<score>`` floats land in ``status.json``, with the
+  primary metrics ``bpe|accuracy|overall`` and ``bpe|nll|overall`` (not an
+  ECE: a judge that says 50/50 everywhere is perfectly calibrated).
   ``judgecp evaluate --kind ensemble RECORDS`` takes the records written by
   ``--records`` of this module's ``evaluate`` command.
 """
@@ -46,6 +48,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from judgecp.adapters.vlmeval.specs import ENSEMBLE_PREFIX
+from judgecp.adapters.vlmeval.summary import primary_keys, with_overall
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
 from judgecp.base.outputs import atomic_write_text, atomic_writer
@@ -61,14 +65,15 @@ from judgecp.kinds.ensemble.study import (
     study_report,
     study_settings,
 )
+from judgecp.kinds.metrics import flatten
+from judgecp.workflows.headline import report_headline
 
-DATASET_PREFIX = "ImagePrefEnsemble_"
+DATASET_PREFIX = ENSEMBLE_PREFIX
 KIND = "ensemble"
 METRIC_SUFFIX = "_ensemble"
 IMAGE_TOKEN = "<image>"
 COLUMNS = ("index", "image", "image_path", "question", "answer", "item", "prompt_id", "glyphs", "answer_key",
            "preference", "order", "category", "judgecp_kind")
-HEADLINE_SCORES = ("ece", "mce", "auprc", "nll", "accuracy")
 
 
 # -- building the TSV ----------------------------------------------------------------------------
@@ -262,10 +267,9 @@ def evaluate_file(
     report = study_report(records, s, excluded=table.excluded)
     report["vlmeval"] = table.summary()
     atomic_write_text(metric_path(prediction_file), json.dumps(report, indent=1) + "\n")
-    methods = ("uniform", "bpe", "mixture") if s["embeddings"] else ("uniform", "bpe")
-    headline = {f"{m}|{k}": float(report["methods"][m][k]) for m in methods for k in HEADLINE_SCORES}
-    headline.update({"n_items": float(report["n_items"]), "n_prompts": float(report["n_prompts"])})
-    return headline
+    # the kind's headline (<method>|<score>, n_items, n_prompts) and its primary metrics again
+    # as |overall keys (bpe|accuracy|overall, bpe|nll|overall) for VLMEvalKit's summary
+    return flatten(with_overall(report_headline(report), KIND))
 
 
 # -- the VLMEvalKit class ------------------------------------------------------------------------------
@@ -320,6 +324,13 @@ def dataset_class() -> type:
 
         def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, float]:
             return evaluate_file(eval_file, dataset=self.dataset_name, settings=self.settings)
+
+        @classmethod
+        def report_primary_metric(cls, metrics: dict[str, Any] | None) -> dict[str, float | int]:
+            """The BPE ensemble's accuracy and NLL: the ``...|overall`` keys, by name."""
+            if not isinstance(metrics, dict):
+                return {}
+            return {k: metrics[k] for k in primary_keys(metrics)}
 
     _CLASS.append(ImagePrefEnsembleCP)
     return ImagePrefEnsembleCP

@@ -39,12 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.adapters.vlmeval.kinds import vlmeval_kind
+from judgecp.adapters.vlmeval.models import LP_SUFFIX
 from judgecp.adapters.vlmeval.predictions import (
     PredictionTable,
     read_predictions,
     resolve_kind,
     resolve_spec,
 )
+from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG
 from judgecp.adapters.vlmeval.specs import JudgeSpec
 from judgecp.adapters.vlmeval.summary import with_overall, write_score_file
 from judgecp.base.errors import InputError, NoUsableRecords
@@ -152,11 +154,25 @@ def core_data(
     return data
 
 
+def _no_records_hint(table: PredictionTable) -> str:
+    """What to do about a prediction file without logprob records: a model run without capture runs
+    its ``-lp`` twin; an ``-lp`` run's records are in its sidecar."""
+    suffix = f"_{table.dataset}" if table.dataset else ""
+    model = table.stem[: -len(suffix)] if suffix and table.stem.endswith(suffix) else "<model>"
+    if model.endswith(LP_SUFFIX):
+        return (f"; no row has its logprob record: give the run's sidecar "
+                f"({table.stem}{SIDECAR_TAG}.jsonl) to "
+                "`judgecp evaluate --format vlmeval --sidecar FILE`")
+    return (f"; the model wrote no logprob records: run its -lp twin "
+            f"(`--model {model}{LP_SUFFIX}`, docs/vlmeval.md, section 2)")
+
+
 def record_table(table: PredictionTable, records: list[dict[str, Any]], excluded: Exclusions) -> Table:
     """The records as the core's table (checked and flattened as any record file); none usable is the
     core's :class:`~judgecp.base.errors.NoUsableRecords` (the reader's counts and the records' own)."""
     if not records:
-        raise InputError(f"{table.path}: no usable rows ({_reasons(excluded)})")
+        hint = _no_records_hint(table) if excluded.counts.get("no_logprob_record") else ""
+        raise InputError(f"{table.path}: no usable rows ({_reasons(excluded)}){hint}")
     rows = table_from_rows(records, source=str(table.path), excluded=excluded, n_read=len(records) + excluded.total)
     if rows.n_rows == 0:
         raise NoUsableRecords(rows.source, rows.excluded, rows.n_read)

@@ -51,8 +51,11 @@ class VLMEvalKitMissing(MissingDependencyError):
         ImportError.__init__(
             self,
             f"VLMEvalKit (vlmeval) is not installed, and {purpose} needs it. It is not on PyPI: "
-            "`git clone https://github.com/open-compass/VLMEvalKit && pip install -e VLMEvalKit`, "
-            "then install judgecp with its vlmeval extra (docs/vlmeval.md)",
+            "`git clone https://github.com/open-compass/VLMEvalKit` (checked: e8e78f05), then "
+            "on a CPU machine `bash scripts/install_vlmeval_cpu.sh VLMEvalKit VENV` from a "
+            "judgecp checkout (a venv with CPU torch, VLMEvalKit and judgecp; `pip install -e "
+            "VLMEvalKit` would pull CUDA torch), with a GPU `pip install -e VLMEvalKit` and "
+            "judgecp's vlmeval extra (docs/vlmeval.md, Install)",
         )
 
 
@@ -118,11 +121,11 @@ def _model_class(name: str) -> Any:
 
 def build_lp(base: str, **kwargs: Any) -> Any:
     """Build ``supported_VLM[base]`` and attach the logprob capture (the ``<base>-lp`` entries)."""
-    from vlmeval.config import supported_VLM
-
     if kwargs.get("use_vllm"):
         raise InputError(f"{lp_name(base)}: vLLM generation has no logits to capture; run without --use-vllm")
     kwargs.pop("use_vllm", None)
+    from vlmeval.config import supported_VLM
+
     model = supported_VLM[base](**kwargs)
     return attach_capture(model, name=lp_name(base))
 
@@ -141,10 +144,13 @@ def JudgeCPLogprobs(
     arguments). ``tokenizer_path`` loads the tokenizer when the wrapper's own
     cannot be found.
     """
-    from vlmeval.config import supported_VLM
-
     if (base_class is None) == (base_model is None):
         raise InputError("JudgeCPLogprobs needs exactly one of base_class or base_model")
+    if kwargs.pop("use_vllm", False):  # run.py --config --use-vllm: in every model's arguments
+        raise InputError(f"{name or base_class or base_model}: JudgeCPLogprobs captures logprobs "
+                         "in the model's own generate; vLLM generation has none: run without "
+                         "--use-vllm")
+    from vlmeval.config import supported_VLM
     if base_class is not None:
         model = _model_class(base_class)(**kwargs)
         label = name or f"{base_class}{LP_SUFFIX}"

@@ -171,6 +171,8 @@ PARC = JudgeSpec(
 )
 
 SPECS: tuple[JudgeSpec, ...] = (MLLM_JUDGE, POLARIS, MLLM_JUDGE_PAIR, PARC)
+#: The names of the prompt-ensemble datasets (:mod:`judgecp.adapters.vlmeval.ensemble`), any suffix.
+ENSEMBLE_PREFIX = "ImagePrefEnsemble_"
 
 
 def spec_for(dataset_name: str) -> JudgeSpec | None:

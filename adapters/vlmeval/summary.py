@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from judgecp.base.jsonio import to_strict
+from judgecp.kinds.metrics import flatten
+from judgecp.workflows.headline import primary_metrics
 
 #: The suffix VLMEvalKit's fallback ranks highest after a key equal to ``overall``.
 OVERALL = "|overall"
@@ -64,61 +66,16 @@ def strict_headline(headline: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def flatten(headline: Mapping[str, Any]) -> dict[str, Any]:
-    """The headline as ``status.json`` stores it: nested keys joined by ``|`` (VLMEvalKit's flattening)."""
-    out: dict[str, Any] = {}
-    for key, value in headline.items():
-        if isinstance(value, Mapping):
-            for inner, v in value.items():
-                out[f"{key}|{inner}"] = v
-        else:
-            out[str(key)] = value
-    return out
-
-
-# -- each kind's primary metrics (flattened names, before the |overall copy) ----------------------
-
-
-def likert_primary(flat: Mapping[str, Any]) -> list[str]:
-    """The first method's label-set coverage and width (the report's methods keep the protocol's order)."""
-    for key in flat:
-        if key.endswith("|coverage"):  # not |interval_coverage
-            method = key[: -len("|coverage")]
-            return [f"{method}|coverage", f"{method}|set_width"]
-    return []
-
-
-def pairwise_primary(flat: Mapping[str, Any]) -> list[str]:
-    """SCOPE's coverage (share of pairs accepted) and risk at the headline level."""
-    return ["scope|coverage", "scope|risk"]
-
-
-def parc_primary(flat: Mapping[str, Any]) -> list[str]:
-    """PARC's calibrated reliability and accuracy over the model's cells (already ``...|overall``)."""
-    return ["reliability|overall", "accuracy|overall"]
-
-
-def calibrated_primary(flat: Mapping[str, Any]) -> list[str]:
-    """A saved calibrator on the run: set size and labeled coverage, or (pairwise) abstention and risk."""
-    if "abstention_rate" in flat:
-        return ["abstention_rate", "risk_labeled"]
-    return ["set_size", "coverage_labeled"]
-
-
-PRIMARY: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
-    "likert": likert_primary,
-    "pairwise": pairwise_primary,
-    "parc": parc_primary,
-    "calibrated": calibrated_primary,
-}
-
-
 def with_overall(headline: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    """``headline`` plus its kind's primary metrics again as ``<key>|overall`` (numbers only), before ``error``."""
+    """``headline`` plus its kind's primary metrics again as ``<key>|overall``, before ``error``.
+
+    The primary metrics are :func:`judgecp.workflows.headline.primary_metrics` (``kind``
+    ``"calibrated"``: a saved calibrator's). Only numbers get a copy: an undefined one (a
+    risk with no verdict accepted) is not a primary metric of the run.
+    """
     flat = flatten(headline)
-    primary = PRIMARY.get(kind)
-    copies = {f"{k}{OVERALL}": flat[k] for k in (primary(flat) if primary else [])
-              if not k.endswith(OVERALL) and _number(flat.get(k))}
+    copies = {f"{m.key}{OVERALL}": flat[m.key] for m in primary_metrics(headline, kind)
+              if not m.key.endswith(OVERALL) and _number(flat.get(m.key))}
     out = {k: v for k, v in headline.items() if k != "error"}
     out.update(copies)
     if "error" in headline:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from judgecp.data.fields import Fields
     from judgecp.data.tables import Table
-    from judgecp.kinds.metrics import Metric
+    from judgecp.kinds.metrics import Metric, PrimaryMetric
     from judgecp.kinds.protocol import Protocol
 
 #: Protocol settings every kind takes.
@@ -117,6 +117,13 @@ class Study:
     def headline(self, body: Mapping[str, Any], protocol: Protocol) -> dict[str, Any]:
         """The plain numbers a harness logs beside its results (nested one level)."""
         return counts(body)
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The headline's primary metrics, the lead first, from the keys ``flat`` has (the headline
+        flattened, ``a|b``); none by default. None may read as its best value when the judge
+        abstains on or fails every item (:mod:`judgecp.workflows.headline`;
+        ``tests/test_headline_rule.py`` checks every kind)."""
+        return []
 
     def group_coverages(self, body: Mapping[str, Any]) -> list[tuple[str, str, Any, int, bool]]:
         """``(group, method, coverage, n, mondrian)`` per group table of a report, for the coverage warnings."""

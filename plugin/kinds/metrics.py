@@ -175,3 +175,42 @@ def accept_summary_metrics() -> list[Metric]:
     """Pairwise: the share abstained on, and the error among accepted labeled pairs."""
     return [Metric("abstention_rate", pick("abstention_rate"), False),
             Metric("risk_labeled", pick(Entry("labeled"), "error_among_accepted"), False)]
+
+
+# -- a headline's primary metrics ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrimaryMetric:
+    """One primary metric of a headline.
+
+    ``key``: its flattened name in the headline (``scope|coverage``: nested keys joined
+    by ``|``, as VLMEvalKit's ``status.json`` stores them); ``higher_is_better``: its
+    direction, ``None`` for a number with a target and no best value (a conformal
+    coverage: ``1 - alpha`` is the promise, more is not better); ``best``: the value
+    that reads as a perfect judge (``None`` where there is none); ``scalar``: the same
+    number's name among the kind's scalar metrics (:mod:`judgecp.kinds.metrics`: lm-eval's
+    results table, ``judgecp gate``), so every harness shows what the headline says.
+    """
+
+    key: str
+    higher_is_better: bool | None
+    best: float | None
+    scalar: str
+
+    def reads_best(self, value: Any) -> bool:
+        """Whether ``value`` is this metric's best value (``None``, undefined, never is)."""
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return self.best is not None and number and float(value) == self.best
+
+
+def flatten(headline: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline one level flat: nested keys joined by ``|`` (VLMEvalKit's ``status.json``)."""
+    out: dict[str, Any] = {}
+    for key, value in headline.items():
+        if isinstance(value, Mapping):
+            for inner, v in value.items():
+                out[f"{key}|{inner}"] = v
+        else:
+            out[str(key)] = value
+    return out

@@ -7,6 +7,15 @@ report of the repeated-split study (:func:`report_headline`) or from the
 summary of a saved calibrator applied to a run (:func:`calibrated_headline`).
 Both return plain Python numbers (a harness's JSON encoder may fail on NumPy
 scalars); nothing here knows a harness.
+
+A headline's *primary metrics* (:func:`primary_metrics`, each kind's
+:meth:`judgecp.kinds.kind.Study.primary_metrics`) are the few numbers a harness's
+summary table shows for the benchmark, the lead first. The rule for every
+kind: none of them reads as its best value when the judge abstains on, or
+fails, every item. A selective risk is undefined (``None``), not 0, when no
+verdict was accepted in any split, and the share accepted leads; a conformal
+coverage, which has a target and no best value, never stands alone (the set
+width or size comes with it).
 """
 
 from __future__ import annotations
@@ -17,9 +26,38 @@ from typing import Any
 from judgecp.base.errors import InputError
 from judgecp.base.jsonio import to_strict
 from judgecp.kinds.kind import counts
+from judgecp.kinds.metrics import PrimaryMetric, flatten
 from judgecp.kinds.protocol import Protocol
 from judgecp.kinds.registry import get_kind
 from judgecp.workflows.results import ApplyResult
+
+
+def primary_metrics(headline: Mapping[str, Any], kind: str) -> list[PrimaryMetric]:
+    """The primary metrics of a headline (:func:`report_headline`) of ``kind``, the lead first.
+
+    Only those the headline has (a Likert run without label-set methods has none).
+    ``kind`` ``"calibrated"``: the headline of a saved calibrator applied to a run
+    (:func:`calibrated_headline`).
+    """
+    flat = flatten(headline)
+    if kind == "calibrated":
+        metrics = calibrated_primary_metrics(flat)
+    else:
+        metrics = get_kind(kind, flag="the report's kind").study.primary_metrics(flat)
+    return [m for m in metrics if m.key in flat]
+
+
+def calibrated_primary_metrics(flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+    """A saved calibrator applied to a run. Pairwise: the share of pairs it abstains on, then
+    the error among the accepted labeled pairs (``None`` when none is accepted). Otherwise:
+    the coverage on the labeled rows, then the mean set size (which leads without labels)."""
+    if "abstention_rate" in flat:
+        return [PrimaryMetric("abstention_rate", False, 0.0, "abstention_rate"),
+                PrimaryMetric("risk_labeled", False, 0.0, "risk_labeled")]
+    return [PrimaryMetric("coverage_labeled", None, None, "coverage_labeled"),
+            PrimaryMetric("set_size", False, 1.0, "set_size")]
+
+
 
 
 def report_headline(

@@ -70,7 +70,11 @@ def test_a_pairwise_task_computes_its_report_once(tmp_path: Path, monkeypatch: p
     got = {name: written[f"{name},none"] for name in names}
     assert len(got) > 50  # every metric aggregated ...
     assert computed == sorted_ == [len(samples)]  # ... from one report, sorted once
-    assert got["n_pairs"] == 16 and got["excluded"] == 4 and not math.isnan(got["risk_scope_0.1"])
+    assert got["n_pairs"] == 16 and got["excluded"] == 4
+    # 16 pairs: SCOPE accepts no verdict at 0.1, so its risk is undefined (NaN, issue 38), as in
+    # the headline; the controller that accepts every verdict has one
+    assert got["coverage_scope_0.1"] == 0.0 and math.isnan(got["risk_scope_0.1"])
+    assert not math.isnan(got["risk_vanilla_0.1"])
     for sample in samples:  # the record once per sample line, whatever the number of metrics
         assert sample["metrics"] == names and [m for m in names if sample[m] is not None] == ["n_pairs"]
     assert not [r for r in caplog.records if "Custom kwargs" in r.getMessage()]  # lm-eval's hint: not for judgecp tasks

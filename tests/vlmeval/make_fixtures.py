@@ -9,8 +9,10 @@ and copies the prediction files and sidecars the CI tests read:
 * ``resume/``: an inference-only run on the first 10 rows, then ``--reuse``
   on all 24 (VLMEvalKit writes ``str(dict)`` into 14 predictions and drops
   ``extra_records``);
-* ``plain/``: ``tiny-docling`` without ``-lp`` (no records at all; the run
-  fails, exit status 1: no usable row);
+* ``plain/``: ``tiny-docling`` without ``-lp`` (no records at all): the
+  launcher refuses it with a judgecp dataset in ``--mode all``, so
+  ``--mode infer``, then ``--mode eval`` (which fails, exit status 1: no
+  usable row);
 * ``polaris/``: ``tiny-docling-lp`` on ``Polaris_CP`` (16 pairs);
 * ``pairwise/``: ``tiny-letters-lp`` on ``MLLMJudgePair_CP`` (12 pairs, 24 rows);
 * ``pairwise_resume/``: an inference-only run on the first 4 pairs, then
@@ -53,6 +55,9 @@ RUNS: dict[str, tuple[str, str, str, str | None, tuple[str, ...]]] = {
 ALL = tuple(RUNS)
 #: Runs that fail on purpose (a dataset with no usable row fails the launcher: exit status 1).
 EXIT_STATUS = {"plain": 1}
+#: Runs of a model without capture: inference only (the launcher refuses them in --mode all), then
+#: the evaluation of those predictions.
+INFER_THEN_EVAL = {"plain"}
 
 
 def check(proc: object, expected: int = 0) -> None:
@@ -97,6 +102,10 @@ def main() -> int:
                 flags = (*flags, "--reuse")
             if benchmark:
                 check(ws.build_tsv(benchmark))
+            if name in INFER_THEN_EVAL:
+                check(ws.vlmeval(*flags, "--mode", "infer", work_dir=root / name))
+                time.sleep(1.1)
+                flags = (*flags, "--mode", "eval")
             check(ws.vlmeval(*flags, work_dir=root / name), EXIT_STATUS.get(name, 0))
             made.append((name, model))
 

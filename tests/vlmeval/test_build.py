@@ -247,7 +247,9 @@ def test_cli_build_tsv_pairwise_and_parc(tmp_path: Path, capsys: pytest.CaptureF
     parc = parc_source(tmp_path / "parc", n_items=2, bad_rows=False)
     lmu = str(tmp_path / "lmu")
     assert main(["vlmeval", "build-tsv", "mllm_judge_pair", "--source", str(pair), "--out", lmu]) == 0
-    assert "MLLMJudgePair_CP: read 2 rows, wrote 4" in capsys.readouterr().out
+    # issue 38, item 8: pairs read, pairs written and the rows they make, not "read 2 rows, wrote 4"
+    assert "MLLMJudgePair_CP: read 2 pairs, wrote 2 pairs as 4 rows (each pair in both orders" in \
+        capsys.readouterr().out
     assert main(["vlmeval", "build-tsv", "parc", "--source", str(parc), "--out", lmu]) == 0
     assert "PARC_toy: read 8 rows, wrote 8" in capsys.readouterr().out
     assert main(["vlmeval", "build-tsv", "parc", "--source", str(parc), "--out", lmu, "--lite"]) == 2

@@ -64,6 +64,12 @@ def ok(proc: Any) -> str:
     return str(proc.stdout + proc.stderr)
 
 
+def primary(entry: dict[str, Any]) -> list[str]:
+    """status.json's primary metrics of a dataset (VLMEvalKit stores a single one as a string)."""
+    value = entry["primary_metric"]
+    return [value] if isinstance(value, str) else list(value)
+
+
 def read_xlsx(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
     from judgecp.adapters.vlmeval.predictions import read_table
 
@@ -275,14 +281,26 @@ def test_model_without_capture_fails_the_run_with_one_line_and_counts_rows_witho
         writer.writeheader()
         writer.writerows(table)
     work = ws.root / "out_plain"
+    # issue 38, item 2: refused before the inference, naming the -lp twin (exit 2, nothing run)
     proc = ws.vlmeval("--data", "MLLMJudge_CP", "--model", TINY, work_dir=work)
+    assert proc.returncode == 2 and not work.exists(), proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines() == [
+        f"judgecp: error: {TINY} records no logprobs, so MLLMJudge_CP would end without metrics after the whole "
+        f"inference (no_logprob_record on every row): use --model {LP}, its capturing twin, or --mode infer for the "
+        "predictions only"]
+    # predictions only, on purpose: a warning, then the evaluation of those predictions fails
+    proc = ws.vlmeval("--data", "MLLMJudge_CP", "--model", TINY, "--mode", "infer", work_dir=work)
+    assert proc.returncode == 0 and f"judgecp: warning: {TINY} records no logprobs" in proc.stderr
+    time.sleep(1.1)  # VLMEvalKit's run ids have one-second resolution
+    proc = ws.vlmeval("--data", "MLLMJudge_CP", "--model", TINY, "--mode", "eval", work_dir=work)
     # issue 29, item 14: no usable row is a failure of the run: exit 1 and one line saying why
     assert proc.returncode == 1, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("judgecp: error: VLMEvalKit logged 1 error(s)") and "MLLMJudge_CP: judgecp has no metrics" in last
     assert "no usable rows (no_logprob_record: 4, image_missing: 2, image_unreadable: 2)" in last
+    assert f"run its -lp twin (`--model {LP}`" in last  # issue 38, item 2
     assert "Traceback" not in proc.stdout + proc.stderr  # judgecp's own error, logged without its traceback
-    (run,) = run_dir(work, TINY)
+    _, run = run_dir(work, TINY)
     metrics = json.loads((run / f"{TINY}_MLLMJudge_CP_cp.json").read_text())
     assert "no usable rows" in metrics["error"]
     excluded = {e["reason"]: e["count"] for e in metrics["excluded"]}
@@ -294,7 +312,47 @@ def test_model_without_capture_fails_the_run_with_one_line_and_counts_rows_witho
     # post hoc on the same file: a clear error, exit status 2, no traceback
     proc = ws.run("evaluate", "--format", "vlmeval", str(run / f"{TINY}_MLLMJudge_CP.xlsx"))
     assert proc.returncode == 2 and "no usable rows (no_logprob_record: 4" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert f"run its -lp twin (`--model {LP}`" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_model_that_does_not_build_exits_1_in_both_modes_without_tracebacks(ws: Workspace) -> None:
+    """Issue 38, item 3: `--model` exited 1 with four tracebacks on the console, `--config` exited 2; VLMEvalKit's
+    '.env' error came twice per command."""
+    ok(ws.build_tsv("mllm_judge", "--limit", "4"))
+    ok(ws.build_tsv("mllm_judge_pair"))
+    models = json.loads(Path(ws.env["JUDGECP_VLMEVAL_MODELS"]).read_text())
+    broken = {**models, "broken": {"class": "DOCLING", "model_path": str(ws.root / "no-such-model")}}
+    env_file = ws.root / "models_broken.json"
+    env_file.write_text(json.dumps(broken))
+    saved = ws.env["JUDGECP_VLMEVAL_MODELS"]
+    ws.env["JUDGECP_VLMEVAL_MODELS"] = str(env_file)
+    try:
+        work = ws.root / "out_broken"
+        proc = ws.vlmeval("--data", "MLLMJudge_CP", PAIR, "--model", "broken-lp", work_dir=work)
+    finally:
+        ws.env["JUDGECP_VLMEVAL_MODELS"] = saved
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    assert "Traceback" not in out and ".env" not in out
+    (log_file,) = (work / "logs").glob("*.log")
+    assert out.count(f"[traceback in {log_file}]") == 2 and log_file.read_text().count("Traceback") >= 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("judgecp: error: VLMEvalKit logged 2 error(s)")
+    # --config: run.py builds the model outside its per-dataset try
+    config = {"model": {"broken-lp": {"class": "JudgeCPLogprobs", "base_class": "DOCLING",
+                                      "model_path": str(ws.root / "no-such-model")}},
+              "data": {"MLLMJudge_CP": {"class": "MLLMJudgeCP", "dataset": "MLLMJudge_CP"}}}
+    path = ws.root / "broken_config.json"
+    path.write_text(json.dumps(config))
+    proc = ws.vlmeval("--config", str(path), work_dir=ws.root / "out_broken_config")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    assert "Traceback" not in out and ".env" not in out
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("judgecp: error: VLMEvalKit stopped: ") and "[traceback in " in last
+    # --use-vllm with a capturing model: refused before anything runs (issue 38, item 4)
+    proc = ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, "--use-vllm", work_dir=ws.root / "out_vllm")
+    assert proc.returncode == 2 and "--use-vllm: tiny-docling-lp captures logprobs" in proc.stderr
+    assert not (ws.root / "out_vllm").exists()
 
 
 def test_post_hoc_evaluate_on_a_launcher_run(ws: Workspace) -> None:
@@ -348,8 +406,14 @@ def test_pairwise_judging_in_both_orders_end_to_end(ws: Workspace) -> None:
     assert build_excluded == {"tie_label": 1, "label_unknown": 1, "image_missing": 1, "duplicate_id": 1,
                               "field_missing": 1, "malformed_json_line": 1}
     entry = json.loads((run / "status.json").read_text())["datasets"][PAIR]
-    assert entry["status"] == "done" and entry["primary_metric"] == ["scope|coverage|overall", "scope|risk|overall"]
-    assert isinstance(entry["metrics"]["scope|coverage"], float) and "bpe|auroc" in entry["metrics"]
+    m = entry["metrics"]
+    assert isinstance(m["scope|coverage"], float) and "bpe|auroc" in m
+    # issue 38, item 1: the risk among accepted verdicts is a primary metric only when SCOPE accepted some
+    # (the tiny judge's verdicts are noise: it accepts none, coverage 0, and the risk is undefined, not 0)
+    accepted = m["scope|abstain_all"] < 1.0
+    assert entry["status"] == "done" and primary(entry) == ["scope|coverage|overall"] + (
+        ["scope|risk|overall"] if accepted else [])
+    assert accepted or m.get("scope|risk") is None
 
 
 def test_letter_logprobs_equal_a_manual_forward_pass(ws: Workspace, letters_model: Path) -> None:
@@ -409,9 +473,9 @@ def test_vlmevalkit_summary_shows_judgecp_primary_metric_with_and_without_judgec
         entry = json.loads((run / "status.json").read_text())["datasets"][dataset]
         with_judgecp = summarize(ws, model_dir, autoload=True)  # the startup hook registers judgecp there
         without = summarize(ws, model_dir, autoload=False)  # VLMEvalKit alone: its choice by name
-        assert [r["primary_metric"] for r in with_judgecp] == entry["primary_metric"]
-        assert [r["primary_metric"] for r in without] == entry["primary_metric"][:1]
-        assert float(without[0][model]) == pytest.approx(entry["metrics"][entry["primary_metric"][0]], rel=1e-3)
+        assert [r["primary_metric"] for r in with_judgecp] == primary(entry)
+        assert [r["primary_metric"] for r in without] == primary(entry)[:1]
+        assert float(without[0][model]) == pytest.approx(entry["metrics"][primary(entry)[0]], rel=1e-3)
 
 
 def test_parc_variation_dataset_end_to_end(ws: Workspace) -> None:

@@ -80,7 +80,11 @@ def test_pairwise_metric_file_headline_and_status(tmp_path: Path) -> None:
     assert report["vlmeval"]["rows_used"] == 24 and report["vlmeval"]["judge_dataset"] == "mllm_judge_pair"
     h = outcome.headline
     assert h["alpha"] == 0.1 and set(h["scope"]) == {"coverage", "risk", "abstain_all"}
-    assert all(type(v) is float for v in h["scope"].values())  # plain floats for VLMEvalKit's encoder
+    # plain floats for VLMEvalKit's encoder; the tiny judge's verdicts are noise and SCOPE accepts
+    # none in any split, so its risk is undefined: None, not 0 (issue 38, item 1)
+    scope = h["scope"]
+    assert (scope["abstain_all"], scope["risk"]) == (1.0, None) and type(scope["coverage"]) is float
+    assert all(type(v) is float for v in h["vanilla"].values())  # accepts every verdict: a risk
     assert set(h["bpe"]) == {"accuracy", "auroc", "auprc", "ece"} and h["single_order"] == 0
     # the run's own status.json (VLMEvalKit wrote it from evaluate()'s return value)
     entry = json.loads((runs(root)[-1] / "status.json").read_text())["datasets"][PAIR]

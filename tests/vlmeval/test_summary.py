@@ -38,7 +38,9 @@ FAST = {"methods": "naive,lac", "seeds": 3}
 CASES = {
     ("clean", "MLLMJudge_CP"): ["naive|coverage|overall", "naive|set_width|overall"],
     ("polaris", "Polaris_CP"): ["naive|coverage|overall", "naive|set_width|overall"],
-    ("pairwise", "MLLMJudgePair_CP"): ["scope|coverage|overall", "scope|risk|overall"],
+    # the tiny judge's verdicts are noise: SCOPE accepts none in any split, so its risk is
+    # undefined (issue 38, item 1) and the share accepted, 0, is the one primary number
+    ("pairwise", "MLLMJudgePair_CP"): ["scope|coverage|overall"],
     ("parc", "PARC_toy"): ["accuracy|overall", "reliability|overall"],
 }
 
@@ -106,6 +108,20 @@ def test_error_stays_last_and_undefined_primaries_get_no_copy() -> None:
     pairs = {"n": 4, "scope": {"coverage": 0.5, "risk": float("nan")}}
     assert with_overall(pairs, "pairwise")["scope|coverage|overall"] == 0.5
     assert "scope|risk|overall" not in with_overall(pairs, "pairwise")
+    accepted = {"n": 4, "alpha": 0.1, "scope": {"coverage": 0.5, "risk": 0.0, "abstain_all": 0.0}}
+    want = ["scope|coverage|overall", "scope|risk|overall"]
+    assert primary_keys(flatten(with_overall(accepted, "pairwise"))) == want
+
+
+def test_the_pairwise_fixture_abstains_and_its_risk_is_undefined(tmp_path: Path) -> None:
+    """The committed pairwise run (issue 38, item 1): SCOPE abstains on every pair; status.json's
+    metrics say coverage 0 and no risk, and its primary metric is the coverage alone."""
+    head = evaluate_prediction_file(prediction_file(tmp_path, "pairwise"), settings=FAST).headline
+    assert head["scope"] == {"coverage": 0.0, "risk": None, "abstain_all": 1.0}
+    vanilla = head["vanilla"]  # accepts every verdict: a risk
+    assert vanilla["risk"] is not None and vanilla["abstain_all"] == 0.0
+    metrics = status_metrics(head)
+    assert "scope|risk" not in metrics and primary_keys(metrics) == ["scope|coverage|overall"]
 
 
 def test_calibrated_headline_primary_metrics(tmp_path: Path) -> None:

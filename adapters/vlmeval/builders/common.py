@@ -35,13 +35,18 @@ class BuildResult:
     rows_written: int
     excluded: Exclusions = field(default_factory=Exclusions)
     images: int = 0
+    #: Pairwise: the pairs written (each as two rows, one per order); the source's lines are pairs.
+    pairs: int | None = None
 
     def summary(self) -> str:
         excl = ", ".join(f"{e['reason']} {e['count']}" for e in self.excluded.to_json()) or "none"
-        return (
-            f"{self.name}: read {self.rows_read} rows, wrote {self.rows_written} "
-            f"({self.images} distinct images) to {self.tsv}; left out: {excl}"
-        )
+        images = f"{self.images} distinct images"
+        if self.pairs is not None:  # read and left out count pairs; every pair kept is two rows
+            wrote = (f"read {self.rows_read} pairs, wrote {self.pairs} pairs as "
+                     f"{self.rows_written} rows (each pair in both orders; {images})")
+        else:
+            wrote = f"read {self.rows_read} rows, wrote {self.rows_written} ({images})"
+        return f"{self.name}: {wrote} to {self.tsv}; left out: {excl}"
 
 
 def manifest_path(tsv: Path) -> Path:
@@ -164,8 +169,9 @@ class Build:
         return bool(absent)
 
     def write(self, out_dir: str | Path, name: str, rows: Sequence[dict[str, Any]],
-              source_info: dict[str, Any]) -> BuildResult:
-        """``<out_dir>/<name>.tsv`` (the columns of the first row) and its manifest."""
+              source_info: dict[str, Any], *, pairs: int | None = None) -> BuildResult:
+        """``<out_dir>/<name>.tsv`` (the columns of the first row) and its manifest (``pairs``: the
+        pairs written, when each is two rows)."""
         if not rows:
             reasons = ", ".join(f"{e['reason']} {e['count']}" for e in self.excluded.to_json()) or "none"
             raise InputError(f"{name}: no row could be built (left out: {reasons})")
@@ -176,7 +182,8 @@ class Build:
         with building_directory(out, last=manifest_path(tsv).name) as build:
             self._write(build, tsv.name, rows, source_info)
         return BuildResult(name=name, tsv=tsv, manifest=manifest_path(tsv), rows_read=self.read,
-                           rows_written=len(rows), excluded=self.excluded, images=len(self.first_index))
+                           rows_written=len(rows), excluded=self.excluded,
+                           images=len(self.first_index), pairs=pairs)
 
     def _write(self, folder: Path, tsv_name: str, rows: Sequence[dict[str, Any]], source_info: dict[str, Any]) -> None:
         name = Path(tsv_name).stem

@@ -149,4 +149,4 @@ def build_mllm_judge_pair(
             })
     return build.write(out_dir, name or ("MLLMJudgePair_CP_Lite" if lite else "MLLMJudgePair_CP"), rows,
                        {"kind": spec.kind, "benchmark": spec.title, "from": spec.source, "pairs_file": str(pairs),
-                        "images": str(images), "pairs": kept, "limit": limit})
+                        "images": str(images), "pairs": kept, "limit": limit}, pairs=kept)

@@ -25,7 +25,15 @@ from judgecp.base.exclusions import Exclusions
 from judgecp.data.choice import PAD_LOGPROB, ChoiceData
 from judgecp.kinds.choice.study import option_scale, option_sets
 from judgecp.kinds.kind import Study, counts
-from judgecp.kinds.metrics import PARC_SCORES, Entry, Metric, count_metrics, metric_suffix, pick
+from judgecp.kinds.metrics import (
+    PARC_SCORES,
+    Entry,
+    Metric,
+    PrimaryMetric,
+    count_metrics,
+    metric_suffix,
+    pick,
+)
 from judgecp.kinds.protocol import Protocol, split_indices
 from judgecp.stats.methods.sets import LAC
 from judgecp.stats.parc import (
@@ -273,3 +281,8 @@ class ParcStudy(Study):
             if scores:
                 out[score] = scores
         return out
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The calibrated accuracy and reliability over the model's cells (-1..1; 1: perfect)."""
+        return [PrimaryMetric("accuracy|overall", True, 1.0, "accuracy"),
+                PrimaryMetric("reliability|overall", True, 1.0, "reliability")]

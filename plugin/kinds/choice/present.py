@@ -33,7 +33,7 @@ class ParcPresenter(Presenter):
     report_focus = None
 
     def write_console(self, body: Mapping[str, Any], out: TextIO, *, detail: str | None = None) -> None:
-        write_head(body, out, self.noun)
+        write_head(kept_apart(body), out, self.noun)
         write_parc_table(body, out)
 
     def report_tables(self, runs: Any) -> list[Any]:
@@ -92,3 +92,20 @@ def parc_tables(runs: Sequence[Run]) -> list[Table]:
                 row.append(report_cell(sum(vals) / len(vals)) if vals else "–")
             rows.append(row)
     return [Table(["judge", *datasets], rows, "Calibrated reliability, mean over the prompt variations, judges as rows.")]
+
+
+#: Reasons a PARC report counts among ``excluded`` for records it still uses: a variation whose
+#: original prompt is missing keeps its accuracy and certainty, and has no consistency.
+KEPT_REASONS = {"no_original_prompt": "no_original_prompt (no consistency)"}
+
+
+def kept_apart(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The report's head as the console shows it: records still used are flags (kept), not excluded
+    ("records used 34 (read 34); excluded: no_original_prompt 1" read as a contradiction)."""
+    excluded = list(body.get("excluded") or [])
+    kept = [e for e in excluded if e["reason"] in KEPT_REASONS]
+    if not kept:
+        return body
+    return {**body, "excluded": [e for e in excluded if e["reason"] not in KEPT_REASONS],
+            "flags": [*(body.get("flags") or []),
+                      *({"flag": KEPT_REASONS[e["reason"]], "count": e["count"]} for e in kept)]}

@@ -20,7 +20,15 @@ from judgecp.base.progress import progress
 from judgecp.base.scale import LikertScale
 from judgecp.data.choice import ChoiceData
 from judgecp.kinds.kind import Study, counts
-from judgecp.kinds.metrics import Entry, Metric, count_metrics, metric_suffix, pick, with_stderr
+from judgecp.kinds.metrics import (
+    Entry,
+    Metric,
+    PrimaryMetric,
+    count_metrics,
+    metric_suffix,
+    pick,
+    with_stderr,
+)
 from judgecp.kinds.protocol import Protocol, split_indices
 from judgecp.kinds.registry import build_method, method_classes
 from judgecp.kinds.sweep import SWEEP_KEY, choice_sweep
@@ -200,3 +208,14 @@ class ChoiceStudy(Study):
         return [(g, method, m["coverage"], entry["n"], False)
                 for key, table in body.items() if key.startswith("by_") and isinstance(table, Mapping)
                 for g, entry in table.items() for method, m in entry.get("methods", {}).items()]
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The first method's coverage and mean set size: every option in every set (a judge
+        that says nothing) reads the largest size, not a coverage alone."""
+        for key in flat:
+            if key.endswith("|set_size"):
+                method = key[: -len("|set_size")]
+                suffix = metric_suffix(method)
+                return [PrimaryMetric(f"{method}|coverage", None, None, f"coverage_{suffix}"),
+                        PrimaryMetric(key, False, 1.0, f"set_size_{suffix}")]
+        return []

@@ -26,7 +26,14 @@ from judgecp.data.ensemble.records import read_ensemble_records
 from judgecp.data.ensemble.sources import PreferenceItem
 from judgecp.kinds.ensemble.evaluate import ensemble_report
 from judgecp.kinds.kind import Study
-from judgecp.kinds.metrics import ENSEMBLE_METHODS, ENSEMBLE_SCORES, Metric, excluded_count, pick
+from judgecp.kinds.metrics import (
+    ENSEMBLE_METHODS,
+    ENSEMBLE_SCORES,
+    Metric,
+    PrimaryMetric,
+    excluded_count,
+    pick,
+)
 from judgecp.kinds.protocol import Protocol
 
 #: Settings of the study and their defaults.
@@ -211,6 +218,10 @@ def ensemble_metrics(with_mixture: bool) -> list[Metric]:
     return metrics
 
 
+#: The scores of each ensemble method a headline shows (VLMEvalKit's ``<method>|<score>``).
+HEADLINE_SCORES = ("ece", "mce", "auprc", "nll", "accuracy")
+
+
 class EnsembleStudy(Study):
     """The ensemble study's metric names (the study itself runs under the kind's command)."""
 
@@ -219,3 +230,21 @@ class EnsembleStudy(Study):
     def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None) -> list[Metric]:
         with_mixture = "mixture" in ((body or {}).get("methods") or {})
         return ensemble_metrics(with_mixture)
+
+    def headline(self, body: Mapping[str, Any], protocol: Protocol) -> dict[str, Any]:
+        """Per method (``uniform``, ``bpe``, and ``mixture`` when it had clusters: item
+        embeddings) its ECE, MCE, AUPRC, NLL and accuracy on the held-out items, then
+        ``n_items`` and ``n_prompts`` (floats, as VLMEvalKit's headline had them)."""
+        clustered = int((body.get("settings") or {}).get("clusters") or 1) > 1
+        out: dict[str, Any] = {name: {k: entry.get(k) for k in HEADLINE_SCORES}
+                               for name, entry in (body.get("methods") or {}).items()
+                               if name != "mixture" or clustered}
+        out.update({key: float(body.get(key, 0)) for key in ("n_items", "n_prompts")})
+        return out
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The BPE-weighted ensemble's accuracy and NLL. Not its ECE: a judge that says 50/50 on
+        every item is perfectly calibrated (ECE 0) and useless; its NLL is log 2, its accuracy a
+        coin's."""
+        return [PrimaryMetric("bpe|accuracy", True, 1.0, "accuracy_bpe"),
+                PrimaryMetric("bpe|nll", False, 0.0, "nll_bpe")]

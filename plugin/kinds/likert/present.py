@@ -39,6 +39,13 @@ class LikertPresenter(Presenter):
                 f.coverage_by_error, f.width_distribution, f.confusion, f.judge_reliability, f.rsg)
 
 
+def stratum_count(n: float) -> str:
+    """A stratum's test rows per split (a mean over splits), rounded, but never to "0" for a
+    stratum that has rows (0.5 rows per split is 5 rows over 10 splits: "0.5")."""
+    text = f"{n:.0f}"
+    return f"{n:.1g}" if text == "0" and n > 0 else text
+
+
 def write_detail(report: Mapping[str, Any], name: str, out: TextIO) -> None:
     """Coverage by ground-truth level and by judge error, informativeness, midpoints for one method."""
     m = report["methods"][name]
@@ -48,7 +55,8 @@ def write_detail(report: Mapping[str, Any], name: str, out: TextIO) -> None:
     w(f"\nDiagnostics for {name} ({kind}; pooled over seeds)\n")
     for title, key in (("by ground-truth label", "coverage_by_label"), ("by judge error |parsed - label|", "coverage_by_error")):
         cells = "  ".join(
-            f"{k}: {v[kind]['coverage']:.3f}/{v[kind]['width']:.2f} (n {v['n']:.0f})" for k, v in m[key].items()
+            f"{k}: {v[kind]['coverage']:.3f}/{v[kind]['width']:.2f} (n {stratum_count(v['n'])})"
+            for k, v in m[key].items()
         )
         w(f"  coverage/width {title}:  {cells}\n")
     inf = m["informativeness"]

@@ -41,6 +41,8 @@ from judgecp.kinds.likert.continuous import interval_specs, label_scale_section,
 from judgecp.kinds.likert.metrics import likert_metrics
 from judgecp.kinds.metrics import (
     Metric,
+    PrimaryMetric,
+    metric_suffix,
 )
 from judgecp.kinds.protocol import Protocol, split_indices
 from judgecp.kinds.registry import build_method
@@ -400,6 +402,18 @@ class LikertStudy(Study):
             summary["full_range"] = entry.get("full_range")
             out[name] = summary
         return out
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """The first method's label-set coverage and width (an interval's, for continuous labels).
+        The coverage has a target, not a best value; the width reads worst (the whole scale) when
+        the judge says nothing."""
+        for key in flat:  # the methods keep the protocol's order
+            if key.endswith("|coverage"):  # not |interval_coverage
+                method = key[: -len("|coverage")]
+                suffix = metric_suffix(method)
+                return [PrimaryMetric(f"{method}|coverage", None, None, f"coverage_{suffix}"),
+                        PrimaryMetric(f"{method}|set_width", False, 0.0, f"width_{suffix}")]
+        return []
 
     def group_coverages(self, body: Mapping[str, Any]) -> list[tuple[str, str, Any, int, bool]]:
         mondrian = bool((body.get("protocol") or {}).get("mondrian"))

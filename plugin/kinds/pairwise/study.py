@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +28,7 @@ from judgecp.kinds.metrics import (
     UNCERTAINTY_KEYS,
     Entry,
     Metric,
+    PrimaryMetric,
     count_metrics,
     pick,
     with_stderr,
@@ -265,9 +266,25 @@ def pairwise_metrics(protocol: Protocol) -> list[Metric]:
     for controller in protocol.controller_names():
         for alpha in protocol.levels("pairwise"):
             a = f"{alpha:g}"
-            metrics += with_stderr(f"risk_{controller}_{a}", ("controllers", controller, a, "risk"), False)
+            risk = f"risk_{controller}_{a}"
+            metrics += [Metric(risk, accepted_risk(controller, a, "risk"), False),
+                        Metric(f"{risk}_stderr", accepted_risk(controller, a, "risk_std"), None)]
             metrics += with_stderr(f"coverage_{controller}_{a}", ("controllers", controller, a, "coverage"), True)
     return metrics
+
+
+def accepted_risk(controller: str, level: str, key: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A controller's risk (error among accepted verdicts) at a level: undefined (None) when it
+    accepted no verdict in any split, as in the headline (:meth:`PairwiseStudy.headline`); the study
+    counts such a split's risk as 0, which would read as a perfect judge."""
+    read_risk = pick("controllers", controller, level, key)
+    read_abstain = pick("controllers", controller, level, "abstain_all")
+
+    def read(report: Mapping[str, Any]) -> Any:
+        value = read_risk(report)
+        return None if value is not None and read_abstain(report) == 1.0 else value
+
+    return read
 
 
 class PairwiseStudy(Study):
@@ -296,9 +313,27 @@ class PairwiseStudy(Study):
             for name, levels in body["controllers"].items():
                 entry = levels.get(level)
                 if entry is not None:
-                    out[name] = {"coverage": entry["coverage"], "risk": entry["risk"], "abstain_all": entry["abstain_all"]}
+                    # the error among accepted verdicts: undefined when the controller accepted none
+                    # in any split (the study counts such a split's risk as 0; a headline of 0 would
+                    # read as a perfect judge)
+                    abstain_all = entry["abstain_all"]
+                    risk = None if abstain_all == 1.0 else entry["risk"]
+                    out[name] = {"coverage": entry["coverage"], "risk": risk,
+                                 "abstain_all": abstain_all}
         signal = (body.get("uncertainty") or {}).get(protocol.signal)
         if signal:
             out[protocol.signal] = {k: signal.get(k) for k in ("accuracy", "auroc", "auprc", "ece")}
         out["single_order"] = sum(int(f["count"]) for f in body.get("flags", []) if f.get("flag") == "single_order")
         return out
+
+    def primary_metrics(self, flat: Mapping[str, Any]) -> list[PrimaryMetric]:
+        """SCOPE's (else the first controller's) share of pairs accepted at the headline level, then
+        the error among them: a judge abstaining on everything reads coverage 0 and risk undefined,
+        never risk 0 alone."""
+        controllers = [k[: -len("|coverage")] for k in flat if k.endswith("|coverage")]
+        if not controllers:
+            return []
+        name = "scope" if "scope" in controllers else controllers[0]
+        level = f"{flat.get('alpha'):g}" if isinstance(flat.get("alpha"), (int, float)) else ""
+        return [PrimaryMetric(f"{name}|coverage", True, 1.0, f"coverage_{name}_{level}"),
+                PrimaryMetric(f"{name}|risk", False, 0.0, f"risk_{name}_{level}")]

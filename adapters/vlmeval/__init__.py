@@ -21,6 +21,6 @@ __all__ = ["register"]
 
 def register() -> Any:
     """Register judgecp's datasets and models into VLMEvalKit (imports it; idempotent)."""
-    from judgecp.adapters.vlmeval.register import register as _register
+    from judgecp.adapters.vlmeval.register import register as _register  # lazy: imports VLMEvalKit
 
     return _register()

@@ -43,7 +43,9 @@ class _Loader(importlib.abc.Loader):
     def exec_module(self, module):
         self.inner.exec_module(module)
         try:
-            from judgecp.adapters.vlmeval import discovery
+            from judgecp.adapters.vlmeval import (
+                discovery,  # lazy: loaded at interpreter start; judgecp only once VLMEvalKit is imported
+            )
 
             getattr(discovery, self.callback)(module)
         except Exception as exc:  # VLMEvalKit must keep working without judgecp

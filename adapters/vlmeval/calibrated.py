@@ -30,10 +30,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from judgecp.adapters.vlmeval.evaluation import prediction_batch
 from judgecp.adapters.vlmeval.summary import strict_headline, with_overall, write_score_file
 from judgecp.base.errors import InputError
 from judgecp.base.outputs import atomic_write_text
+from judgecp.kinds import calibration_kind
+from judgecp.kinds.reading import from_table
+from judgecp.workflows.calibrators import Calibrator, apply, check_compatible
 from judgecp.workflows.headline import calibrated_headline
+from judgecp.workflows.results import ApplyResult
 
 #: Suffix of the summary file written beside the prediction file.
 SUFFIX = "_calibrated"
@@ -56,11 +61,6 @@ def calibrated_evaluation(
     ``"force": true``); without it such a calibrator is an :class:`~judgecp.base.errors.InputError`
     naming what differs and that setting.
     """
-    from judgecp.adapters.vlmeval.evaluation import prediction_batch
-    from judgecp.kinds import calibration_kind
-    from judgecp.kinds.reading import from_table
-    from judgecp.workflows.calibrators import Calibrator, apply, check_compatible
-    from judgecp.workflows.results import ApplyResult
 
     cal = calibrator if isinstance(calibrator, Calibrator) else Calibrator.load(str(calibrator))
     kind = cal.kind

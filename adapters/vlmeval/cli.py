@@ -11,7 +11,16 @@ import os
 import sys
 from collections.abc import Sequence
 
+from judgecp.adapters.vlmeval.builders import (
+    build_mllm_judge,
+    build_mllm_judge_pair,
+    build_parc,
+    build_polaris,
+)
 from judgecp.base.errors import InputError
+from judgecp.base.flags import whole
+from judgecp.base.outputs import Folder, check_outputs
+from judgecp.cli import Parser
 
 USAGE = """\
 usage: judgecp vlmeval [run.py arguments ...]
@@ -38,15 +47,6 @@ the installed vlmeval package. Extra model entries: $JUDGECP_VLMEVAL_MODELS
 
 
 def _build(argv: Sequence[str]) -> int:
-    from judgecp.adapters.vlmeval.builders import (
-        build_mllm_judge,
-        build_mllm_judge_pair,
-        build_parc,
-        build_polaris,
-    )
-    from judgecp.base.flags import whole
-    from judgecp.base.outputs import Folder, check_outputs
-    from judgecp.cli import Parser
 
     p = Parser(prog="judgecp vlmeval build-tsv",
                                 description="Build a judge dataset's VLMEvalKit TSV from the public release (offline).")
@@ -84,7 +84,10 @@ def _build(argv: Sequence[str]) -> int:
 
 
 def _list() -> int:
-    from judgecp.adapters.vlmeval.launcher import prepare, vlmeval_logging
+    from judgecp.adapters.vlmeval.launcher import (  # lazy: imports VLMEvalKit
+        prepare,
+        vlmeval_logging,
+    )
 
     with vlmeval_logging():
         info = prepare()
@@ -111,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _build(args[1:])
     if args and args[0] == "list":
         return _list()
-    from judgecp.adapters.vlmeval.launcher import launch
+    from judgecp.adapters.vlmeval.launcher import launch  # lazy: imports VLMEvalKit
 
     return launch(args)
 

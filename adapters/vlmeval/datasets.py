@@ -43,6 +43,7 @@ from vlmeval.dataset.image_base import ImageBaseDataset
 from vlmeval.smp import LMUDataRoot, load, toliststr
 
 from judgecp.adapters.vlmeval.builders import read_manifest
+from judgecp.adapters.vlmeval.calibrated import calibrated_evaluation
 from judgecp.adapters.vlmeval.evaluation import (
     dataset_protocol,
     evaluate_prediction_file,
@@ -194,7 +195,6 @@ class JudgeCPDataset(ImageBaseDataset):  # type: ignore[misc]
 
     def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, Any]:
         if self.calibrator:
-            from judgecp.adapters.vlmeval.calibrated import calibrated_evaluation
 
             return calibrated_evaluation(eval_file, self.calibrator, dataset=self.dataset_name, force=self.force)[0]
         outcome = evaluate_prediction_file(

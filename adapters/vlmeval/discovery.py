@@ -13,7 +13,7 @@ environment, e.g. VLMEvalKit's own ``python run.py`` or
 * ``vlmeval.config`` loaded: the ``-lp`` models and ``$JUDGECP_VLMEVAL_MODELS``
   (:func:`~judgecp.adapters.vlmeval.register.register_models`);
 * ``vlmeval.inference`` loaded: the sidecar and multiple-choice capture
-  (:func:`~judgecp.adapters.vlmeval.launcher.install_sidecar_hook`).
+  (:func:`~judgecp.adapters.vlmeval.hooks.install_sidecar_hook`).
 
 Under the launcher (``judgecp vlmeval``) the launcher registers everything
 itself and reports its errors; the hook then stands aside
@@ -23,6 +23,8 @@ itself and reports its errors; the hook then stands aside
 from __future__ import annotations
 
 from typing import Any
+
+from judgecp.adapters.vlmeval.hooks import install_sidecar_hook
 
 _deferred = False
 
@@ -36,7 +38,7 @@ def defer_to_launcher() -> None:
 def after_dataset_registry(module: Any) -> None:
     if _deferred:
         return
-    from judgecp.adapters.vlmeval.register import register_datasets
+    from judgecp.adapters.vlmeval.register import register_datasets  # lazy: imports VLMEvalKit
 
     register_datasets(dataset_module=module)
 
@@ -44,7 +46,7 @@ def after_dataset_registry(module: Any) -> None:
 def after_model_registry(module: Any) -> None:
     if _deferred:
         return
-    from judgecp.adapters.vlmeval.register import register_models
+    from judgecp.adapters.vlmeval.register import register_models  # lazy: imports VLMEvalKit
 
     register_models()
 
@@ -52,6 +54,5 @@ def after_model_registry(module: Any) -> None:
 def after_inference(module: Any) -> None:
     if _deferred:
         return
-    from judgecp.adapters.vlmeval.launcher import install_sidecar_hook
 
     install_sidecar_hook()

@@ -38,14 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgecp.adapters.vlmeval.kinds import vlmeval_kind
+from judgecp.adapters.vlmeval.kinds import resolve_kind, resolve_spec, vlmeval_kind
 from judgecp.adapters.vlmeval.models import LP_SUFFIX
-from judgecp.adapters.vlmeval.predictions import (
-    PredictionTable,
-    read_predictions,
-    resolve_kind,
-    resolve_spec,
-)
+from judgecp.adapters.vlmeval.predictions import PredictionTable, read_predictions
 from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG
 from judgecp.adapters.vlmeval.specs import JudgeSpec
 from judgecp.adapters.vlmeval.summary import with_overall, write_score_file
@@ -57,6 +52,7 @@ from judgecp.base.scale import LabelScale
 from judgecp.data import Fields
 from judgecp.data.formats import RecordBatch
 from judgecp.data.tables import Table, table_from_rows
+from judgecp.kinds import get_kind
 from judgecp.kinds.protocol import Protocol, parse_settings
 from judgecp.kinds.reading import from_table
 from judgecp.workflows.headline import report_headline
@@ -194,7 +190,6 @@ def _error_report(
         excluded.merge(table.excluded)
         if excluded_at_load is not None:
             excluded.merge(excluded_at_load)
-    from judgecp.kinds import get_kind
 
     levels = ({"alphas": list(protocol.levels(kind))} if get_kind(kind).study.levels_are_controller_levels
               else {"alpha": protocol.level})
@@ -285,7 +280,7 @@ def prediction_batch(
 ) -> RecordBatch:
     """A prediction file as ``judgecp.record/1`` records (``judgecp evaluate --format vlmeval``, post hoc).
 
-    The kind comes from the file (:func:`~judgecp.adapters.vlmeval.predictions.resolve_kind`)
+    The kind comes from the file (:func:`~judgecp.adapters.vlmeval.kinds.resolve_kind`)
     unless given; the batch says it, and its ``info["vlmeval"]`` is the
     reader's account (files, record sources, repairs, row flags).
     """

@@ -12,15 +12,28 @@ VLMEvalKit.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
+from judgecp.adapters.vlmeval.predictions import (
+    PredictionTable,
+    _why_no_records,
+    likert_records,
+    option_records,
+    pairwise_records,
+)
+from judgecp.adapters.vlmeval.specs import (
+    KIND_COLUMN,
+    MLLM_JUDGE_PAIR,
+    PARC,
+    SCALE_COLUMN,
+    JudgeSpec,
+    dataset_names,
+    spec_for,
+)
 from judgecp.base.errors import InputError
-
-if TYPE_CHECKING:
-    from judgecp.adapters.vlmeval.predictions import PredictionTable
-    from judgecp.adapters.vlmeval.specs import JudgeSpec
-    from judgecp.base.scale import LabelScale
-    from judgecp.data.tables import Table
+from judgecp.base.scale import LabelScale, LikertScale
+from judgecp.data.tables import Table
+from judgecp.kinds import get_kind, kind_of_shape
 
 
 class VlmevalKind:
@@ -63,8 +76,6 @@ class LikertVlmeval(VlmevalKind):
     def records(self, table: PredictionTable, spec: JudgeSpec | None, *, group: str | None,
                 dataset: str | None = None, model: str | None = None, lmu_root: str | Path | None = None,
                 label_scale: LabelScale | None = None) -> list[dict[str, Any]]:
-        from judgecp.adapters.vlmeval.predictions import likert_records
-
         assert spec is not None
         return likert_records(table, spec, label_scale)
 
@@ -72,9 +83,6 @@ class LikertVlmeval(VlmevalKind):
         return group
 
     def default_spec(self, table: PredictionTable) -> JudgeSpec | None:
-        from judgecp.adapters.vlmeval.specs import SCALE_COLUMN, JudgeSpec
-        from judgecp.base.scale import LikertScale
-
         scales = {str(r.columns.get(SCALE_COLUMN)) for r in table.rows if r.columns.get(SCALE_COLUMN)}
         scale = LikertScale.parse(scales.pop()) if len(scales) == 1 else LikertScale()
         return JudgeSpec(key="likert", kind=self.kind, names=(), prompt="", fields={}, scale=scale,
@@ -92,8 +100,6 @@ class PairwiseVlmeval(VlmevalKind):
     def records(self, table: PredictionTable, spec: JudgeSpec | None, *, group: str | None,
                 dataset: str | None = None, model: str | None = None, lmu_root: str | Path | None = None,
                 label_scale: LabelScale | None = None) -> list[dict[str, Any]]:
-        from judgecp.adapters.vlmeval.predictions import pairwise_records
-
         assert spec is not None
         return pairwise_records(table, spec, group if group in table.columns else None)
 
@@ -101,8 +107,6 @@ class PairwiseVlmeval(VlmevalKind):
         return group if group in rows.columns else None
 
     def default_spec(self, table: PredictionTable) -> JudgeSpec | None:
-        from judgecp.adapters.vlmeval.specs import MLLM_JUDGE_PAIR
-
         return MLLM_JUDGE_PAIR
 
     def count_used(self, table: PredictionTable, records: list[dict[str, Any]], data: Any) -> None:
@@ -121,8 +125,6 @@ class ChoiceVlmeval(VlmevalKind):
     def records(self, table: PredictionTable, spec: JudgeSpec | None, *, group: str | None,
                 dataset: str | None = None, model: str | None = None, lmu_root: str | Path | None = None,
                 label_scale: LabelScale | None = None) -> list[dict[str, Any]]:
-        from judgecp.adapters.vlmeval.predictions import option_records
-
         return option_records(table, variations=self.variations, dataset=dataset, model=model, lmu_root=lmu_root)
 
 
@@ -132,8 +134,6 @@ class ParcVlmeval(ChoiceVlmeval):
     variations = True
 
     def default_spec(self, table: PredictionTable) -> JudgeSpec | None:
-        from judgecp.adapters.vlmeval.specs import PARC
-
         return PARC
 
 
@@ -148,3 +148,55 @@ def vlmeval_kind(kind: str) -> VlmevalKind:
         raise InputError(f"judge kind {kind!r} has no VLMEvalKit reader yet (VLMEvalKit reads "
                          f"{', '.join(VLMEVAL_KINDS)})")
     return VLMEVAL_KINDS[kind]
+
+
+# -- what a prediction file holds ------------------------------------------------------------------
+
+
+def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, JudgeSpec | None]:
+    """The kind of a prediction file and its judge spec (``None`` for VLMEvalKit's own multiple choice).
+
+    In order: ``kind`` when given; the dataset name (judgecp's datasets);
+    the ``judgecp_kind`` column a judgecp TSV carries; the kind of the
+    records' shape (an ``-lp`` model on VLMEvalKit's multiple-choice
+    benchmarks writes ``choice`` records into the sidecar: ``mcq``).
+    """
+    if kind is not None:
+        get_kind(kind)  # an unknown kind is an error naming the kinds
+    found = spec_for(table.dataset) if table.dataset is not None else None
+    if found is None and table.record_dataset() is not None:
+        found = spec_for(str(table.record_dataset()))
+    columns = {str(r.columns.get(KIND_COLUMN)) for r in table.rows if r.columns.get(KIND_COLUMN)}
+    if kind is None:
+        if found is not None:
+            kind = found.kind
+        elif len(columns) == 1:
+            kind = columns.pop()
+        elif not columns and KIND_COLUMN in table.columns:
+            kind = "likert"
+        else:
+            record_kinds = {kind_of_shape(r.record["shape"]).name for r in table.rows if r.record}
+            if len(record_kinds) == 1:
+                kind = record_kinds.pop()
+    if kind is None:
+        raise InputError(
+            f"{table.path}: cannot tell what this prediction file holds: its name does not end in one of "
+            f"{', '.join(dataset_names())} (or PARC_<name>), it has no {KIND_COLUMN} column, and "
+            f"{_why_no_records(table)}. Give --kind mcq to read it as multiple choice anyway."
+        )
+    if found is not None and found.kind == kind:
+        return kind, found
+    return kind, vlmeval_kind(kind).default_spec(table)
+
+
+def resolve_spec(table: PredictionTable, spec: JudgeSpec | None = None) -> JudgeSpec:
+    """The judge spec of a table of one of judgecp's judge datasets (see :func:`resolve_kind`)."""
+    if spec is not None:
+        return spec
+    kind, found = resolve_kind(table)
+    if found is None:
+        raise InputError(
+            f"{table.path}: a prediction file of a VLMEvalKit multiple-choice benchmark (kind {kind}), "
+            "not of a judgecp judge dataset; evaluate it with `judgecp evaluate --format vlmeval --kind mcq`"
+        )
+    return found

@@ -33,7 +33,9 @@ def register_record_formats() -> list[RecordFormat]:
 
 
 def run_vlmeval(args: argparse.Namespace) -> int:
-    from judgecp.adapters.vlmeval.cli import main
+    from judgecp.adapters.vlmeval.cli import (
+        main,  # lazy: the judgecp command loads this plugin; VLMEvalKit's parts only when used
+    )
 
     return int(main(args.args))
 
@@ -44,6 +46,8 @@ def is_prediction_file(path: Path) -> bool:
 
 
 def read_prediction_file(path: Path, *, kind: str | None = None, **options: Any) -> RecordBatch:
-    from judgecp.adapters.vlmeval.evaluation import prediction_batch
+    from judgecp.adapters.vlmeval.evaluation import (
+        prediction_batch,  # lazy: the judgecp command loads this plugin; VLMEvalKit's parts only when used
+    )
 
     return prediction_batch(path, kind=kind, **options)

@@ -51,10 +51,8 @@ from typing import Any
 from judgecp.adapters.capture.generate import CAPTURE_FAILURE_FLAGS
 from judgecp.adapters.vlmeval.runtime import SIDECAR_TAG, prediction_sha1
 from judgecp.adapters.vlmeval.specs import (
-    KIND_COLUMN,
     JudgeSpec,
     dataset_names,
-    spec_for,
 )
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
@@ -72,7 +70,7 @@ from judgecp.data.fields import to_list, to_object
 from judgecp.data.pair import ORDERS_FWD, ORDERS_REV
 from judgecp.data.tables import read_jsonl
 from judgecp.data.tables import read_table as core_read_table
-from judgecp.kinds import get_kind, kind_names, kind_of_shape
+from judgecp.kinds import get_kind, kind_names
 
 #: VLMEvalKit's inference failure marker (``vlmeval.smp.file.INFER_FAIL_MSG``).
 INFER_FAIL_MARKER = "Failed to obtain answer"
@@ -378,57 +376,6 @@ def _why_no_records(table: PredictionTable) -> str:
         return f"no row has a logprob record: the sidecar ({names}) has none for this file's row indices"
     return ("no row has a logprob record and no sidecar was found beside it (VLMEvalKit's own "
             "multiple-choice benchmarks get them from a `<model>-lp` run started with `judgecp vlmeval`)")
-
-
-def resolve_kind(table: PredictionTable, kind: str | None = None) -> tuple[str, JudgeSpec | None]:
-    """The kind of a prediction file and its judge spec (``None`` for VLMEvalKit's own multiple choice).
-
-    In order: ``kind`` when given; the dataset name (judgecp's datasets);
-    the ``judgecp_kind`` column a judgecp TSV carries; the kind of the
-    records' shape (an ``-lp`` model on VLMEvalKit's multiple-choice
-    benchmarks writes ``choice`` records into the sidecar: ``mcq``).
-    """
-    if kind is not None:
-        get_kind(kind)  # an unknown kind is an error naming the kinds
-    found = spec_for(table.dataset) if table.dataset is not None else None
-    if found is None and table.record_dataset() is not None:
-        found = spec_for(str(table.record_dataset()))
-    columns = {str(r.columns.get(KIND_COLUMN)) for r in table.rows if r.columns.get(KIND_COLUMN)}
-    if kind is None:
-        if found is not None:
-            kind = found.kind
-        elif len(columns) == 1:
-            kind = columns.pop()
-        elif not columns and KIND_COLUMN in table.columns:
-            kind = "likert"
-        else:
-            record_kinds = {kind_of_shape(r.record["shape"]).name for r in table.rows if r.record}
-            if len(record_kinds) == 1:
-                kind = record_kinds.pop()
-    if kind is None:
-        raise InputError(
-            f"{table.path}: cannot tell what this prediction file holds: its name does not end in one of "
-            f"{', '.join(dataset_names())} (or PARC_<name>), it has no {KIND_COLUMN} column, and "
-            f"{_why_no_records(table)}. Give --kind mcq to read it as multiple choice anyway."
-        )
-    from judgecp.adapters.vlmeval.kinds import vlmeval_kind
-
-    if found is not None and found.kind == kind:
-        return kind, found
-    return kind, vlmeval_kind(kind).default_spec(table)
-
-
-def resolve_spec(table: PredictionTable, spec: JudgeSpec | None = None) -> JudgeSpec:
-    """The judge spec of a table of one of judgecp's judge datasets (see :func:`resolve_kind`)."""
-    if spec is not None:
-        return spec
-    kind, found = resolve_kind(table)
-    if found is None:
-        raise InputError(
-            f"{table.path}: a prediction file of a VLMEvalKit multiple-choice benchmark (kind {kind}), "
-            "not of a judgecp judge dataset; evaluate it with `judgecp evaluate --format vlmeval --kind mcq`"
-        )
-    return found
 
 
 def _row_flags(table: PredictionTable, row: PredictionRow, *, count: bool = True) -> list[str]:

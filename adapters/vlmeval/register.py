@@ -90,8 +90,8 @@ def register_datasets(info: Registration | None = None, dataset_module: Any = No
         dataset_module = vlmeval.dataset
     vd = dataset_module
 
-    from judgecp.adapters.vlmeval.datasets import DATASET_CLASSES
-    from judgecp.adapters.vlmeval.ensemble import dataset_class
+    from judgecp.adapters.vlmeval.datasets import DATASET_CLASSES  # lazy: imports VLMEvalKit
+    from judgecp.adapters.vlmeval.ensemble import dataset_class  # lazy: imports VLMEvalKit
 
     for cls in (*DATASET_CLASSES, dataset_class()):
         if cls not in vd.DATASET_CLASSES:
@@ -171,7 +171,7 @@ def JudgeCPLogprobs(
 def _extra_models(path: Path) -> dict[str, Any]:
     from vlmeval.config import supported_VLM
 
-    from judgecp.adapters.vlmeval.api_judge import JudgeCPOpenAI
+    from judgecp.adapters.vlmeval.api_judge import JudgeCPOpenAI  # lazy: imports VLMEvalKit
 
     try:
         spec = json.loads(path.read_text(encoding="utf-8"))
@@ -206,7 +206,7 @@ def register_models(info: Registration | None = None) -> Registration:
     import vlmeval.vlm as vv
     from vlmeval.config import supported_VLM
 
-    from judgecp.adapters.vlmeval.api_judge import JudgeCPOpenAI
+    from judgecp.adapters.vlmeval.api_judge import JudgeCPOpenAI  # lazy: imports VLMEvalKit
 
     setattr(vv, "JudgeCPLogprobs", JudgeCPLogprobs)  # noqa: B010
     setattr(va, "JudgeCPOpenAI", JudgeCPOpenAI)  # noqa: B010

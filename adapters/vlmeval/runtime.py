@@ -33,6 +33,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from judgecp.adapters.vlmeval.specs import MCQ_KIND
+from judgecp.data.choice import LETTERS, row_options
+
 log = logging.getLogger("judgecp.vlmeval")
 
 SIDECAR_TAG = "_lprecords"
@@ -117,7 +120,6 @@ def is_mcq(dataset_name: str | None) -> bool:
 
 def row_meta(line: Any) -> dict[str, Any]:
     """What a record builder needs to know about a multiple-choice row: its option letters."""
-    from judgecp.data.choice import row_options
 
     return {"letters": [letter for letter, _ in row_options(line)]}
 
@@ -211,7 +213,6 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
 
 def capture_target(spec: Any, dataset: str | None) -> str | None:
     """The kind of record a capturing model writes for ``dataset`` (``None``: pass the call through)."""
-    from judgecp.adapters.vlmeval.specs import MCQ_KIND
 
     if dataset is None:
         return None
@@ -220,7 +221,6 @@ def capture_target(spec: Any, dataset: str | None) -> str | None:
 
 def row_letters(meta: dict[str, Any], spec: Any) -> list[str]:
     """The letters a row's answer is read among: the row's options, the spec's verdict letters, or A-Z."""
-    from judgecp.data.choice import LETTERS
 
     return list(meta.get("letters") or (spec.letters if spec is not None else ()) or LETTERS)
 

@@ -80,13 +80,6 @@ class JudgeSpec:
     #: The prompt is the item's own question and options (PARC), not a template over ``fields``.
     options_prompt: bool = False
 
-    @property
-    def metric_suffix(self) -> str:
-        """The suffix of the file ``evaluate()`` writes beside the prediction file (``_cp``, ``_selective``, ...)."""
-        from judgecp.adapters.vlmeval.kinds import vlmeval_kind
-
-        return vlmeval_kind(self.kind).metric_suffix
-
     def matches(self, dataset_name: str) -> bool:
         return dataset_name in self.names or any(dataset_name.startswith(p) for p in self.prefixes)
 

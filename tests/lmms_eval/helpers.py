@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from judgecp.adapters.lm_eval.metrics import task_protocol
-from judgecp.workflows import scalars
+from judgecp.kinds.choice.study import mcq_metrics
+from judgecp.kinds.likert.metrics import likert_metrics
+from judgecp.kinds.metrics import metric_values
 from tests.lm_eval.helpers import offline_env, run
 
 NEEDED = ("lmms_eval", "loguru", "transformers", "torch", "accelerate", "PIL", "datasets")
@@ -60,6 +62,6 @@ def metric(results: dict[str, Any], task: str, name: str) -> Any:
 def report_and_table(report: Any, results: dict[str, Any], task: str, kind: str = "likert") -> dict[str, tuple[float, Any]]:
     """Every metric of the task (default settings, no categories): (read from a ``judgecp evaluate`` report,
     the value in lmms-eval's results)."""
-    metrics = {"likert": scalars.likert_metrics, "mcq": scalars.mcq_metrics}[kind](task_protocol({}, kind))
-    got = scalars.metric_values(report, metrics)
+    metrics = {"likert": likert_metrics, "mcq": mcq_metrics}[kind](task_protocol({}, kind))
+    got = metric_values(report, metrics)
     return {name: (value, metric(results, task, name)) for name, value in got.items()}

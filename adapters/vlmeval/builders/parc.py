@@ -9,6 +9,7 @@ from judgecp.adapters.vlmeval.builders.common import Build, BuildResult, find, i
 from judgecp.adapters.vlmeval.specs import KIND_COLUMN, PARC
 from judgecp.base.errors import InputError
 from judgecp.data.choice import LETTERS
+from judgecp.stats.parc import FAMILIES, family_of
 
 PARC_FILE = "variations.jsonl"
 
@@ -21,7 +22,6 @@ def parc_dataset_name(name: str) -> str:
 
 def _problem(rid: str, item: dict[str, Any], src: Path) -> tuple[str, str] | dict[str, Any]:
     """The record's options, answers, variation, family and image paths, or ``(reason, detail)``."""
-    from judgecp.stats.parc import FAMILIES, family_of
 
     options = item.get("options")
     if (not isinstance(options, dict) or len(options) < 2

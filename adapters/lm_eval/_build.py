@@ -5,7 +5,8 @@ cannot put it there portably; so ``build_py`` writes ``judgecp-lm-eval.pth``
 and the hook module ``_judgecp_lm_eval_hook.py`` (and the same pair for
 VLMEvalKit, ``judgecp-vlmeval.pth`` and ``_judgecp_vlmeval_hook.py``, from
 ``adapters/vlmeval/_startup_hook.py``; for lmms-eval, ``judgecp-lmms-eval.pth`` and
-``_judgecp_lmms_eval_hook.py`` from ``adapters/lmms_eval/_startup_hook.py``) at the root of what becomes
+``_judgecp_lmms_eval_hook.py`` from ``adapters/lmms_eval/_startup_hook.py``; the watcher they share,
+``_judgecp_startup_hook.py`` from ``adapters/_startup_hook.py``) at the root of what becomes
 the wheel. In an editable install setuptools ships only the unpacked wheel
 directory (its ``install_lib``), so the files go there instead. Either way
 they are listed in the wheel's RECORD: ``pip uninstall judgecp`` removes them.
@@ -29,8 +30,11 @@ PTH_LINE = (
 )
 VLMEVAL_HOOK_MODULE = "_judgecp_vlmeval_hook"
 LMMS_EVAL_HOOK_MODULE = "_judgecp_lmms_eval_hook"
+#: The watcher the three hooks share (no .pth of its own).
+SHARED_HOOK = ("_judgecp_startup_hook", None, Path(__file__).parents[1] / "_startup_hook.py", None)
 #: (hook module, .pth file, source, .pth line) of every startup hook
 HOOKS = (
+    SHARED_HOOK,
     (HOOK_MODULE, PTH_FILE, HOOK_SOURCE, PTH_LINE),
     (VLMEVAL_HOOK_MODULE, "judgecp-vlmeval.pth", Path(__file__).parents[1] / "vlmeval" / "_startup_hook.py",
      "import os; os.environ.get('JUDGECP_VLMEVAL_AUTOLOAD', '1').strip().lower() in "
@@ -54,7 +58,8 @@ class build_py(_build_py):
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:  # type: ignore[override]
         outputs = list(super().get_outputs(include_bytecode))
         if not getattr(self, "editable_mode", False):
-            outputs += [str(Path(self.build_lib) / name) for module, pth, _, _ in HOOKS for name in (f"{module}.py", pth)]
+            outputs += [str(Path(self.build_lib) / name) for module, pth, _, _ in HOOKS
+                        for name in (f"{module}.py", pth) if name is not None]
         return outputs
 
 
@@ -64,7 +69,9 @@ def write_hook(target: Path) -> list[str]:
     for name, pth_file, source, line in HOOKS:
         module = target / f"{name}.py"
         module.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
-        pth = target / pth_file
-        pth.write_text(line, encoding="utf-8")
-        written += [str(module), str(pth)]
+        written.append(str(module))
+        if pth_file is not None:
+            pth = target / pth_file
+            pth.write_text(line, encoding="utf-8")
+            written.append(str(pth))
     return written

@@ -5,70 +5,32 @@ this module) calls :func:`install` at interpreter start unless
 ``JUDGECP_LM_EVAL_AUTOLOAD`` is ``0``/``false``/``no``/``off``. It only adds
 an import watcher: nothing is imported until a program imports lm-eval's
 model registry or task manager, and then judgecp registers its models
-(after lm-eval's built-ins) and its task folder. Standard library only, so
-every other Python program in the environment pays nothing; any failure is
-a warning, never a broken lm-eval. Uninstalling judgecp removes both files.
+(after lm-eval's built-ins) and its task folder. The watcher itself is
+``_judgecp_startup_hook`` (``adapters/_startup_hook.py``), shared by the three harnesses.
 """
 
-import importlib.abc
-import os
-import sys
+import _judgecp_startup_hook as _startup
 
 ENV = "JUDGECP_LM_EVAL_AUTOLOAD"
 
-#: module lm-eval imports -> function of judgecp.adapters.lm_eval.discovery to call after it loads
-WATCHED = {
-    "lm_eval.api.registry": "after_model_registry",
-    "lm_eval.tasks.manager": "after_task_manager",
-}
+
+class Finder(_startup.Finder):
+    """Wraps the loader of lm-eval's watched modules so judgecp runs right after them."""
+
+    harness = "lm-eval"
+    env = ENV
+    watched = (
+        ("lm_eval.api.registry", "after_model_registry"),
+        ("lm_eval.tasks.manager", "after_task_manager"),
+    )
+    discovery = "judgecp.adapters.lm_eval.discovery"
+    instead = "or use `judgecp lm-eval ...`"
 
 
 def enabled():
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-class _Loader(importlib.abc.Loader):
-    def __init__(self, inner, callback):
-        self.inner = inner
-        self.callback = callback
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module):
-        self.inner.exec_module(module)
-        try:
-            from judgecp.adapters.lm_eval import (
-                discovery,  # lazy: loaded at interpreter start; judgecp only once the harness is imported
-            )
-
-            getattr(discovery, self.callback)(module)
-        except Exception as exc:  # lm-eval must keep working without judgecp
-            import warnings
-
-            warnings.warn(f"judgecp could not extend lm-eval ({type(exc).__name__}: {exc}); "
-                          f"set {ENV}=0 to silence, or use `judgecp lm-eval ...`", stacklevel=2)
-
-
-class Finder(importlib.abc.MetaPathFinder):
-    """Wraps the loader of the watched lm-eval modules so judgecp runs right after them."""
-
-    def find_spec(self, name, path, target=None):
-        callback = WATCHED.get(name)
-        if callback is None:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Loader(spec.loader, callback)
-                return spec
-        return None
+    return _startup.enabled(ENV)
 
 
 def install():
     """Put the watcher first on ``sys.meta_path`` (once), unless disabled."""
-    if enabled() and not any(isinstance(f, Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, Finder())
+    _startup.install(Finder)

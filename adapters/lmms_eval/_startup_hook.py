@@ -10,63 +10,27 @@ adds its task folder to every ``TaskManager`` (judgecp's models come from the
 any failure is a warning, never a broken lmms-eval.
 """
 
-import importlib.abc
-import os
-import sys
+import _judgecp_startup_hook as _startup
 
 ENV = "JUDGECP_LMMS_EVAL_AUTOLOAD"
 
-#: module lmms-eval imports -> function of judgecp.adapters.lmms_eval.discovery to call after it loads
-WATCHED = {"lmms_eval.tasks": "after_task_manager"}
+
+class Finder(_startup.Finder):
+    """Wraps the loader of lmms-eval's watched modules so judgecp runs right after them."""
+
+    harness = "lmms-eval"
+    env = ENV
+    watched = (
+        ("lmms_eval.tasks", "after_task_manager"),
+    )
+    discovery = "judgecp.adapters.lmms_eval.discovery"
+    instead = "or pass --include_path $(judgecp lmms-eval-tasks-path)"
 
 
 def enabled():
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-class _Loader(importlib.abc.Loader):
-    def __init__(self, inner, callback):
-        self.inner = inner
-        self.callback = callback
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module):
-        self.inner.exec_module(module)
-        try:
-            from judgecp.adapters.lmms_eval import (
-                discovery,  # lazy: loaded at interpreter start; judgecp only once the harness is imported
-            )
-
-            getattr(discovery, self.callback)(module)
-        except Exception as exc:  # lmms-eval must keep working without judgecp
-            import warnings
-
-            warnings.warn(f"judgecp could not extend lmms-eval ({type(exc).__name__}: {exc}); "
-                          f"set {ENV}=0 to silence, or pass --include_path $(judgecp lmms-eval-tasks-path)",
-                          stacklevel=2)
-
-
-class Finder(importlib.abc.MetaPathFinder):
-    """Wraps the loader of the watched lmms-eval module so judgecp runs right after it."""
-
-    def find_spec(self, name, path, target=None):
-        callback = WATCHED.get(name)
-        if callback is None:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Loader(spec.loader, callback)
-                return spec
-        return None
+    return _startup.enabled(ENV)
 
 
 def install():
     """Put the watcher first on ``sys.meta_path`` (once), unless disabled."""
-    if enabled() and not any(isinstance(f, Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, Finder())
+    _startup.install(Finder)

@@ -16,7 +16,8 @@ skip_without_lm_eval()
 REPO = Path(__file__).resolve().parents[2]
 HOOK_FILES = {"_judgecp_lm_eval_hook.py", "judgecp-lm-eval.pth",
               "_judgecp_vlmeval_hook.py", "judgecp-vlmeval.pth",  # VLMEvalKit's (docs/vlmeval.md)
-              "_judgecp_lmms_eval_hook.py", "judgecp-lmms-eval.pth"}  # lmms-eval's (docs/lmms_eval.md)
+              "_judgecp_lmms_eval_hook.py", "judgecp-lmms-eval.pth",  # lmms-eval's (docs/lmms_eval.md)
+              "_judgecp_startup_hook.py"}  # the watcher the three share
 
 
 def wheel_names(wheel: Path) -> list[str]:

@@ -9,7 +9,8 @@ from typing import TextIO
 import numpy as np
 
 from judgecp.data import ScoreData
-from judgecp.kinds.likert.study import method_specs, run_split
+from judgecp.kinds.likert.splits import run_split
+from judgecp.kinds.likert.study import method_specs
 from judgecp.kinds.pairwise.study import Splits, make_controller, run_controllers
 from judgecp.kinds.protocol import Protocol
 from judgecp.kinds.reading import load

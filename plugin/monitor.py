@@ -15,8 +15,8 @@ exponential tilts (the judge scores higher or lower), a quarter on beta
 densities (a tail that empties or fills, more or fewer extreme scores). It
 pays on any change of the judge's score distribution: a task whose scores
 miss the low tail, or pile up in the middle, a judge grown more lenient, not
-only extreme ranks. The detector after night ``T`` is
-the Shiryaev-Roberts e-detector (Shin, Ramdas & Rinaldo 2023)
+only extreme ranks. The detector after night ``T`` is the Shiryaev-Roberts
+e-detector (Shin, Ramdas & Rinaldo 2023)
 
     R_T = sum_{s <= T} M^(s)_T.
 
@@ -34,9 +34,10 @@ martingale, or a weighted sum of restarted ones, whose alarm ever comes with
 probability at most the level), the detector's evidence from a change on
 night 26 needs only to reach ``A``, not ``A`` times the weight of night 26:
 the monitor this replaced staked ``1/(t(t+1))`` on night ``t`` and needed
-70,000 times the evidence after 25 quiet nights (issue 32). The price is
-that a history left running for ever will alarm some day without drift:
-about once in ``A`` nights.
+70,200 times the evidence after 25 quiet nights at level 0.01 (issue 32).
+The price: a history left running for ever will alarm some day without
+drift (on average not before ``A`` nights); start a new one with each new
+calibrator.
 
 ``since_night`` is the night whose martingale holds the most evidence: the
 detector's estimate of when the change began.

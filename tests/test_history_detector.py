@@ -374,7 +374,8 @@ def test_gate_fails_on_the_history_alarm_of_a_night_whose_own_test_passes(
     before = history.read_bytes()
     assert main(["apply", str(tmp_path / "cal.json"), str(tmp_path / "n5.csv"), *flags,
                  "--json", str(tmp_path / "again.json"), "--history", str(history)]) == 0
-    assert "NOT ADDED: the run's values are night 5's" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "NOT ADDED: the run's values are night 5's" in out and "not added again" in err
     assert history.read_bytes() == before
     again = json.loads((tmp_path / "again.json").read_text())["history"]
     assert again["recorded"] is False and again["duplicate_of"] == 5 and again["nights"] == 5

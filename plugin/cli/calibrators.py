@@ -162,6 +162,10 @@ def run_apply(args: argparse.Namespace) -> int:
 
     _write_json(args.json, ApplyResult(summary))
     _warn(summary)
+    history = summary.get("history")
+    if history and not history["recorded"]:
+        print(f"judgecp: note: --history {history['file']}: the run's values are those of night "
+              f"{history['duplicate_of']} (same digest); not added again", file=sys.stderr)
     print(format_summary(summary))
     return 1 if args.strict and summary["warnings"] and any(w["kind"] != "compatibility" for w in summary["warnings"]) else 0
 

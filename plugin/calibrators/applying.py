@@ -31,6 +31,7 @@ from judgecp.calibrators.fileformat import IDENTITY_FIELDS, SCHEMA, Calibrator
 from judgecp.calibrators.statistics import _identity, drift_statistic
 from judgecp.calibrators.transport import calibrated_estimate, run_estimate
 from judgecp.errors import InputError
+from judgecp.monitor import DEFAULT_HORIZON, record_night
 
 __all__ = ["DRIFT_LEVEL", "Applied", "annotate", "apply", "calibrated_estimate", "check_compatible", "drift_test"]
 
@@ -285,12 +286,15 @@ def label_check(cal: Calibrator, data: Any, level: float) -> dict[str, Any] | No
 
 
 def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None = None,
-          drift_level: float = DRIFT_LEVEL, history: str | Path | None = None) -> Applied:
+          drift_level: float = DRIFT_LEVEL, history: str | Path | None = None,
+          history_horizon: int = DEFAULT_HORIZON) -> Applied:
     """Per-item sets / intervals / accept-abstain on ``data`` and the summary (see :mod:`judgecp.calibrators`).
 
     ``history``: a history file (JSONL) to which the run's drift statistic
-    is appended; the summary's ``history`` is the test across all its nights
-    (:mod:`judgecp.monitor`).
+    is added; the summary's ``history`` is the change detector across all
+    its nights (:mod:`judgecp.monitor`; a new history takes ``drift_level``
+    and ``history_horizon``: no false alarm within that many nights but with
+    probability at most the level).
     """
     problems = check_compatible(cal, data, force=force)
     raised = [{"kind": "compatibility", "message": m + " (forced)"} for m in problems]
@@ -309,10 +313,8 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
     summary["drift"] = drift
     summary["label_check"] = label_check(cal, data, drift_level)
     if history is not None:
-        from judgecp.monitor import record_night
-
         summary["history"] = record_night(history, cal, _drift_values(cal, data)[1], level=drift_level,
-                                          source=str(getattr(data, "source", "")))
+                                          horizon=history_horizon, source=str(getattr(data, "source", "")))
     raised += _check_warnings(summary, cal, drift_level)
     failed = [w["kind"] for w in raised]
     summary["estimate"], withheld = run_estimate(cal, data, failed=failed)
@@ -339,8 +341,9 @@ def _check_warnings(summary: dict[str, Any], cal: Calibrator, level: float) -> l
     history = summary.get("history") or {}
     if history.get("alarm"):
         out.append({"kind": "drift_history", "message": (
-            f"across the {history['nights']} nights of {history['file']}, the evidence of drift reached "
-            f"1/{history['level']:g} at night {history['first_alarm']} (strongest from night {history['since_night']})")})
+            f"across the {history['nights']} nights of {history['file']}, the change detector's evidence of drift "
+            f"reached {history['threshold']:g} at night {history['first_alarm']} (the change most likely began "
+            f"on night {history['since_night']})")})
     lab = summary.get("labeled") or {}
     p = lab.get("p_value_below_target", lab.get("p_value_above_risk"))
     if p is not None and p < level:
@@ -365,5 +368,5 @@ def _strict_bound(summary: dict[str, Any], level: float) -> float:
            summary.get("label_check") is not None]
     bound = level * sum(ran)
     if summary.get("history"):
-        bound += float(summary["history"]["level"])  # over every night of the history together
+        bound += float(summary["history"]["false_alarm_bound"])  # P(the history alarms by tonight), no drift
     return bound

@@ -108,7 +108,7 @@ class ApplyResult(Result):
     def metric_list(self) -> list[Metric]:
         from judgecp.scalars import calibrated_metrics
 
-        return calibrated_metrics(self.kind)
+        return calibrated_metrics(self.kind) + (history_metrics() if self.get("history") else [])
 
     def scalars(self) -> dict[str, float | None]:
         return {m.name: metric_value(self, m) for m in self.metric_list()}
@@ -126,6 +126,21 @@ def apply_metrics(per_item: list[Metric]) -> list[Metric]:
             Metric("drift.p_value", _pick("drift", "p_value"), True),
             Metric("drift.alarm", _pick("drift", "drift"), False),
             *estimate_metrics(("estimate",))]
+
+
+def history_metrics() -> list[Metric]:
+    """An apply summary with ``--history``: the change detector across nights (:mod:`judgecp.monitor`).
+
+    ``history.alarm`` (1 from the first night the evidence reached the threshold on; ``gate --no-drift``
+    fails on it), ``history.evidence`` and ``history.threshold`` (the Shiryaev-Roberts statistic tonight and
+    the alarm threshold horizon / level), ``history.nights``, ``history.false_alarm_bound`` (without drift,
+    the chance of an alarm by tonight is at most this).
+    """
+    return [Metric("history.alarm", _pick("history", "alarm"), False),
+            Metric("history.evidence", _pick("history", "evidence"), False),
+            Metric("history.threshold", _pick("history", "threshold"), None),
+            Metric("history.nights", _pick("history", "nights"), None),
+            Metric("history.false_alarm_bound", _pick("history", "false_alarm_bound"), False)]
 
 
 def set_summary_metrics() -> list[Metric]:

@@ -65,3 +65,21 @@ def test_report_draws_the_nightly_results_beside_the_studies(tmp_path, capsys) -
     for title in ("Difference B - A with its three intervals: compare", "half-width against the number of labels: plan",
                   "Evidence of drift across nights: apply"):
         assert title in md
+
+
+def test_the_history_figure_draws_the_detectors_evidence_and_threshold() -> None:
+    """An apply summary of the change detector (issue 32): its evidence by night against the threshold
+    horizon / level, the first alarm and the night the change began in the caption."""
+    from judgecp.workflows.nightly.history import monitor
+    from judgecp.workflows.reports.figures.nightly import martingale_over_nights
+
+    rng = np.random.default_rng(0)
+    nights = [rng.uniform(size=200) for _ in range(5)] + [rng.uniform(0.0, 0.8, 200) for _ in range(2)]
+    history = monitor(rng.uniform(size=600), nights, level=0.01).summary()
+    assert history["alarm"] and history["first_alarm"] == 6
+    plot = martingale_over_nights({"history": history})
+    assert isinstance(plot, Plot)
+    lines = plot.figure.axes[0].get_lines()
+    assert list(lines[0].get_ydata()) == [max(v, 1e-6) for v in history["evidence_by_night"]]
+    assert list(lines[1].get_ydata()) == [10_000, 10_000] and "first alarm: night 6" in lines[2].get_label()
+    assert "night 6" in plot.caption and "average run length" in plot.caption

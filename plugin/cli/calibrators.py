@@ -18,6 +18,7 @@ from typing import Any
 from judgecp.base.errors import InputError
 from judgecp.base.flags import level, whole
 from judgecp.cli.evaluate import LABEL_SCALE_HELP
+from judgecp.workflows.nightly.history import DEFAULT_HORIZON
 
 
 def _input_flags(p: argparse.ArgumentParser) -> None:
@@ -124,8 +125,14 @@ def add_apply(sub: Any) -> None:
     p.add_argument("--drift-level", dest="drift_level", type=level, default=0.01,
                    help="level of each check: drift, martingale, coverage, label side (default 0.01)")
     p.add_argument("--history", metavar="FILE",
-                   help="append the run's drift statistic to this JSONL history and test every night in it "
-                   "(anytime-valid; its level is the one of the night that started it)")
+                   help="add the run's drift statistic to this JSONL history and run the change detector over its "
+                   "nights (a night already in it is named, not added again; runs sharing a history wait for "
+                   "each other)")
+    p.add_argument("--history-horizon", dest="history_horizon", metavar="NIGHTS", type=whole(at_least=1),
+                   default=DEFAULT_HORIZON,
+                   help="a new history alarms without drift within this many nights with probability at most "
+                   f"--drift-level (alarm at NIGHTS / level; default {DEFAULT_HORIZON}); an existing history keeps "
+                   "the level and horizon of its night 1")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any check fails (false-alarm rate at most the sum of their levels)")
     p.set_defaults(func=run_apply)
@@ -142,7 +149,7 @@ def run_apply(args: argparse.Namespace) -> int:
         args.label_scale = ":".join(repr(float(v)) for v in cal.extra["label_scale"])
     data = read_data(args, require_label=False)
     applied = apply(cal, data, force=args.force, groups=args.group, drift_level=args.drift_level,
-                    history=args.history)
+                    history=args.history, history_horizon=args.history_horizon)
     summary = applied.summary
     if args.output:
         raw = raw_records(args)
@@ -155,6 +162,10 @@ def run_apply(args: argparse.Namespace) -> int:
 
     _write_json(args.json, ApplyResult(summary))
     _warn(summary)
+    history = summary.get("history")
+    if history and not history["recorded"]:
+        print(f"judgecp: note: --history {history['file']}: the run's values are those of night "
+              f"{history['duplicate_of']} (same digest); not added again", file=sys.stderr)
     print(format_summary(summary))
     return 1 if args.strict and summary["warnings"] and any(w["kind"] != "compatibility" for w in summary["warnings"]) else 0
 
@@ -208,9 +219,7 @@ def format_summary(summary: dict[str, Any]) -> str:
                      f"detects {check['detectable_shift']:.2f} with {check['power']:.0%} power")
     history = summary.get("history")
     if history:
-        alarm = f" ALARM since night {history['first_alarm']}" if history["alarm"] else ""
-        lines.append(f"  history {history['file']}: night {history['night']}, evidence {history['capital']:.3g} "
-                     f"(alarm at {1 / history['level']:g}){alarm}")
+        lines.append(history_line(history))
     est = summary.get("estimate")
     withheld = summary.get("estimate_withheld")
     if est:
@@ -313,3 +322,17 @@ def add_parser(sub: Any) -> None:
     add_apply(sub)
     add_estimate(sub)
     __import__("judgecp.cli.gate", fromlist=["add_parser"]).add_parser(sub)
+
+
+def history_line(history: Mapping[str, Any]) -> str:
+    """The summary's line for ``--history``: tonight's night number (or the night it repeats), the evidence
+    against the alarm threshold, the chance of a false alarm so far, and the alarm with where the change began."""
+    if history.get("recorded", True):
+        head = f"night {history['night']} of {history['nights']}"
+    else:
+        head = (f"NOT ADDED: the run's values are night {history['duplicate_of']}'s (same digest), "
+                f"{history['nights']} nights")
+    alarm = (f" ALARM since night {history['first_alarm']} (change from night {history['since_night']})"
+             if history["alarm"] else "")
+    return (f"  history {history['file']}: {head}, evidence {history['evidence']:.3g} (alarm at "
+            f"{history['threshold']:g}; without drift P(alarm by now) <= {history['false_alarm_bound']:.2g}){alarm}")

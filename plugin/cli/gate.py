@@ -54,7 +54,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--min", action="append", default=[], metavar="METRIC=VALUE", help="fail when METRIC < VALUE")
     p.add_argument("--max", action="append", default=[], metavar="METRIC=VALUE", help="fail when METRIC > VALUE")
     p.add_argument("--no-drift", dest="no_drift", action="store_true",
-                   help="fail when the file's drift test flagged drift (drift.alarm), or could not run")
+                   help="fail when the file's drift test flagged drift (drift.alarm) or the change detector across "
+                   "nights alarmed (history.alarm, apply --history), or a drift test could not run")
     p.add_argument("--allow-degenerate", dest="allow_degenerate", action="store_true",
                    help="pass a degenerate estimate (zero-width interval, no label variance, tiny effective sample)")
     p.add_argument("--list", action="store_true", help="print the file's metrics and their values, and exit")
@@ -144,6 +145,9 @@ def run_gate(args: argparse.Namespace) -> int:
     for name in drift_names:
         if values[name] is None:
             failures.append(f"{name} is undefined: the drift test could not run")
+        elif values[name] and name == "history.alarm":
+            failures.append(f"drift detected across nights (history.alarm: evidence {values['history.evidence']:.3g}"
+                            f" reached the threshold {values['history.threshold']:g})")
         elif values[name]:
             p_value = values.get(name.replace("alarm", "p_value"))
             failures.append(f"drift detected ({name}" + (f", p = {p_value:.3g}" if p_value is not None else "") + ")")

@@ -32,7 +32,7 @@ from judgecp.stats.ppi import proxy_and_target
 from judgecp.workflows.calibrators.fileformat import SCHEMA, Calibrator
 from judgecp.workflows.calibrators.statistics import IDENTITY_FIELDS, _identity, drift_statistic
 from judgecp.workflows.calibrators.transport import calibrated_estimate, run_estimate
-from judgecp.workflows.nightly.history import record_night
+from judgecp.workflows.nightly.history import DEFAULT_HORIZON, record_night
 
 __all__ = ["DRIFT_LEVEL", "Applied", "annotate", "apply", "calibrated_estimate", "check_compatible", "drift_test"]
 
@@ -163,12 +163,15 @@ def label_check(cal: Calibrator, data: Any, level: float) -> dict[str, Any] | No
 
 
 def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None = None,
-          drift_level: float = DRIFT_LEVEL, history: str | Path | None = None) -> Applied:
+          drift_level: float = DRIFT_LEVEL, history: str | Path | None = None,
+          history_horizon: int = DEFAULT_HORIZON) -> Applied:
     """Per-item sets / intervals / accept-abstain on ``data`` and the summary (see :mod:`judgecp.workflows.calibrators`).
 
     ``history``: a history file (JSONL) to which the run's drift statistic
-    is appended; the summary's ``history`` is the test across all its nights
-    (:mod:`judgecp.workflows.nightly.history`).
+    is added; the summary's ``history`` is the change detector across all
+    its nights (:mod:`judgecp.workflows.nightly.history`; a new history takes ``drift_level``
+    and ``history_horizon``: no false alarm within that many nights but with
+    probability at most the level).
     """
     problems = check_compatible(cal, data, force=force)
     raised = [{"kind": "compatibility", "message": m + " (forced)"} for m in problems]
@@ -186,9 +189,8 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
     summary["drift"] = drift
     summary["label_check"] = label_check(cal, data, drift_level)
     if history is not None:
-
         summary["history"] = record_night(history, cal, _drift_values(cal, data)[1], level=drift_level,
-                                          source=str(getattr(data, "source", "")))
+                                          horizon=history_horizon, source=str(getattr(data, "source", "")))
     raised += _check_warnings(summary, cal, drift_level)
     failed = [w["kind"] for w in raised]
     summary["estimate"], withheld = run_estimate(cal, data, failed=failed)
@@ -215,8 +217,9 @@ def _check_warnings(summary: dict[str, Any], cal: Calibrator, level: float) -> l
     history = summary.get("history") or {}
     if history.get("alarm"):
         out.append({"kind": "drift_history", "message": (
-            f"across the {history['nights']} nights of {history['file']}, the evidence of drift reached "
-            f"1/{history['level']:g} at night {history['first_alarm']} (strongest from night {history['since_night']})")})
+            f"across the {history['nights']} nights of {history['file']}, the change detector's evidence of drift "
+            f"reached {history['threshold']:g} at night {history['first_alarm']} (the change most likely began "
+            f"on night {history['since_night']})")})
     lab = summary.get("labeled") or {}
     p = lab.get("p_value_below_target", lab.get("p_value_above_risk"))
     if p is not None and p < level:
@@ -241,5 +244,5 @@ def _strict_bound(summary: dict[str, Any], level: float) -> float:
            summary.get("label_check") is not None]
     bound = level * sum(ran)
     if summary.get("history"):
-        bound += float(summary["history"]["level"])  # over every night of the history together
+        bound += float(summary["history"]["false_alarm_bound"])  # P(the history alarms by tonight), no drift
     return bound

@@ -106,7 +106,7 @@ class ApplyResult(Result):
     description = describe_schema(schema) or ""
 
     def metric_list(self) -> list[Metric]:
-        return calibrated_metrics(self.kind)
+        return calibrated_metrics(self.kind) + (history_metrics() if self.get("history") else [])
 
     def scalars(self) -> dict[str, float | None]:
         return {m.name: metric_value(self, m) for m in self.metric_list()}
@@ -124,6 +124,21 @@ def apply_metrics(per_item: list[Metric]) -> list[Metric]:
             Metric("drift.p_value", pick("drift", "p_value"), True),
             Metric("drift.alarm", pick("drift", "drift"), False),
             *estimate_metrics(("estimate",))]
+
+
+def history_metrics() -> list[Metric]:
+    """An apply summary with ``--history``: the change detector across nights (:mod:`judgecp.workflows.nightly.history`).
+
+    ``history.alarm`` (1 from the first night the evidence reached the threshold on; ``gate --no-drift``
+    fails on it), ``history.evidence`` and ``history.threshold`` (the Shiryaev-Roberts statistic tonight and
+    the alarm threshold horizon / level), ``history.nights``, ``history.false_alarm_bound`` (without drift,
+    the chance of an alarm by tonight is at most this).
+    """
+    return [Metric("history.alarm", pick("history", "alarm"), False),
+            Metric("history.evidence", pick("history", "evidence"), False),
+            Metric("history.threshold", pick("history", "threshold"), None),
+            Metric("history.nights", pick("history", "nights"), None),
+            Metric("history.false_alarm_bound", pick("history", "false_alarm_bound"), False)]
 
 
 def calibrated_metrics(kind: str) -> list[Metric]:

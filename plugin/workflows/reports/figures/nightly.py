@@ -99,27 +99,35 @@ def width_against_labels(plan: Mapping[str, Any]) -> Result:
 
 
 def martingale_over_nights(summary: Mapping[str, Any]) -> Result:
-    """The evidence of drift across nights (``judgecp apply --history``): the test's capital by night, the
-    alarm line at 1/level, the night it crossed."""
+    """The evidence of drift across nights (``judgecp apply --history``): the change detector's evidence by
+    night, the alarm line at its threshold, the night it crossed (an apply summary written before issue 32:
+    its test martingale's capital and 1/level)."""
     fid, title = "martingale_over_nights", "Evidence of drift across nights"
     history = summary.get("history") or {}
-    capital = history.get("capital_by_night")
-    if not capital:
+    evidence = history.get("evidence_by_night") or history.get("capital_by_night")
+    if not evidence:
         return Missing(fid, title, "no `history` in the summary (run `judgecp apply ... --history H.jsonl`)")
+    detector = "evidence_by_night" in history
     level = float(history.get("level") or 0.01)
-    nights = list(range(1, len(capital) + 1))
+    threshold = float(history["threshold"]) if detector else 1.0 / level
+    nights = list(range(1, len(evidence) + 1))
     fig = new_figure(WIDTH, 4.0)
     ax = fig.subplots()
-    ax.plot(nights, [max(c, 1e-6) for c in capital], color=colors(1)[0], marker="o", ms=3, lw=1.4,
-            label="capital of the test")
-    ax.axhline(1.0 / level, label=f"alarm at 1/level = {1 / level:g}", **TARGET_STYLE)
+    ax.plot(nights, [max(c, 1e-6) for c in evidence], color=colors(1)[0], marker="o", ms=3, lw=1.4,
+            label="evidence of the detector" if detector else "capital of the test")
+    ax.axhline(threshold, label=f"alarm at {threshold:g}" if detector else f"alarm at 1/level = {threshold:g}",
+               **TARGET_STYLE)
     first = history.get("first_alarm")
     if first:
         ax.axvline(first, color="0.4", lw=0.9, linestyle=":", label=f"first alarm: night {first}")
     ax.set_yscale("log")
-    ax.set(xlabel="night", ylabel="capital (log scale)", title=title)
+    ax.set(xlabel="night", ylabel="evidence (log scale)" if detector else "capital (log scale)", title=title)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, frameon=False)
-    cap = (f"{history.get('test', 'test martingale')}: under exchangeability the chance it ever reaches 1/level, "
-           f"over any number of nights, is at most the level ({level:g}).")
+    if detector:
+        cap = (f"{history.get('test', 'change detector')}: {history.get('guarantee', '')}; "
+               f"the change most likely began on night {history.get('since_night')}.")
+    else:
+        cap = (f"{history.get('test', 'test martingale')}: under exchangeability the chance it ever reaches "
+               f"1/level, over any number of nights, is at most the level ({level:g}).")
     return Plot(fid, title, cap, fig)

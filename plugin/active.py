@@ -41,6 +41,7 @@ from numpy.typing import NDArray
 
 from judgecp.conformal import check_alpha
 from judgecp.errors import InputError
+from judgecp.ppi import normal_interval, proxy_and_target, quantile, unit_sums
 
 FloatArray = NDArray[np.float64]
 #: Share of uniform sampling mixed into the uncertainty-proportional probabilities.
@@ -55,8 +56,6 @@ def judge_uncertainty(data: Any) -> FloatArray:
         return _likert_uncertainty(data)
     if isinstance(data, PairData):
         return _bernoulli_uncertainty(np.nanmean(np.column_stack([data.p_fwd, data.p_rev]), axis=1))
-    from judgecp.ppi import proxy_and_target
-
     return _bernoulli_uncertainty(proxy_and_target(data)[0])  # the predicted option's probability
 
 
@@ -100,15 +99,19 @@ def probabilities(uncertainty: FloatArray, budget: float, *, mix: float = DEFAUL
     return pi
 
 
-def expected_widths(f: FloatArray, sd: FloatArray, pi: FloatArray, budget: float, alpha: float) -> dict[str, Any]:
+def expected_widths(f: FloatArray, sd: FloatArray, pi: FloatArray, budget: float, alpha: float,
+                    clusters: NDArray[Any] | None = None) -> dict[str, Any]:
     """Interval widths expected when the judge's error has size ``sd`` (``Y = f + e``, ``e`` with sd ``sd``).
 
     ``var = s2(f) / N + sum sd_i^2 (1 - pi_i) / pi_i / N^2``, for ``pi`` and for
     uniform ``pi = budget / N``; the ratio is what the active choice is expected to gain.
+    With ``clusters`` the first term is the cluster-robust variance of the mean
+    proxy (the items of a cluster move together; each item is still drawn on
+    its own, so the sampling term keeps its form).
     """
     n = f.size
     z = 2.0 * float(_z(alpha))
-    base = float(np.var(f)) / n
+    base = float(np.var(f)) / n if clusters is None else clustered_variance(f, clusters)
     uniform = budget / n
 
     def width(p: FloatArray) -> float:
@@ -119,13 +122,22 @@ def expected_widths(f: FloatArray, sd: FloatArray, pi: FloatArray, budget: float
 
 
 def _z(alpha: float) -> float:
-    from scipy.stats import norm
+    return quantile(alpha)
 
-    return float(norm.ppf(1.0 - alpha / 2.0))
+
+def clustered_variance(values: FloatArray, clusters: NDArray[Any] | None) -> float:
+    """The variance of the mean of ``values``: ``s2 / n`` (ddof 1), or cluster-robust (CR1) over ``clusters``."""
+    z = np.asarray(values, dtype=np.float64)
+    if clusters is None:
+        return float(np.var(z, ddof=1)) / z.size
+    sums = unit_sums(np.asarray(clusters), z - z.mean())
+    g = sums.size
+    return float(sums @ sums) / z.size**2 * (g / (g - 1) if g > 1 else 1.0)
 
 
 def select(data: Any, budget: float, *, mix: float = DEFAULT_MIX, alpha: float = 0.1, random_state: int = 0,
-           labeled_pairs: tuple[FloatArray, FloatArray] | None = None) -> dict[str, Any]:
+           labeled_pairs: tuple[FloatArray, FloatArray] | None = None,
+           clusters: NDArray[Any] | None = None) -> dict[str, Any]:
     """Draw the items to label among the unlabeled rows of ``data`` (Poisson sampling with :func:`probabilities`).
 
     ``labeled_pairs`` (labels and proxies of a calibrator or a pilot, never
@@ -133,10 +145,9 @@ def select(data: Any, budget: float, *, mix: float = DEFAULT_MIX, alpha: float =
     judge's own uncertainty stands for its error. Returns ``selected`` (row
     indices), ``probability`` (every row's ``pi``; NaN on rows already
     labeled) and the summary (expected and drawn numbers, expected widths
-    against uniform sampling).
+    against uniform sampling; ``clusters``, every row's cluster, for the expected widths) and ``degenerate``
+    (why the expected widths mean nothing: a judge proxy, or error model, without spread).
     """
-    from judgecp.ppi import proxy_and_target
-
     f, y, target = proxy_and_target(data)
     pool = np.flatnonzero(np.isnan(y))
     if pool.size == 0:
@@ -154,13 +165,24 @@ def select(data: Any, budget: float, *, mix: float = DEFAULT_MIX, alpha: float =
     summary = {"target": target, "n_items": int(pool.size), "budget": float(budget), "mix": mix,
                "n_selected": int(drawn.sum()), "random_state": random_state, "alpha": check_alpha(alpha),
                "sampling": "Poisson: each item independently with its sampling_probability", "error_model": model,
-               "expected_width": expected_widths(f[pool], np.maximum(sd, 1e-12), pi, budget, alpha)}
+               "expected_width": expected_widths(f[pool], np.maximum(sd, 1e-12), pi, budget, alpha,
+                                                 None if clusters is None else np.asarray(clusters)[pool])}
+    degenerate = []
+    if pool.size and float(np.ptp(f[pool])) == 0.0:
+        degenerate.append(f"the judge's proxy has no spread over the {pool.size} items (every proxy {f[pool][0]:g})")
+    if labeled_pairs is not None and float(np.ptp(labeled_pairs[0])) == 0.0:
+        degenerate.append(f"the {labeled_pairs[0].size} labels of the error model are all {labeled_pairs[0][0]:g} "
+                          "(no spread)")
+    if not float(np.max(sd, initial=0.0)) > 0:
+        degenerate.append("the error model gives every item error 0: the expected widths are the judge's alone")
+    summary["degenerate"] = degenerate
     if data.labeled.any():
         summary["already_labeled"] = int(data.labeled.sum())
     return {"selected": pool[drawn], "probability": probability, "summary": summary}
 
 
-def active_mean(y: FloatArray, f: FloatArray, pi: FloatArray, *, alpha: float = 0.1) -> dict[str, Any]:
+def active_mean(y: FloatArray, f: FloatArray, pi: FloatArray, *, alpha: float = 0.1,
+                clusters: NDArray[Any] | None = None) -> dict[str, Any]:
     """The inverse-probability-weighted estimate over all items (module docstring).
 
     ``y`` is NaN on unlabeled items; a labeled item's ``pi`` is its sampling
@@ -169,10 +191,11 @@ def active_mean(y: FloatArray, f: FloatArray, pi: FloatArray, *, alpha: float = 
     other items' ``pi`` is not used.
     Returns the shape of :func:`judgecp.ppi.ppi_mean`'s output: ``ppi`` (the
     tuned control variate), ``labeled_only`` (the weighted labels with the
-    best constant only) and ``judge_only``.
+    best constant only) and ``judge_only``. The variances are ``s2(z) / N``
+    (ddof 1), cluster-robust over ``clusters`` (every item's cluster) when
+    given; the quantile is Student's t with the labeled units less 1 degrees
+    of freedom (the labeled terms carry the variance).
     """
-    from judgecp.ppi import normal_interval
-
     alpha = check_alpha(alpha)
     y, f, pi = (np.asarray(v, dtype=np.float64) for v in (y, f, pi))
     labeled = ~np.isnan(y)
@@ -193,7 +216,10 @@ def active_mean(y: FloatArray, f: FloatArray, pi: FloatArray, *, alpha: float = 
     constant = _least_variance(a, b[:, None])
     lam = float(tuned[1])
     ppi, lab = a + np.column_stack([b, f * b]) @ tuned, a + b * constant[0]
-    est = {name: normal_interval(float(z.mean()), float(np.var(z, ddof=1)) / n, alpha)
+    units = np.arange(n) if clusters is None else np.asarray(clusters)
+    df = max(np.unique(units[labeled]).size - 1, 1)
+    est = {name: normal_interval(float(z.mean()), clustered_variance(z, clusters), alpha,
+                                 np.unique(units).size - 1 if name == "judge_only" else df)
            for name, z in (("ppi", ppi), ("labeled_only", lab), ("judge_only", f))}
     var_ppi, var_lab = est["ppi"].se ** 2, est["labeled_only"].se ** 2
     return {
@@ -201,7 +227,7 @@ def active_mean(y: FloatArray, f: FloatArray, pi: FloatArray, *, alpha: float = 
         "estimate": {k: v.to_dict() for k, v in est.items()},
         "lambda": lam, "intercept": float(tuned[0]),
         "effective_sample_size": float(labeled.sum()) * var_lab / var_ppi if var_ppi > 0 else math.inf,
-        "judge_bias": est["judge_only"].mean - est["ppi"].mean,
+        "judge_bias": est["judge_only"].mean - est["ppi"].mean, "df": df,
         "sampling": "active (inverse-probability weighted, judgecp select)", "n_labeled_before_the_draw": sure,
         "selected_without_label": missing,
         "estimand": f"mean over all {n} items of the run the labels were drawn from"

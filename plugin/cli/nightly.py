@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from judgecp.cli.calibrators import _input_flags, _write_json, read_data
+from judgecp.cli.calibrators import CLUSTER_HELP, _input_flags, _write_json, read_data
 from judgecp.cli.flags import level, number, whole
 from judgecp.errors import InputError
+from judgecp.exclusions import left_out_lines
 
 # -- compare -----------------------------------------------------------------------------------
 
@@ -34,7 +35,9 @@ def add_compare(sub: Any) -> None:
     p.add_argument("--paired", choices=("auto", "yes", "no"), default="auto",
                    help="pair items by id (auto: when at least half of each run's items are shared)")
     p.add_argument("--stratify", choices=("auto", "yes", "no"), default="auto",
-                   help="stratify the pooled estimate by the group (auto: when every stratum has 10 labels)")
+                   help="stratify each run's estimate by --group (default: task when present): auto when every "
+                   "stratum has 10 labels (smaller ones merged), yes, or no")
+    p.add_argument("--cluster", metavar="FIELD", help=CLUSTER_HELP + "; a value names one cluster in both runs")
     _input_flags(p)
     p.set_defaults(func=run_compare)
 
@@ -45,11 +48,15 @@ def run_compare(args: argparse.Namespace) -> int:
 
     check_output(args, {"--json": args.json})
     a, b = read_run(args, args.a), read_run(args, args.b)
-    out = compare(a, b, alpha=args.alpha, group=args.group, paired=args.paired, stratify=args.stratify)
-    from judgecp.calibrators.results import CompareResult
+    out = compare(a, b, alpha=args.alpha, group=args.group, paired=args.paired, stratify=args.stratify,
+                  cluster=args.cluster)
+    from judgecp.calibrators.results import CompareResult, compare_degenerate
 
+    out["degenerate"] = compare_degenerate(out)
     _write_json(args.json, CompareResult(out))
     print(format_compare(out))
+    for reason in out["degenerate"]:
+        print(f"judgecp: warning: degenerate difference: {reason} (judgecp gate fails it)", file=sys.stderr)
     return 0
 
 
@@ -95,12 +102,37 @@ def read_run(args: argparse.Namespace, path: str) -> Any:
 
 def format_compare(out: dict[str, Any]) -> str:
     d = out["difference"]
-    lines = [f"{out['target']}, {out['design']}, {1 - out['alpha']:.0%} intervals:"]
+    match = out["matching"]
+    design = (f"paired on the {match['shared']} items both runs judged" if out["design"] == "paired"
+              else "two samples")
+    lines = [f"{out['target']}, {design}, {1 - out['alpha']:.0%} intervals:"]
     for name in ("ppi", "labeled_only", "judge_only"):
         e = d[name]
         lines.append(f"  {name:<13} {e['mean']:+.4f}  [{e['lower']:+.4f}, {e['upper']:+.4f}]")
-    lines.append(f"  {d['n_labels']} labels, worth {d['effective_labels']:.0f} without the judge"
-                 if math.isfinite(d["effective_labels"]) else f"  {d['n_labels']} labels")
+    n = out["n_labeled"]
+    both = f"; {out['n_labeled_pairs']} items labeled in both runs" if out["design"] == "paired" else ""
+    worth = f", worth {d['effective_labels']:.0f} without the judge" if math.isfinite(d["effective_labels"]) else ""
+    lines.append(f"  {d['n_labels']} labels (A {n['a']}, B {n['b']}{both}){worth}")
+    if out.get("labels_unused"):
+        lines.append(f"  {out['labels_unused']} labels on items only one run judged: not in the paired estimand")
+    if out.get("labels_left_out"):
+        lines.append(f"  {out['labels_left_out']} labels of items without a judge proxy left out (2 are needed)")
+    for run in ("a", "b"):
+        if (out["runs"][run].get("no_proxy") or {}).get("n"):
+            np_info = out["runs"][run]["no_proxy"]
+            lines.append(f"  run {run.upper()}: {np_info['n']} items without a judge proxy ({np_info['n_labeled']} "
+                         "labeled), their own stratum")
+    strata = out.get("stratification") or {}
+    for run in ("a", "b"):
+        info = strata.get(run) or {}
+        if info.get("stratified") and "strata" in info:
+            lines.append(f"  run {run.upper()} stratified by {out['group']} ({len(info['strata'])} strata)")
+    if out.get("clusters"):
+        lines.append(f"  cluster-robust: {out['clusters']['a']} and {out['clusters']['b']} clusters of {out['cluster']}")
+    for run in ("a", "b"):
+        info = out["runs"][run]
+        for line in left_out_lines(info.get("excluded") or [], {"label_off_scale": info.get("label_hint") or ""}):
+            lines.append(f"  run {run.upper()} {line}")
     for name, res in (out.get("by_group") or {}).items():
         if "error" in res:
             lines.append(f"  {out['group']}={name}: no interval ({res['error']})")
@@ -128,28 +160,45 @@ def add_plan(sub: Any) -> None:
     p.add_argument("--confidence", type=level, default=0.9,
                    help="plan at this confidence bound of the pilot's estimates (default 0.9)")
     p.add_argument("--json", metavar="OUT", help="write the plan as JSON (labels.ppi, labels.labeled_only, assumed)")
+    p.add_argument("--cluster", metavar="FIELD", help=CLUSTER_HELP + "; a pilot's clusters give the design effect "
+                   "(the run's labels assumed to come in clusters like the pilot's)")
     _input_flags(p)
     p.set_defaults(func=run_plan)
 
 
 def labeled_pairs(args: argparse.Namespace) -> tuple[Any, Any, str, int]:
     """Labels and proxies of a calibrator's PPI pairs or of a pilot's labeled rows, the source, its unlabeled rows."""
+    y, f, source, unlabeled, _ = pilot(args)
+    return y, f, source, unlabeled
+
+
+def pilot(args: argparse.Namespace, cluster: str | None = None) -> tuple[Any, Any, str, int, dict[str, Any]]:
+    """:func:`labeled_pairs`, and what else the pilot says: its labeled items' clusters (``cluster``), its rows
+    left out (``excluded``, ``label_hint``)."""
     import numpy as np
+
+    from judgecp.ppi import cluster_keys, label_hint, off_scale_note, proxy_and_target
 
     path = Path(args.input)
     if is_calibrator(path):
         from judgecp.calibrators import Calibrator
 
+        if cluster is not None:
+            raise InputError(f"--cluster {cluster}: a calibrator keeps no clusters; give a pilot table with the field")
         cal = Calibrator.load(path)
         if cal.ppi_labels is None or cal.ppi_proxy is None:
             raise InputError(f"{path}: the calibrator stores no labeled PPI pairs (recalibrate with this version)")
-        return cal.ppi_labels, cal.ppi_proxy, f"calibrator {path} ({cal.ppi_labels.size} labeled items)", 0
-    from judgecp.ppi import proxy_and_target
-
+        return cal.ppi_labels, cal.ppi_proxy, f"calibrator {path} ({cal.ppi_labels.size} labeled items)", 0, {}
     data = read_data(args, require_label=False)
     f, y, _ = proxy_and_target(data)
     labeled = ~np.isnan(y)
-    return y[labeled], f[labeled], f"pilot {path} ({int(labeled.sum())} labeled rows)", int((~labeled).sum())
+    if labeled.sum() < 4:
+        raise InputError(f"{path}: a plan needs at least 4 labeled items with a judge proxy, got "
+                         f"{int(labeled.sum())}{off_scale_note(data)}")
+    more: dict[str, Any] = {"excluded": data.excluded.to_json(), **label_hint(data)}
+    if cluster is not None:
+        more["clusters"] = cluster_keys(data, cluster)[0][labeled]
+    return y[labeled], f[labeled], f"pilot {path} ({int(labeled.sum())} labeled rows)", int((~labeled).sum()), more
 
 
 def is_calibrator(path: Path) -> bool:
@@ -167,10 +216,11 @@ def run_plan(args: argparse.Namespace) -> int:
     from judgecp.plan import plan
 
     check_output(args, {"--json": args.json})
-    y, f, source, unlabeled_rows = labeled_pairs(args)
+    y, f, source, unlabeled_rows, more = pilot(args, args.cluster)
     n_unlabeled = args.unlabeled if args.unlabeled is not None else (unlabeled_rows or math.inf)
     out = plan(y, f, args.half_width, alpha=args.alpha, n_unlabeled=n_unlabeled, confidence=args.confidence,
-               source=source)
+               source=source, clusters=more.get("clusters"))
+    out.update({k: v for k, v in more.items() if k != "clusters"}, cluster=args.cluster)
     from judgecp.calibrators.results import PlanResult
 
     _write_json(args.json, PlanResult(out))
@@ -181,6 +231,15 @@ def run_plan(args: argparse.Namespace) -> int:
     print(f"  assumed from {source}: correlation {rel['correlation']:.3f} (>= {rel['correlation_lower']:.3f}), "
           f"label sd {rel['sd_label']:.3f} (<= {rel['sd_label_upper']:.3f}) at confidence {rel['confidence']:g}; "
           f"unlabeled items {unl}")
+    deff = rel.get("design_effect")
+    if deff:
+        print(f"  clustered by {args.cluster} ({deff['n_clusters']} clusters of {deff['mean_cluster_size']:.1f} labeled "
+              f"items on average): design effect {deff['labels']:.2f} for labels alone, {deff['residual']:.2f} for "
+              "PPI++")
+    for line in left_out_lines(out.get("excluded") or [], {"label_off_scale": out.get("label_hint") or ""}):
+        print(f"  {line}")
+    for reason in out["degenerate"]:
+        print(f"judgecp: warning: degenerate plan: {reason} (judgecp gate fails it)", file=sys.stderr)
     return 0
 
 
@@ -205,6 +264,7 @@ def add_select(sub: Any) -> None:
     p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the expected intervals (default 0.1)")
     p.add_argument("--random-state", dest="random_state", type=whole(at_least=0), default=0)
     p.add_argument("--json", metavar="OUT", help="write the selection summary as JSON")
+    p.add_argument("--cluster", metavar="FIELD", help=CLUSTER_HELP + " (for the expected widths)")
     _input_flags(p)
     p.set_defaults(func=run_select)
 
@@ -219,14 +279,17 @@ def run_select(args: argparse.Namespace) -> int:
         raise InputError("give --calibrator or --pilot, not both")
     pairs = None
     run_input = args.input
+    pilot_more: dict[str, Any] = {}
     if args.calibrator or args.pilot:
         args.input = args.calibrator or args.pilot
-        y, f, _, _ = labeled_pairs(args)
+        y, f, _, _, pilot_more = pilot(args)
         pairs = (y, f)
         args.input = run_input
     data = read_data(args, require_label=False)
+    from judgecp.ppi import cluster_keys, label_hint
+
     res = select(data, args.budget, mix=args.mix, alpha=args.alpha, random_state=args.random_state,
-                 labeled_pairs=pairs)
+                 labeled_pairs=pairs, clusters=None if args.cluster is None else cluster_keys(data, args.cluster)[0])
     from judgecp.compare import item_ids
 
     ids = item_ids(data)
@@ -234,7 +297,10 @@ def run_select(args: argparse.Namespace) -> int:
     rows, label = selected_rows(args, data, chosen)
     count = write_records(args.output, rows)
     summary = res["summary"]
-    summary.update(output=args.output, n_written=count, label_field=label, source=str(data.source))
+    summary.update(output=args.output, n_written=count, label_field=label, source=str(data.source),
+                   excluded=data.excluded.to_json(), cluster=args.cluster, **label_hint(data))
+    if pilot_more.get("excluded"):
+        summary["pilot_excluded"] = pilot_more["excluded"]
     from judgecp.calibrators.results import SelectResult
 
     _write_json(args.json, SelectResult(summary))
@@ -243,6 +309,12 @@ def run_select(args: argparse.Namespace) -> int:
           f"to {args.output} with their sampling_probability (fill in `{label}`); expected width {w['active']:.4f} against "
           f"{w['uniform']:.4f} with uniform sampling (ratio {w['ratio']:.3f}; error model: {summary['error_model']})",
           file=sys.stderr)
+    for line in left_out_lines(summary["excluded"], {"label_off_scale": summary.get("label_hint") or ""}):
+        print(f"  {line}", file=sys.stderr)
+    for line in left_out_lines(pilot_more.get("excluded") or [], {"label_off_scale": pilot_more.get("label_hint", "")}):
+        print(f"  pilot {line}", file=sys.stderr)
+    for reason in summary["degenerate"]:
+        print(f"judgecp: warning: degenerate selection: {reason} (judgecp gate fails it)", file=sys.stderr)
     return 0
 
 
@@ -281,9 +353,12 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
 
     from judgecp.compare import item_ids
     from judgecp.ppi import (
-        add_no_proxy_stratum,
+        NO_PROXY,
+        cluster_keys,
+        estimand,
+        label_hint,
         no_proxy_labels,
-        ppi_mean,
+        ppi_items,
         proxy_and_target,
         sampling_probabilities,
     )
@@ -297,27 +372,40 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     f_l, y_l, target = proxy_and_target(lab)
     f_u, _, _ = proxy_and_target(unl)
     excluded = lab.excluded.to_json() + unl.excluded.to_json()
-    common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded}
+    common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded, "cluster": args.cluster,
+              **label_hint(lab, unl)}
     pi = sampling_probabilities(lab)
     if pi is not None:
         from judgecp.active import active_mean
 
         rest = ~np.isin(item_ids(unl), item_ids(lab))  # the run's other items (the labeled file's are in it)
         y = np.concatenate([y_l, np.full(int(rest.sum()), np.nan)])
+        clusters = None
+        if args.cluster:
+            clusters = np.concatenate([cluster_keys(lab, args.cluster)[0], cluster_keys(unl, args.cluster)[0][rest]])
         out: dict[str, Any] = active_mean(y, np.concatenate([f_l, f_u[rest]]),
-                                          np.concatenate([pi, np.full(int(rest.sum()), np.nan)]), alpha=args.alpha)
+                                          np.concatenate([pi, np.full(int(rest.sum()), np.nan)]), alpha=args.alpha,
+                                          clusters=clusters)
         out.update(common)
         return out
     args.input = args.labeled
     lab = read_data(args, require_label=True)  # rows without a label are left out and counted, as before
     f_l, y_l, _ = proxy_and_target(lab)
-    groups = (None, None)
+    np_l, np_u = no_proxy_labels(lab), no_proxy_labels(unl)
+    y = np.concatenate([y_l, np.full(f_u.size, np.nan), np_l, np.full(np_u.size, np.nan)])
+    f = np.concatenate([f_l, f_u, np.full(np_l.size + np_u.size, np.nan)])
+    strata = keys = None
     if args.group:
-        groups = (lab.field(args.group, "--group field"), unl.field(args.group, "--group field"))
-    out = ppi_mean(y_l, f_l, f_u, alpha=args.alpha, groups_labeled=groups[0], groups_unlabeled=groups[1])
+        strata = np.concatenate([lab.field(args.group, "--group field").astype(str),
+                                 unl.field(args.group, "--group field").astype(str),
+                                 np.full(np_l.size + np_u.size, NO_PROXY)])
+    if args.cluster:
+        (kl, kl_np), (ku, ku_np) = cluster_keys(lab, args.cluster), cluster_keys(unl, args.cluster)
+        keys = np.concatenate([kl, ku, kl_np, ku_np])
+    out = ppi_items(y, f, alpha=args.alpha, strata=strata, keys=keys)
     out.update(common, excluded=lab.excluded.to_json() + unl.excluded.to_json())
-    unl_np = no_proxy_labels(unl)
-    return add_no_proxy_stratum(out, np.concatenate([no_proxy_labels(lab), np.full(unl_np.size, np.nan)]), args.alpha)
+    out["estimand"] = estimand(out, target)
+    return out
 
 
 def add_parser(sub: Any) -> None:

@@ -57,6 +57,7 @@ from judgecp.ppi import (
     design,
     difference,
     estimable,
+    item_ids,
     no_proxy_ids,
     no_proxy_labels,
     off_scale_note,
@@ -69,12 +70,7 @@ FloatArray = NDArray[np.float64]
 INTERVALS = ("ppi", "labeled_only", "judge_only")
 #: The schema name of :func:`compare`'s result (``judgecp compare --json``).
 SCHEMA = "judgecp.compare/1"
-
-
-def item_ids(data: Any) -> NDArray[np.str_]:
-    """The ids items are matched by: a pair's ``pair_id``, any other item's ``id``."""
-    out: NDArray[np.str_] = np.asarray(getattr(data, "pair_ids", None) if hasattr(data, "pair_ids") else data.ids).astype(str)
-    return out
+__all__ = ["SCHEMA", "Run", "compare", "default_group", "difference_of", "item_ids"]
 
 
 class Run:

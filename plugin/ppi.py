@@ -510,6 +510,12 @@ def proxy_and_target(data: Any) -> tuple[FloatArray, FloatArray, str]:
     return np.asarray(f, dtype=np.float64), np.asarray(y, dtype=np.float64), kind.ppi_target
 
 
+def item_ids(data: Any) -> NDArray[np.str_]:
+    """The ids items are matched by: a pair's ``pair_id``, any other item's ``id``."""
+    out: NDArray[np.str_] = np.asarray(getattr(data, "pair_ids", None) if hasattr(data, "pair_ids") else data.ids).astype(str)
+    return out
+
+
 def no_proxy_labels(data: Any) -> FloatArray:
     """Likert: the labels (NaN where unlabeled) of rows left out for want of score logprobs; other kinds: none."""
     out: FloatArray = np.asarray(getattr(data, "no_proxy_labels", np.zeros(0)), dtype=np.float64)
@@ -533,8 +539,6 @@ def cluster_keys(data: Any, column: str) -> tuple[NDArray[np.str_], NDArray[np.s
     keys = np.asarray(data.fields[column]).astype(str)
     blank = np.flatnonzero(np.char.strip(keys) == "")
     if blank.size:
-        from judgecp.compare import item_ids
-
         raise InputError(f"{data.source}: --cluster {column}: {blank.size} items have no value (item "
                          f"{str(item_ids(data)[blank[0]])!r} first); every item needs its cluster")
     n_np = no_proxy_labels(data).size
@@ -560,8 +564,6 @@ def sampling_probabilities(data: Any) -> FloatArray | None:
     with np.errstate(invalid="ignore"):
         bad = (status != BLANK) & ~((values > 0) & (values <= 1))
     if bad.any():
-        from judgecp.compare import item_ids
-
         i = int(np.flatnonzero(bad)[0])
         cell = np.asarray(data.fields["sampling_probability"])[i]
         raise InputError(f"{data.source}: item {item_ids(data)[i]!r}: sampling_probability {cell!r} is not a "

@@ -18,6 +18,18 @@ from judgecp.cli.calibrators import CLUSTER_HELP, _input_flags, _write_json, rea
 from judgecp.cli.flags import level, number, whole
 from judgecp.errors import InputError
 from judgecp.exclusions import left_out_lines
+from judgecp.ppi import (
+    NO_PROXY,
+    cluster_keys,
+    estimand,
+    item_ids,
+    label_hint,
+    no_proxy_labels,
+    off_scale_note,
+    ppi_items,
+    proxy_and_target,
+    sampling_probabilities,
+)
 
 # -- compare -----------------------------------------------------------------------------------
 
@@ -177,8 +189,6 @@ def pilot(args: argparse.Namespace, cluster: str | None = None) -> tuple[Any, An
     left out (``excluded``, ``label_hint``)."""
     import numpy as np
 
-    from judgecp.ppi import cluster_keys, label_hint, off_scale_note, proxy_and_target
-
     path = Path(args.input)
     if is_calibrator(path):
         from judgecp.calibrators import Calibrator
@@ -286,12 +296,8 @@ def run_select(args: argparse.Namespace) -> int:
         pairs = (y, f)
         args.input = run_input
     data = read_data(args, require_label=False)
-    from judgecp.ppi import cluster_keys, label_hint
-
     res = select(data, args.budget, mix=args.mix, alpha=args.alpha, random_state=args.random_state,
                  labeled_pairs=pairs, clusters=None if args.cluster is None else cluster_keys(data, args.cluster)[0])
-    from judgecp.compare import item_ids
-
     ids = item_ids(data)
     chosen = {str(ids[i]): float(res["probability"][i]) for i in res["selected"].tolist()}
     rows, label = selected_rows(args, data, chosen)
@@ -350,18 +356,6 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     """``judgecp estimate --labeled L --unlabeled U``: PPI++ of L's labels with U's proxies (U: the other items);
     when L's items carry a ``sampling_probability`` (``judgecp select``), the active estimate over U's items."""
     import numpy as np
-
-    from judgecp.compare import item_ids
-    from judgecp.ppi import (
-        NO_PROXY,
-        cluster_keys,
-        estimand,
-        label_hint,
-        no_proxy_labels,
-        ppi_items,
-        proxy_and_target,
-        sampling_probabilities,
-    )
 
     args.input = args.labeled
     lab = read_data(args, require_label=False)

@@ -184,9 +184,11 @@ def labeled_pairs(args: argparse.Namespace) -> tuple[Any, Any, str, int]:
     return y, f, source, unlabeled
 
 
-def pilot(args: argparse.Namespace, cluster: str | None = None) -> tuple[Any, Any, str, int, dict[str, Any]]:
+def pilot(args: argparse.Namespace, cluster: str | None = None,
+          minimum: int = 0) -> tuple[Any, Any, str, int, dict[str, Any]]:
     """:func:`labeled_pairs`, and what else the pilot says: its labeled items' clusters (``cluster``), its rows
-    left out (``excluded``, ``label_hint``)."""
+    left out (``excluded``, ``label_hint``). Fewer than ``minimum`` labels (a plan's 4) is an error that names the
+    labels left out off the scale."""
     import numpy as np
 
     path = Path(args.input)
@@ -202,7 +204,7 @@ def pilot(args: argparse.Namespace, cluster: str | None = None) -> tuple[Any, An
     data = read_data(args, require_label=False)
     f, y, _ = proxy_and_target(data)
     labeled = ~np.isnan(y)
-    if labeled.sum() < 4:
+    if labeled.sum() < minimum:
         raise InputError(f"{path}: a plan needs at least 4 labeled items with a judge proxy, got "
                          f"{int(labeled.sum())}{off_scale_note(data)}")
     more: dict[str, Any] = {"excluded": data.excluded.to_json(), **label_hint(data)}
@@ -226,7 +228,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from judgecp.plan import plan
 
     check_output(args, {"--json": args.json})
-    y, f, source, unlabeled_rows, more = pilot(args, args.cluster)
+    y, f, source, unlabeled_rows, more = pilot(args, args.cluster, minimum=4)
     n_unlabeled = args.unlabeled if args.unlabeled is not None else (unlabeled_rows or math.inf)
     out = plan(y, f, args.half_width, alpha=args.alpha, n_unlabeled=n_unlabeled, confidence=args.confidence,
                source=source, clusters=more.get("clusters"))

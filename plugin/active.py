@@ -41,7 +41,8 @@ from numpy.typing import NDArray
 
 from judgecp.conformal import check_alpha
 from judgecp.errors import InputError
-from judgecp.ppi import normal_interval, proxy_and_target, quantile, unit_sums
+from judgecp.ppi import normal_interval, proxy_and_target, quantile
+from judgecp.ppi_design import unit_sums
 
 FloatArray = NDArray[np.float64]
 #: Share of uniform sampling mixed into the uncertainty-proportional probabilities.

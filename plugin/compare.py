@@ -51,20 +51,16 @@ from judgecp.conformal import check_alpha
 from judgecp.errors import InputError, unknown
 from judgecp.ppi import (
     NO_PROXY,
-    Design,
     MeanEstimate,
     cluster_keys,
-    design,
-    difference,
-    estimable,
     item_ids,
     no_proxy_ids,
     no_proxy_labels,
     off_scale_note,
     proxy_and_target,
     stratification,
-    summarize,
 )
+from judgecp.ppi_design import Design, design, difference, estimable, summarize
 
 FloatArray = NDArray[np.float64]
 INTERVALS = ("ppi", "labeled_only", "judge_only")

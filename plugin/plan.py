@@ -33,7 +33,12 @@ sorted by task as the pilot (two tasks), it planned 217 labels (218 with
 the t quantile) for a half-width of 0.1 that 0.13 was achieved with, and reweighting by proxy
 decile made the correlation it assumed larger, not smaller (0.46 to 0.62,
 against 0.41 on the run): the tasks differ in how the judge errs, not only
-in their mix of scores.
+in their mix of scores. With clusters
+(below) the test counts the pilot's and the run's clusters: each sample's
+size is divided by the design effect of its judge scores' ranks. A pilot
+of 40 prompts x 8 answers is not 320 independent items: checked as if it
+were, 16% of such pilots of the run's own population are refused at level
+0.01, counting the clusters 0.3% (docs/benchmarks.md).
 
 The half-width is Student's ``t_{n-1}`` quantile times the standard error,
 as ``judgecp estimate`` reports it.
@@ -43,8 +48,9 @@ conversation, labeled together): the labels of a cluster are correlated and
 each counts for less than an independent one. The pilot's *design effects*,
 its cluster-robust variance of the mean over the independent one (of the
 labels, for labels alone; of the residual ``Y - lam f`` at the pilot's
-``lam``, for PPI++'s labeled term; of the proxy, for its unlabeled term),
-multiply the variances above. Assumed: the run's labels come in clusters like the
+``lam``, for PPI++'s labeled term; of the proxy, for its unlabeled term,
+measured on the run itself when it is given with its clusters), multiply the
+variances above. Assumed: the run's labels come in clusters like the
 pilot's (their sizes and within-cluster correlation).
 """
 
@@ -56,7 +62,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import chi2, ks_2samp, norm
+from scipy.stats import chi2, ks_2samp, kstwo, norm, rankdata
 
 from judgecp.conformal import check_alpha
 from judgecp.errors import InputError
@@ -75,29 +81,48 @@ CONFIDENCE_COVERS = ("the pilot's sampling error of the label sd (chi-square bou
                      "(Fisher-z bound); not a run unlike the pilot")
 
 
-def proxy_check(f_pairs: FloatArray, f_run: FloatArray, *, level: float = MISMATCH_LEVEL) -> dict[str, Any]:
+def proxy_check(f_pairs: FloatArray, f_run: FloatArray, *, level: float = MISMATCH_LEVEL,
+                clusters_pairs: NDArray[Any] | None = None, clusters_run: NDArray[Any] | None = None) -> dict[str, Any]:
     """Are the labeled pairs' judge scores like the run's? A two-sample Kolmogorov-Smirnov test of the proxies.
 
     ``mismatch`` is true when ``p < level``: under the hypothesis that the pairs
     are a sample of the run's population, it is so with probability at most
-    ``level``. ``message`` says it in one phrase, with the medians.
+    ``level``. ``message`` says it in one phrase, with the medians. With
+    clusters (either sample's), each sample counts as its size over its
+    design effect (:func:`rank_design_effect`) in the asymptotic p-value.
     """
     a = np.asarray(f_pairs, dtype=np.float64)
     b = np.asarray(f_run, dtype=np.float64)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    keep_a, keep_b = np.isfinite(a), np.isfinite(b)
+    a, b = a[keep_a], b[keep_b]
     if a.size == 0 or b.size == 0:
         raise InputError("no judge scores to compare the labeled items with the run")
     with warnings.catch_warnings():  # tied values: scipy falls back to the asymptotic p-value and says so
         warnings.filterwarnings("ignore", message="ks_2samp: Exact calculation unsuccessful")
         res = ks_2samp(a, b)
     p = float(res.pvalue)
+    effects = None
+    if clusters_pairs is not None or clusters_run is not None:
+        ranks = rankdata(np.concatenate([a, b]))
+        effects = [1.0 if c is None else rank_design_effect(r, np.asarray(c)[k])
+                   for r, c, k in ((ranks[:a.size], clusters_pairs, keep_a), (ranks[a.size:], clusters_run, keep_b))]
+        n_a, n_b = a.size / effects[0], b.size / effects[1]
+        p = float(kstwo.sf(float(res.statistic), max(1, round(n_a * n_b / (n_a + n_b)))))
     mismatch = p < level
     med_a, med_b = float(np.median(a)), float(np.median(b))
     message = (f"KS p = {p:.2g} {'<' if mismatch else '>='} {level:g}; median judge score {med_a:.3f} on the "
                f"{a.size} labeled items, {med_b:.3f} on the run's {b.size}")
-    return {"test": "ks_2samp", "statistic_of": "the judge's proxy", "level": level, "statistic": float(res.statistic),
-            "p_value": p, "mismatch": mismatch, "median_pairs": med_a, "median_run": med_b, "n_pairs": int(a.size),
-            "n_run": int(b.size), "message": message}
+    out = {"test": "ks_2samp", "statistic_of": "the judge's proxy", "level": level, "statistic": float(res.statistic),
+           "p_value": p, "mismatch": mismatch, "median_pairs": med_a, "median_run": med_b, "n_pairs": int(a.size),
+           "n_run": int(b.size), "message": message}
+    if effects is not None:
+        out["design_effect"] = {"pairs": effects[0], "run": effects[1]}
+    return out
+
+
+def rank_design_effect(ranks: FloatArray, clusters: NDArray[Any]) -> float:
+    """A sample's design effect for the KS test: of the mean of its judge scores' ranks, at least 1."""
+    return max(cluster_effect(ranks, clusters), 1.0) if ranks.size > 1 else 1.0
 
 
 def ppi_variance(n: int, *, sd_y: float, sd_f: float, rho: float, n_unlabeled: float,
@@ -175,16 +200,18 @@ def cluster_effect(z: FloatArray, clusters: NDArray[Any]) -> float:
 
 def plan(y: FloatArray, f: FloatArray, half_width: float, *, alpha: float = 0.1, n_unlabeled: float = math.inf,
          confidence: float = 0.9, source: str = "", run_proxy: FloatArray | None = None, run_source: str = "the run",
-         mismatch: str = "refuse", clusters: NDArray[Any] | None = None) -> dict[str, Any]:
+         mismatch: str = "refuse", clusters: NDArray[Any] | None = None,
+         run_clusters: NDArray[Any] | None = None) -> dict[str, Any]:
     """Label counts for ``half_width`` (module docstring): ``labels.ppi``, ``labels.labeled_only`` and what was assumed.
 
     ``run_proxy``: the judge's proxy on every item of the run to plan for; its
     variance replaces the pilot's, and the pilot is checked against it
     (:func:`proxy_check`): a mismatch is refused (``mismatch="refuse"``) or
     planned with a warning (``"warn"``). ``clusters`` (the pilot's labeled
-    items' clusters) give the design effects. ``degenerate`` says why a plan
-    means nothing (a pilot whose proxies have no spread; labels without
-    spread are refused).
+    items' clusters) give the design effects, ``run_clusters`` (the run's
+    items') the proxy's on the run; both enter the check. ``degenerate`` says
+    why a plan means nothing (a pilot whose proxies have no spread; labels
+    without spread are refused).
     """
     alpha = check_alpha(alpha)
     if not (math.isfinite(half_width) and half_width > 0):
@@ -198,7 +225,7 @@ def plan(y: FloatArray, f: FloatArray, half_width: float, *, alpha: float = 0.1,
     sd_f, run, warned = rel["sd_proxy"], None, []
     if run_proxy is not None:
         run_proxy = np.asarray(run_proxy, dtype=np.float64)
-        check = proxy_check(f, run_proxy)
+        check = proxy_check(f, run_proxy, clusters_pairs=clusters, clusters_run=run_clusters)
         if check["mismatch"]:
             what = f"the judge scores of {source or 'the labeled items'} are unlike {run_source}'s ({check['message']})"
             if mismatch == "refuse":
@@ -208,6 +235,8 @@ def plan(y: FloatArray, f: FloatArray, half_width: float, *, alpha: float = 0.1,
         sd_f = float(np.std(run_proxy, ddof=1)) if run_proxy.size > 1 else sd_f
         run = {"from": run_source, "n_items": int(run_proxy.size), "sd_proxy": sd_f,
                "mean_proxy": float(np.mean(run_proxy)), "check": check}
+        if deff is not None and run_clusters is not None and run_proxy.size > 1:
+            deff = {**deff, "proxy": cluster_effect(run_proxy, np.asarray(run_clusters)), "proxy_from": run_source}
     labels_deff = 1.0 if deff is None else deff["labels"]
     ppi_deff = (1.0, 1.0) if deff is None else (deff["residual"], deff["proxy"])
 

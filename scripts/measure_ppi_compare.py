@@ -18,7 +18,10 @@ docs/nightly.md and docs/calibrators.md. alpha 0.1 throughout.
    difficulty, 40 prompts labeled whole in each run: the iid interval and the
    cluster-robust one (``--cluster``), for ``estimate`` and a paired
    ``compare``; ``plan_clusters``: plans from such pilots, with and without
-   their design effect, and the half-width runs labeled by prompts reach.
+   their design effect, and the half-width runs labeled by prompts reach;
+   ``check_clusters``: ``plan --run``'s check of such a pilot's judge scores
+   against a run of the same population (its false alarms at level 0.01)
+   and against run B (its power), plain and counting the clusters.
 5. ``small``: 6 and 12 labels: the small-sample conventions (ddof 1, t)
    against ppi-python's (ddof 0, normal).
 6. ``llava_estimate``: LLaVA-Critic, 300 random labels, ``estimate --group
@@ -52,7 +55,7 @@ import numpy as np
 from judgecp import Fields, load
 from judgecp.compare import compare
 from judgecp.data import ScoreData
-from judgecp.plan import plan
+from judgecp.plan import plan, proxy_check
 from judgecp.ppi import ppi_mean, proxy_and_target
 from judgecp.proxies import choose_strata
 
@@ -245,6 +248,23 @@ def plan_clusters(pilots: int = 40, runs: int = 40, half_width: float = 0.1) -> 
     return {"pilots": pilots, "runs": runs, **{f"half_width_ratio_{k}": float(np.mean(v)) for k, v in ratio.items()}}
 
 
+def check_clusters(draws: int = 1000) -> dict[str, float]:
+    """``plan --run``'s KS check of a clustered pilot (40 prompts x 8 answers, labeled, of another draw of the
+    population) against a run (3,200 items): as if independent, and counting both samples' clusters."""
+    alarms = {"iid": 0, "cluster": 0, "iid_run_b": 0, "cluster_run_b": 0}
+    for seed in range(90_000, 90_000 + draws):
+        a, b, _, _ = clustered_runs(seed)
+        pilot = clustered_runs(seed + 5_000)[0]
+        fp, yp, _ = proxy_and_target(pilot)
+        lab = ~np.isnan(yp)
+        for run, suffix in ((a, ""), (b, "_run_b")):
+            f, _, _ = proxy_and_target(run)
+            alarms["iid" + suffix] += proxy_check(fp[lab], f)["mismatch"]
+            alarms["cluster" + suffix] += proxy_check(fp[lab], f, clusters_pairs=np.asarray(pilot.fields["prompt"])[lab],
+                                                      clusters_run=np.asarray(run.fields["prompt"]))["mismatch"]
+    return {"draws": draws, **{f"refused_{k}": v / draws for k, v in alarms.items()}}
+
+
 def small(draws: int = 4000) -> dict[str, float]:
     """PPI++ with 6 and 12 labels (and 500 unlabeled items): small-sample conventions against ppi-python's."""
     out: dict[str, float] = {"draws": draws}
@@ -340,8 +360,8 @@ def llava_stratum_lambda(data_dir: Path, draws: int = 1000) -> dict[str, float]:
             **{f"width_{k}": float(np.mean(v)) for k, v in widths.items()}}
 
 
-EXPERIMENTS = ("overlap", "overlap_llava", "designs", "clusters", "plan_clusters", "small", "llava_estimate",
-               "llava_groups", "llava_stratum_lambda")
+EXPERIMENTS = ("overlap", "overlap_llava", "designs", "clusters", "plan_clusters", "check_clusters", "small",
+               "llava_estimate", "llava_groups", "llava_stratum_lambda")
 
 
 def main() -> None:
@@ -358,7 +378,8 @@ def main() -> None:
     runs: dict[str, Callable[[], dict[str, Any]]] = {
         "overlap": lambda: overlap(n(2000)), "overlap_llava": lambda: overlap_llava(data_dir, n(2000)),
         "designs": lambda: designs(n(1000)), "clusters": lambda: clusters(n(1000)),
-        "plan_clusters": lambda: plan_clusters(n(40), n(40)), "small": lambda: small(n(4000)),
+        "plan_clusters": lambda: plan_clusters(n(40), n(40)), "check_clusters": lambda: check_clusters(n(1000)),
+        "small": lambda: small(n(4000)),
         "llava_estimate": lambda: llava_estimate(data_dir, n(2000)),
         "llava_groups": lambda: llava_groups(data_dir, n(1200)),
         "llava_stratum_lambda": lambda: llava_stratum_lambda(data_dir, n(1000)),

@@ -89,6 +89,21 @@ def test_plan_with_the_pilots_design_effect_meets_the_width() -> None:
     assert res["half_width_ratio_iid"] >= 1.5, res
 
 
+@pytest.mark.slow
+def test_plans_check_of_a_clustered_pilot_counts_its_clusters() -> None:
+    """``plan --run --cluster``: the KS check of a pilot's judge scores against the run's. A pilot of 40 prompts x 8
+    answers from the run's population, checked as if its 320 answers were independent, is refused far more often
+    than the level (0.163 over 1,000 draws, docs/benchmarks.md); counting the clusters, at most the level (0.003).
+    300 draws: at most 10 refusals (the level's binomial band at 1e-3: P(X >= 11) = 2.6e-4), the plain check at
+    least 27 (P(X <= 26 | 0.163) < 1e-3), and run B (the judge scores it higher) still caught in 0.9 of draws
+    (0.986 measured)."""
+    draws = 300
+    res = measure_script().check_clusters(draws)
+    assert res["refused_cluster"] * draws <= 10, res
+    assert res["refused_iid"] * draws >= 27, res
+    assert res["refused_cluster_run_b"] >= 0.9, res
+
+
 def test_select_expected_widths_count_the_clusters() -> None:
     """The proxy's mean varies by cluster as a whole: its variance is the clusters', not the items'. The held-out
     sampling term (select's cross-validation on a pilot) keeps its form: each item is drawn on its own."""
@@ -146,6 +161,11 @@ def test_cluster_flag_in_every_command(tmp_path: Path, capsys: pytest.CaptureFix
     assert planned["assumed"]["design_effect"]["residual"] > 1.5
     assert planned["labels"]["ppi"] > 1.5 * planned_iid["labels"]["ppi"]
     assert "design effect" in capsys.readouterr().out
+    # With the run: its clusters enter the check of the pilot, and its proxy's design effect is measured on it.
+    assert main(["plan", str(a), "--half-width", "0.1", "--cluster", "prompt", "--run", str(b), "--mismatch", "warn",
+                 "--json", str(out / "p_run.json")]) == 0
+    with_run = _json(out / "p_run.json")["assumed"]
+    assert with_run["design_effect"]["proxy_from"] == f"run {b}" and with_run["run"]["check"]["design_effect"]["run"] > 1
     for flags, name in (([], "s_iid.json"), (["--cluster", "prompt"], "s.json")):  # run B's labels: the error model
         assert main(["select", str(a), "--budget", "100", "-o", str(out / "pick.jsonl"), "--json", str(out / name),
                      "--pilot", str(b), *flags]) == 0

@@ -61,7 +61,8 @@ def add_plan(sub: Any) -> None:
                    "only; default 0.9)")
     p.add_argument("--json", metavar="OUT", help="write the plan as JSON (labels.ppi, labels.labeled_only, assumed)")
     p.add_argument("--cluster", metavar="FIELD", help=CLUSTER_HELP + "; a pilot's clusters give the design effect "
-                   "(the run's labels assumed to come in clusters like the pilot's)")
+                   "(the run's labels assumed to come in clusters like the pilot's); with --run, the run's clusters "
+                   "give its proxy's, and both files' clusters count in the check")
     _input_flags(p)
     p.set_defaults(func=run_plan)
 
@@ -134,18 +135,19 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.run and args.unlabeled is not None:
         raise InputError("give --run or --unlabeled, not both (--run counts the run's unlabeled items)")
     pairs = labeled_pairs(args, args.cluster, minimum=4)
-    run_proxy, run_source, n_unlabeled = None, "the run", args.unlabeled
+    run_proxy, run_clusters, run_source, n_unlabeled = None, None, "the run", args.unlabeled
     if args.run:
         args.input = args.run
         run = read_data(args, require_label=False)
         same_kind(pairs, run, "--run")
         run_proxy, labels, _ = proxy_and_target(run)
         run_source, n_unlabeled = f"run {args.run}", int(np.isnan(labels).sum()) or math.inf
+        run_clusters = None if args.cluster is None else cluster_keys(run, args.cluster)[0]
     if n_unlabeled is None:
         n_unlabeled = pairs.unlabeled_rows or math.inf
     out = plan(pairs.labels, pairs.proxies, args.half_width, alpha=args.alpha, n_unlabeled=n_unlabeled,
                confidence=args.confidence, source=pairs.source, run_proxy=run_proxy, run_source=run_source,
-               mismatch=args.mismatch, clusters=pairs.clusters)
+               mismatch=args.mismatch, clusters=pairs.clusters, run_clusters=run_clusters)
     out.update(excluded=pairs.excluded, cluster=args.cluster)
     if pairs.label_hint:
         out["label_hint"] = pairs.label_hint

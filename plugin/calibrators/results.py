@@ -9,7 +9,9 @@ Both hold a PPI++ estimate (``estimate``: ``ppi``, ``labeled_only`` and
 its labeled sample has no variance, or its effective sample size is
 unbounded or below :data:`MIN_EFFECTIVE_LABELS`: the JSON says so
 (``degenerate``) and ``judgecp gate`` fails any of its metrics unless
-``--allow-degenerate``.
+``--allow-degenerate``. A comparison, a plan and a selection say so too
+(``degenerate``: a run's, a pilot's labels or proxies without spread), and
+gate fails their metrics the same way.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def degenerate_reasons(block: Mapping[str, Any] | None) -> list[str]:
         reasons.append("effective sample size unbounded")
     elif ess < MIN_EFFECTIVE_LABELS:
         reasons.append(f"effective sample size {ess:.1f} below {MIN_EFFECTIVE_LABELS:g} labeled items")
-    return reasons
+    noted = [str(why) for why in block.get("degenerate") or ()]  # what the estimate itself noted (or earlier calls)
+    return noted + [why for why in reasons if why not in noted]
 
 
 def with_degenerate(block: dict[str, Any]) -> dict[str, Any]:
@@ -192,13 +195,26 @@ class CompareResult(Result):
         return {m.name: metric_value(self, m) for m in self.metric_list()}
 
     def untrusted(self) -> dict[str, str]:
-        difference = self.get("difference") or {}
-        block = {"estimate": difference, "effective_sample_size": difference.get("effective_labels")}
-        reasons = degenerate_reasons(block)
+        reasons = compare_degenerate(self)
         if not reasons:
             return {}
         why = "degenerate difference: " + "; ".join(reasons)
         return {m.name: why for m in self.metric_list() if m.name.startswith("difference.")}
+
+
+def compare_degenerate(out: Mapping[str, Any]) -> list[str]:
+    """Why a comparison's pooled difference cannot be trusted: :func:`degenerate_reasons` of its difference, and
+    what the comparison noted (a run's labels or proxies without spread)."""
+    difference = out.get("difference") or {}
+    block = {"estimate": difference, "effective_sample_size": difference.get("effective_labels"),
+             "degenerate": out.get("degenerate") or []}
+    return degenerate_reasons(block)
+
+
+def _flagged(result: Mapping[str, Any], names: list[str], what: str) -> dict[str, str]:
+    """Every metric of ``names`` untrusted when the result says it is degenerate (a plan, a selection)."""
+    reasons = [str(why) for why in result.get("degenerate") or ()]
+    return {name: f"degenerate {what}: " + "; ".join(reasons) for name in names} if reasons else {}
 
 
 @register_schema
@@ -215,6 +231,9 @@ class PlanResult(Result):
                     for section in ("labels", "labels_at_estimates") for key in ("ppi", "labeled_only")]
         return {m.name: metric_value(self, m) for m in metrics}
 
+    def untrusted(self) -> dict[str, str]:
+        return _flagged(self, [name for name in self.scalars() if name != "half_width"], "plan")
+
 
 @register_schema
 class SelectResult(Result):
@@ -229,3 +248,6 @@ class SelectResult(Result):
         metrics += [Metric(f"expected_width.{key}", _pick("expected_width", key), None)
                     for key in ("active", "uniform", "ratio")]
         return {m.name: metric_value(self, m) for m in metrics}
+
+    def untrusted(self) -> dict[str, str]:
+        return _flagged(self, [name for name in self.scalars() if name.startswith("expected_width.")], "selection")

@@ -19,6 +19,11 @@ from judgecp.cli.evaluate import LABEL_SCALE_HELP
 from judgecp.cli.flags import level, whole
 from judgecp.errors import InputError
 from judgecp.monitor import DEFAULT_HORIZON
+from judgecp.exclusions import left_out_lines
+
+#: ``--cluster``'s help (estimate, compare, plan, select).
+CLUSTER_HELP = ("a field whose equal values are one cluster (the answers to one prompt, the turns of one "
+                "conversation): cluster-robust intervals (labels of a cluster are not independent)")
 
 
 def _input_flags(p: argparse.ArgumentParser) -> None:
@@ -274,6 +279,7 @@ def add_estimate(sub: Any) -> None:
                    help="the judge's own proxy, or one cross-fitted on the labeled items with the row features and "
                    "groups (auto: cross-fitted with --features and 100 labels)")
     p.add_argument("--features", metavar="GLOB", help="extra numeric columns for the cross-fitted proxy")
+    p.add_argument("--cluster", metavar="FIELD", help=CLUSTER_HELP)
     _input_flags(p)
     p.set_defaults(func=run_estimate)
 
@@ -287,7 +293,7 @@ def run_estimate(args: argparse.Namespace) -> int:
         raise InputError("give INPUT (labeled and unlabeled records together) or --labeled and --unlabeled")
     if args.input:
         out = estimate(read_data(args, require_label=False), alpha=args.alpha, groups=args.group,
-                       stratify=args.stratify, proxy=args.proxy)
+                       stratify=args.stratify, proxy=args.proxy, cluster=args.cluster)
     else:
         if not (args.labeled and args.unlabeled):
             raise InputError("--labeled and --unlabeled go together")
@@ -310,8 +316,13 @@ def run_estimate(args: argparse.Namespace) -> int:
     strata = out.get("stratification") or {}
     if strata.get("stratified") and "strata" in strata:
         print(f"  stratified by {out['groups']} ({len(strata['strata'])} strata)")
+    if out.get("clusters"):
+        print(f"  cluster-robust: {out['clusters']['n']} clusters of {out['cluster']} "
+              f"({out['clusters']['labeled']} with labels)")
     if out.get("estimand"):
         print(f"  estimand: {out['estimand']}")
+    for line in left_out_lines(out.get("excluded") or [], {"label_off_scale": out.get("label_hint") or ""}):
+        print(f"  {line}")
     for reason in out["degenerate"]:
         print(f"judgecp: warning: degenerate estimate: {reason} (judgecp gate fails it)", file=sys.stderr)
     return 0

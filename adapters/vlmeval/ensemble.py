@@ -61,6 +61,7 @@ from judgecp.ensemble.study import (
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
 from judgecp.outputs import atomic_write_text, atomic_writer
+from judgecp.results import with_digest
 
 DATASET_PREFIX = "ImagePrefEnsemble_"
 KIND = "ensemble"
@@ -261,7 +262,7 @@ def evaluate_file(
         atomic_write_text(records_out, "".join(json.dumps(r) + "\n" for r in records))
     report = study_report(records, s, excluded=table.excluded)
     report["vlmeval"] = table.summary()
-    atomic_write_text(metric_path(prediction_file), json.dumps(report, indent=1) + "\n")
+    atomic_write_text(metric_path(prediction_file), json.dumps(with_digest(report), indent=1) + "\n")
     methods = ("uniform", "bpe", "mixture") if s["embeddings"] else ("uniform", "bpe")
     headline = {f"{m}|{k}": float(report["methods"][m][k]) for m in methods for k in HEADLINE_SCORES}
     headline.update({"n_items": float(report["n_items"]), "n_prompts": float(report["n_prompts"])})

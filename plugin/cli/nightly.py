@@ -17,6 +17,7 @@ from typing import Any
 from judgecp.cli.calibrators import _input_flags, _write_json, read_data
 from judgecp.cli.flags import level, number, whole
 from judgecp.errors import InputError
+from judgecp.results import short_repr
 
 # -- compare -----------------------------------------------------------------------------------
 
@@ -302,6 +303,7 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     if pi is not None:
         from judgecp.active import active_mean
 
+        check_drawn_from(args, item_ids(lab), item_ids(unl))
         rest = ~np.isin(item_ids(unl), item_ids(lab))  # the run's other items (the labeled file's are in it)
         y = np.concatenate([y_l, np.full(int(rest.sum()), np.nan)])
         out: dict[str, Any] = active_mean(y, np.concatenate([f_l, f_u[rest]]),
@@ -318,6 +320,20 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     out.update(common, excluded=lab.excluded.to_json() + unl.excluded.to_json())
     unl_np = no_proxy_labels(unl)
     return add_no_proxy_stratum(out, np.concatenate([no_proxy_labels(lab), np.full(unl_np.size, np.nan)]), args.alpha)
+
+
+def check_drawn_from(args: argparse.Namespace, labeled: Any, run: Any) -> None:
+    """Labels drawn by ``judgecp select`` (with their ``sampling_probability``) are weighted over the run they
+    were drawn from: every labeled item must be one of ``--unlabeled``'s, or the estimand would silently become
+    the mean over a run with those items added."""
+    import numpy as np
+
+    foreign = ~np.isin(labeled, run)
+    if foreign.any():
+        first = str(labeled[int(np.flatnonzero(foreign)[0])])
+        raise InputError(f"--labeled {args.labeled}: {int(foreign.sum())} of its {labeled.size} items are not in "
+                         f"--unlabeled {args.unlabeled} (the first: {short_repr(first)}); labels drawn by `judgecp "
+                         "select` are weighted over the run they were drawn from: give that whole run as --unlabeled")
 
 
 def add_parser(sub: Any) -> None:

@@ -24,6 +24,7 @@ import csv
 import io
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -135,18 +136,68 @@ def jsonl_objects(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | 
         yield lineno, obj if isinstance(obj, dict) else None
 
 
+#: The first bytes of files that are not text, and what they are (for the message that refuses one).
+BINARY_MAGIC = ((b"\x1f\x8b", "a gzip-compressed file (decompress it first: gunzip)"),
+                (b"PK\x03\x04", "a zip archive (an .npz, .xlsx or .zip file)"),
+                (b"\x93NUMPY", "a numpy array file (.npy)"), (b"PAR1", "a Parquet file"),
+                (b"BZh", "a bzip2-compressed file (decompress it first)"),
+                (b"\xfd7zXZ\x00", "an xz-compressed file (decompress it first)"))
+
+
+def not_text(path: str | Path, what: str = "a UTF-8 text file") -> InputError | None:
+    """The error for a device (``/dev/zero``: endless bytes) or a file that is known binary by its first bytes
+    (gzip, zip, numpy, ...), else ``None``."""
+    try:
+        mode = Path(path).stat().st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            return InputError(f"{path}: a device, not a file")
+        with Path(path).open("rb") as handle:
+            head = handle.read(8)
+    except OSError:
+        return None  # the reader's own error says why
+    found = next((name for magic, name in BINARY_MAGIC if head.startswith(magic)), None)
+    if found is None and head.startswith(b"\x80") and len(head) > 1 and 2 <= head[1] <= 5:
+        found = "a Python pickle"
+    return None if found is None else InputError(f"{path}: {found}, not {what}")
+
+
+def read_text(path: str | Path, what: str = "a UTF-8 text file") -> str:
+    """A whole UTF-8 text file (a byte-order mark dropped, no newline translation); a binary or compressed
+    file, or bytes that are not UTF-8, is one line naming the file."""
+    p = Path(path)
+    problem = not_text(p, what)
+    if problem is not None:
+        raise problem
+    try:
+        # No newline translation: a quoted "\r" in a cell stays one. utf-8-sig: a byte-order mark is dropped.
+        return p.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{p}: not {what} ({exc.reason} at byte {exc.start})") from None
+
+
+def text_lines(path: str | Path, what: str = "a UTF-8 text file") -> Iterator[str]:
+    """The lines of a UTF-8 text file, read one by one (a byte-order mark dropped); a binary or compressed
+    file, or a line that is not UTF-8, is one line naming the file (and the line)."""
+    p = Path(path)
+    problem = not_text(p, what)
+    if problem is not None:
+        raise problem
+    line_no = 0
+    try:
+        with p.open(encoding="utf-8-sig") as handle:
+            for line_no, line in enumerate(handle, 1):  # noqa: B007 - line_no names the line a decode error is in
+                yield line
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{p}: not {what} (line {line_no + 1}: {exc.reason})") from None
+
+
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
     """:func:`jsonl_objects` over a UTF-8 file (a byte-order mark allowed), read line by line."""
-    with Path(path).open(encoding="utf-8-sig") as handle:
-        yield from jsonl_objects(handle)
+    yield from jsonl_objects(text_lines(path))
 
 
 def _read_text(path: Path) -> str:
-    try:
-        # No newline translation: a quoted "\r" in a cell stays one. utf-8-sig: a byte-order mark is dropped.
-        raw = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not a UTF-8 text file ({exc.reason})") from exc
+    raw = read_text(path)
     if not raw.strip():
         raise InputError(f"{path}: the file is empty")
     return raw
@@ -341,6 +392,10 @@ def read_table(path: str | Path, *, engine: str = "auto") -> Table:
     check_readable(p)
     excluded = Exclusions()
     suffix = p.suffix.lower()
+    if suffix in CSV_SUFFIXES or suffix in JSONL_SUFFIXES:
+        problem = not_text(p)  # a gzip-compressed CSV, an .npz named .jsonl: what it is, in one line
+        if problem is not None:
+            raise problem
     if suffix in CSV_SUFFIXES:
         delimiter = CSV_SUFFIXES[suffix]
         _csv_header(p, delimiter)
@@ -374,6 +429,12 @@ def check_readable(path: str | Path) -> None:
         raise InputError(f"{p}: no such file")
     if p.is_dir():
         raise InputError(f"{p}: a directory, not a file")
+    try:
+        mode = p.stat().st_mode
+    except OSError as exc:
+        raise InputError(f"{p}: cannot be read ({exc.strerror or exc})") from exc
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero, /dev/urandom: endless bytes
+        raise InputError(f"{p}: a device, not a file")
     try:
         with p.open("rb"):
             pass

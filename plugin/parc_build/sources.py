@@ -46,6 +46,7 @@ from judgecp.data.choice import LETTERS, has_text
 from judgecp.datasources import from_the_hub
 from judgecp.errors import InputError, require
 from judgecp.exclusions import Exclusions
+from judgecp.results import clip
 
 #: What to give instead of a hub id when the hub cannot be reached (the error says it).
 OFFLINE_ALTERNATIVE = ("without the hub, give a local source instead: a folder with a copy of the hub's parquet files "
@@ -297,13 +298,16 @@ def items_from_rows(
 
 
 def _rows_of_file(path: Path, excluded: Exclusions) -> list[dict[str, Any] | None]:
-    from judgecp.tables import read_jsonl, read_table
+    from judgecp.tables import read_jsonl, read_table, read_text
 
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return [row for _, row in read_jsonl(path)]
     if suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(read_text(path))
+        except (ValueError, RecursionError) as exc:
+            raise InputError(f"{path}: not valid JSON ({type(exc).__name__}: {clip(str(exc))})") from None
         if isinstance(data, list):
             return [row if isinstance(row, dict) else None for row in data]
     table = read_table(path)

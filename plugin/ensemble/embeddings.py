@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from judgecp.errors import InputError, MissingDependencyError, require
 from judgecp.results import clip
-from judgecp.tables import BINARY_MAGIC, not_text, text_lines
+from judgecp.textfiles import BINARY_MAGIC, not_text, text_lines
 
 FloatArray = NDArray[np.float64]
 Encoder = Callable[[Sequence[Any]], FloatArray]

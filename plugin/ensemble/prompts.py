@@ -34,7 +34,8 @@ from typing import Any
 
 from judgecp.errors import InputError
 from judgecp.results import clip, describe_lines
-from judgecp.tables import check_readable, read_text
+from judgecp.tables import check_readable
+from judgecp.textfiles import read_text
 
 PARTS_FILE = "pairwise_image_prompts.json"
 PROMPT_SET_SCHEMA = "judgecp.prompt-set/1"

@@ -42,7 +42,7 @@ from scipy.special import logsumexp
 from judgecp.ensemble.prompts import JudgePrompt
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
-from judgecp.tables import text_lines
+from judgecp.textfiles import text_lines
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]

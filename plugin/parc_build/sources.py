@@ -47,6 +47,7 @@ from judgecp.datasources import from_the_hub
 from judgecp.errors import InputError, require
 from judgecp.exclusions import Exclusions
 from judgecp.results import clip
+from judgecp.textfiles import read_text
 
 #: What to give instead of a hub id when the hub cannot be reached (the error says it).
 OFFLINE_ALTERNATIVE = ("without the hub, give a local source instead: a folder with a copy of the hub's parquet files "
@@ -298,7 +299,7 @@ def items_from_rows(
 
 
 def _rows_of_file(path: Path, excluded: Exclusions) -> list[dict[str, Any] | None]:
-    from judgecp.tables import read_jsonl, read_table, read_text
+    from judgecp.tables import read_jsonl, read_table
 
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from judgecp.errors import InputError, require
-from judgecp.tables import check_readable, read_text
+from judgecp.tables import check_readable
+from judgecp.textfiles import read_text
 
 VISION_REFORMULATIONS = ("VR-B", "VR-L", "VR-R")
 VISION_SEMANTIC = ("VS-S", "VS-E")

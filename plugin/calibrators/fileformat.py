@@ -21,8 +21,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.digest import canonical_json as canonical_json  # re-exported: the calibrator format's canonical text
-from judgecp.digest import content_digest
+# Re-exported: the calibrator format's canonical text and digest (judgecp.calibrators.content_digest).
+from judgecp.digest import canonical_json as canonical_json
+from judgecp.digest import content_digest as content_digest
 from judgecp.errors import InputError
 from judgecp.saved_state import RANGE_SLACK, StateReader, encode_floats
 

@@ -172,7 +172,7 @@ def table_records(args: argparse.Namespace, applied: Any) -> list[dict[str, Any]
     from judgecp.tables import read_table
 
     kind = get_kind(applied.data.kind)
-    records = applied.records()
+    records: list[dict[str, Any]] = applied.records()
     by_key = {kind.record_key(r): r for r in records}
     table = read_table(args.input)
     id_col = (getattr(applied.data, "columns", None) or {}).get("id") or ("id" if "id" in table.columns else None)

@@ -26,6 +26,12 @@ from judgecp.reports.figures.common import (
 INTERVALS = (("ppi", "PPI++ (judge + labels)"), ("labeled_only", "labels only"), ("judge_only", "judge only"))
 
 
+def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """A section of a result (``{}`` when absent or not an object)."""
+    found = obj.get(key)
+    return found if isinstance(found, Mapping) else {}
+
+
 def _number(value: Any) -> float | None:
     """A finite number of a result (``None`` for null, text, a bool, NaN or an infinity)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -131,7 +137,7 @@ def width_against_labels(plan: Mapping[str, Any]) -> Result:
     fig = new_figure(WIDTH, 4.2)
     ax = fig.subplots()
     palette = colors(2)
-    planned = plan.get("labels") if isinstance(plan.get("labels"), Mapping) else {}
+    planned = _section(plan, "labels")
     for (key, label), color in zip((("ppi", "PPI++"), ("labeled_only", "labels only")), palette, strict=True):
         ax.plot(counts, widths[key], color=color, lw=1.6, label=label)
         n = _number(planned.get(key))
@@ -149,7 +155,7 @@ def width_against_labels(plan: Mapping[str, Any]) -> Result:
     ax.set(xlabel="labels", ylabel="half-width", title=title)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, frameon=False)
-    rel = plan.get("assumed") if isinstance(plan.get("assumed"), Mapping) else {}
+    rel = _section(plan, "assumed")
     rho, sd = _number(rel.get("correlation_lower")), _number(rel.get("sd_label_upper"))
     unlabeled = _number(rel.get("n_unlabeled"))
     cap = (f"Planned at the pilot's confidence bounds (correlation >= {_three(rho)}, label sd <= {_three(sd)}); "
@@ -170,7 +176,7 @@ def martingale_over_nights(summary: Mapping[str, Any]) -> Result:
     """The evidence of drift across nights (``judgecp apply --history``): the test's capital by night, the
     alarm line at 1/level, the night it crossed."""
     fid, title = "martingale_over_nights", "Evidence of drift across nights"
-    history = summary.get("history") if isinstance(summary.get("history"), Mapping) else {}
+    history = _section(summary, "history")
     capital = history.get("capital_by_night")
     if not capital:
         return Missing(fid, title, "no `history` in the summary (run `judgecp apply ... --history H.jsonl`)")

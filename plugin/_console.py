@@ -26,8 +26,15 @@ def _early(signum: int, frame: FrameType | None) -> None:
     os._exit(130 if signum == signal.SIGINT else 143)
 
 
-signal.signal(signal.SIGINT, _early)
-signal.signal(signal.SIGTERM, _early)
+def _spawned() -> bool:
+    """Whether this is a worker process multiprocessing spawned (it imports the parent's script again)."""
+    process = sys.modules.get("multiprocessing.process")  # a plain start has not imported it yet
+    return process is not None and bool(getattr(process.current_process(), "_inheriting", False))
+
+
+if not _spawned():  # a worker's signals are its pool's to handle (evaluate --jobs ends its workers)
+    signal.signal(signal.SIGINT, _early)
+    signal.signal(signal.SIGTERM, _early)
 
 from judgecp.cli import main as _main  # noqa: E402 - after the handlers, which is the point of this module
 

@@ -356,9 +356,9 @@ def read_table(path: str | Path, *, engine: str = "auto") -> Table:
     else:
         raise InputError(f"{p}: unknown file type {suffix!r}; judgecp reads .csv, .tsv, .jsonl, .json, .parquet, .xlsx")
     if table.n_rows == 0:
-        from judgecp.results import describe_file
+        from judgecp.results import describe_file, describe_lines
 
-        what = describe_file(p) if suffix in JSONL_SUFFIXES else None
+        what = (describe_file(p) or describe_lines(p)) if suffix in JSONL_SUFFIXES else None
         if what is not None:
             raise InputError(f"{p}: {what}, not a table or records of judge outputs")
         reasons = ", ".join(f"{e['reason']}: {e['count']}" for e in excluded.to_json())
@@ -389,15 +389,28 @@ def check_readable(path: str | Path) -> None:
 
 
 def write_records(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
-    """Write records as JSONL (strict JSON, one per line), atomically; returns how many."""
+    """Write records as JSONL (strict JSON, one per line), atomically; returns how many. A non-finite number
+    an input row held (a label of 1e400) is written as the records write one: ``"inf"``, ``"-inf"``, ``"nan"``."""
     from judgecp.outputs import atomic_writer
 
     count = 0
     with atomic_writer(path) as handle:
         for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+            try:
+                line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+            except ValueError:
+                line = json.dumps(_finite(record), ensure_ascii=False, allow_nan=False)
+            handle.write(line + "\n")
             count += 1
     return count
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not np.isfinite(value):
+        return repr(value)  # 'inf', '-inf', 'nan'
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    return [_finite(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def is_record_table(table: Table) -> bool:

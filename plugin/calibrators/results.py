@@ -53,6 +53,8 @@ def degenerate_reasons(block: Mapping[str, Any] | None) -> list[str]:
         reasons.append(f"reversed interval [{lower:g}, {upper:g}] (its lower bound above its upper)")
     elif upper == lower:
         reasons.append(f"zero-width interval [{lower:g}, {upper:g}]")
+    elif isinstance(mean := ppi.get("mean"), (int, float)) and not lower <= mean <= upper:
+        reasons.append(f"the estimate {mean:g} is outside its interval [{lower:g}, {upper:g}]")
     if labeled.get("se") is not None and labeled["se"] == 0:
         reasons.append("the labeled sample has no variance (every label equal)")
     ess = block.get("effective_sample_size")

@@ -342,6 +342,8 @@ def run_estimate(args: argparse.Namespace) -> int:
         print(f"  stratified by {out['groups']} ({len(strata['strata'])} strata)")
     if out.get("estimand"):
         print(f"  estimand: {out['estimand']}")
+    for e in out.get("excluded") or ():
+        print(f"  left out: {e['reason']} {e['count']}")
     for reason in out["degenerate"]:
         print(f"judgecp: warning: degenerate estimate: {reason} (judgecp gate fails it)", file=sys.stderr)
     return 0

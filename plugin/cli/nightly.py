@@ -111,6 +111,9 @@ def format_compare(out: dict[str, Any]) -> str:
     for run, names in (out.get("groups_only_in") or {}).items():
         if names:
             lines.append(f"  {out['group']} only in run {run.upper()} (not compared): {', '.join(names)}")
+    for run, section in (out.get("runs") or {}).items():
+        for e in section.get("excluded") or ():
+            lines.append(f"  left out of run {run.upper()}: {e['reason']} {e['count']}")
     return "\n".join(lines)
 
 

@@ -195,12 +195,14 @@ def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> lis
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel the splits not started and end the workers at once (leaving the pool's ``with`` block would
     otherwise wait for every queued split: 23 s for ``--jobs 2`` on the example)."""
-    pool.shutdown(wait=False, cancel_futures=True)
     terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
     if terminate is not None:
         terminate()
         return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):  # no public way before 3.14
+    # No public way before 3.14; taken before shutdown(), which forgets them.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
         process.terminate()
 
 

@@ -191,3 +191,5 @@ def test_every_result_validates_against_the_published_schema(study: StudyResult,
     del broken["methods"]
     with pytest.raises(jsonschema.ValidationError):
         validate(broken)
+    with pytest.raises(jsonschema.ValidationError):  # a digest is sha256:<64 hex digits>
+        validate({**json.loads(study.dumps()), "digest": "md5:0"})

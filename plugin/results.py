@@ -247,10 +247,10 @@ def load_result(obj: Any, source: str = "result", *, require_digest: bool = Fals
     schema = obj.get("schema")
     if schema is None:
         return StudyResult.from_json(obj, source, require_digest=require_digest)
-    if schema not in SCHEMAS:
+    if not isinstance(schema, str) or schema not in SCHEMAS:
         known = ", ".join(sorted(SCHEMAS))
         what = describe(obj)
-        raise InputError(f"{source}: " + (f"{what}, not" if what else f"schema {schema!r} is not")
+        raise InputError(f"{source}: " + (f"{what}, not" if what else f"schema {short_repr(schema)} is not")
                          + f" a judgecp result ({known})")
     return SCHEMAS[str(schema)].from_json(obj, source, require_digest=require_digest)
 

@@ -61,6 +61,8 @@ def metric_value(report: Mapping[str, Any], metric: Metric) -> float | None:
     if metric.always:
         try:
             count = metric.read(report)
+        except MetricError:
+            raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a count over a malformed list
             raise MetricError(f"metric {metric.name!r} cannot be read ({type(exc).__name__}: {exc})") from None
         return scalar(count, metric.name) or 0.0

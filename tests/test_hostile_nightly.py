@@ -2,7 +2,7 @@
 
 Silent wrong answers, tracebacks, data losses and messages found on compare, plan, select, estimate's
 two-file mode, apply --history, example, and gate and report on the nightly results; each test fails when
-its fix is reverted. The sweep itself is tests/hostile_sweep.py (261 cases): every fifth case runs here,
+its fix is reverted. The sweep itself is tests/hostile_sweep.py (264 cases): every fifth case runs here,
 all of them in the slow test. Property-based tests (hypothesis) mutate the result files (gate and report
 never raise anything but a one-line error) and the nightly inputs.
 """
@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -514,7 +515,7 @@ def test_the_sweep_every_fifth_case(w: Path) -> None:
 
 @pytest.mark.slow
 def test_the_whole_sweep(tmp_path: Path) -> None:
-    """All 261 cases on a fresh workspace (about 20 s on a quiet 2-core machine)."""
+    """All 264 cases on a fresh workspace (30 s on a busy 2-core machine, building the workspace included)."""
     outcomes = hostile_sweep.run_sweep(hostile_sweep.CASES, tmp_path)
     _assert_clean(outcomes)
     verdicts = {o.verdict for o in outcomes}
@@ -551,7 +552,7 @@ def _mutate(obj: Any, path: list[int], value: Any, how: str) -> None:
         node = node[key]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from(["cmp", "est", "plan", "sel", "b.apply", "a.apply"]), change=mutation(),
        recompute=st.booleans())
 def test_gate_and_report_never_raise_on_a_mutated_result(w: Path, name: str, change: tuple[list[Any], Any, str],
@@ -576,10 +577,10 @@ def test_gate_and_report_never_raise_on_a_mutated_result(w: Path, name: str, cha
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
             code = main(argv)
         assert code in (0, 1, 2), code
+        if not recompute and not unchanged:  # an edited file is refused, whatever was edited
+            assert code == 2, err.getvalue()
         if code == 2:
             assert len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
-            if not recompute and not unchanged:
-                assert "digest does not match" in err.getvalue()
     pytest.importorskip("matplotlib")
     try:
         runs = load_runs([path])
@@ -614,7 +615,7 @@ def hostile_run(draw: st.DrawFn) -> list[dict[str, Any]]:
     return rows
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=hostile_run(), command=st.sampled_from(["estimate", "compare", "select", "plan", "two-file", "apply"]))
 def test_the_nightly_commands_on_hostile_runs(w: Path, rows: list[dict[str, Any]], command: str) -> None:
     """A clean error of one line, or an answer: never an exception, never a changed input."""
@@ -634,7 +635,9 @@ def test_the_nightly_commands_on_hostile_runs(w: Path, rows: list[dict[str, Any]
             "two-file": ["estimate", "--labeled", str(path), "--unlabeled", str(w / "small.jsonl")],
             "apply": ["apply", str(w / "cal.json"), str(path), "-o", str(w / "out" / "hostile_sets.jsonl")]}[command]
     err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+    # As a user runs it: numpy's warning on a hostile number (an overflow) is one note line, not pytest's error
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("default")
         code = main(argv)
     assert path.read_bytes() == before
     assert code in (0, 1, 2)

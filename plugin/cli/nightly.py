@@ -301,9 +301,12 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     f_l, y_l, target = proxy_and_target(lab)
     f_u, _, _ = proxy_and_target(unl)
     excluded = lab.excluded.to_json() + unl.excluded.to_json()
-    common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded}
+    rows_read = (int(lab.n_read or lab.n), int(unl.n_read or unl.n))
+    # n: the rows read, as a one-file estimate's (gate reads it): the labels drawn by select are the run's own
+    common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded, "n": sum(rows_read)}
     pi = sampling_probabilities(lab)
     if pi is not None:
+        common["n"] = rows_read[1]
         from judgecp.active import active_mean
 
         check_drawn_from(args, item_ids(lab), item_ids(unl))

@@ -19,42 +19,106 @@ The Python API (docs/api.md):
 The core imports numpy, scipy, scikit-learn, pluggy and pyyaml only; torch
 is imported lazily by the one method that needs it (R2CCP). Harness
 integrations live in :mod:`judgecp.adapters` and are never imported from here.
+
+The names above are imported when first used (PEP 562): ``import judgecp``
+itself imports nothing heavy, so the ``judgecp`` command is inside its own
+Ctrl-C handling (exit 130, one line) before numpy and scipy load.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from judgecp.conformal import ConformalMethod, Prediction, conformal_quantile
-from judgecp.data import ChoiceData, Fields, PairData, ScoreData, from_records, from_table, load
-from judgecp.errors import InputError, MissingDependencyError, NotCalibratedError, NoUsableRecords
-from judgecp.estimators import (
-    ChoicePrediction,
-    ChoiceSets,
-    PromptReliability,
-    ScoreIntervals,
-    SelectiveJudge,
-    SelectivePrediction,
-)
-from judgecp.evaluation import evaluate
-from judgecp.exclusions import Exclusions
-from judgecp.protocol import Protocol, parse_settings
-from judgecp.records import SCHEMA, choice_record, pair_record, score_record
-from judgecp.scale import LikertScale
-from judgecp.simulate import (
-    simulate_likert_judge,
-    simulate_mcq_records,
-    simulate_pairwise_judge,
-    simulate_parc_records,
-)
+if TYPE_CHECKING:  # the names as the type checker sees them; at run time each is imported when first used
+    from judgecp.calibrators import Calibrator, calibrate
+    from judgecp.conformal import ConformalMethod, Prediction, conformal_quantile
+    from judgecp.data import ChoiceData, Fields, PairData, ScoreData, from_records, from_table, load
+    from judgecp.errors import (
+        InputError,
+        MissingDependencyError,
+        NotCalibratedError,
+        NoUsableRecords,
+    )
+    from judgecp.estimators import (
+        ChoicePrediction,
+        ChoiceSets,
+        PromptReliability,
+        ScoreIntervals,
+        SelectiveJudge,
+        SelectivePrediction,
+    )
+    from judgecp.evaluation import evaluate
+    from judgecp.exclusions import Exclusions
+    from judgecp.ppi import ppi_mean
+    from judgecp.protocol import Protocol, parse_settings
+    from judgecp.records import SCHEMA, choice_record, pair_record, score_record
+    from judgecp.scale import LikertScale
+    from judgecp.simulate import (
+        simulate_likert_judge,
+        simulate_mcq_records,
+        simulate_pairwise_judge,
+        simulate_parc_records,
+    )
 
-try:
-    __version__ = version("judgecp")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0+unknown"
+    __version__: str
+
+#: Where each public name lives (imported on first use: :func:`__getattr__`).
+_PUBLIC = {
+    "ConformalMethod": "judgecp.conformal", "Prediction": "judgecp.conformal", "conformal_quantile": "judgecp.conformal",
+    "ChoiceData": "judgecp.data", "Fields": "judgecp.data", "PairData": "judgecp.data", "ScoreData": "judgecp.data",
+    "from_records": "judgecp.data", "from_table": "judgecp.data", "load": "judgecp.data",
+    "InputError": "judgecp.errors", "MissingDependencyError": "judgecp.errors",
+    "NotCalibratedError": "judgecp.errors", "NoUsableRecords": "judgecp.errors",
+    "ChoicePrediction": "judgecp.estimators", "ChoiceSets": "judgecp.estimators",
+    "PromptReliability": "judgecp.estimators", "ScoreIntervals": "judgecp.estimators",
+    "SelectiveJudge": "judgecp.estimators", "SelectivePrediction": "judgecp.estimators",
+    "evaluate": "judgecp.evaluation", "Exclusions": "judgecp.exclusions",
+    "Protocol": "judgecp.protocol", "parse_settings": "judgecp.protocol",
+    "SCHEMA": "judgecp.records", "choice_record": "judgecp.records", "pair_record": "judgecp.records",
+    "score_record": "judgecp.records", "LikertScale": "judgecp.scale",
+    "simulate_likert_judge": "judgecp.simulate", "simulate_mcq_records": "judgecp.simulate",
+    "simulate_pairwise_judge": "judgecp.simulate", "simulate_parc_records": "judgecp.simulate",
+    # Saved calibrators and prediction-powered inference (docs/calibrators.md).
+    "Calibrator": "judgecp.calibrators", "calibrate": "judgecp.calibrators", "ppi_mean": "judgecp.ppi",
+}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("judgecp")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, or a submodule (``judgecp.calibrators``), imported on first use and kept."""
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    elif not name.startswith("__"):
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC, "__version__"})
+
 
 __all__ = [
     "SCHEMA",
+    "Calibrator",
     "ChoiceData",
     "ChoicePrediction",
     "ChoiceSets",
@@ -75,6 +139,7 @@ __all__ = [
     "SelectiveJudge",
     "SelectivePrediction",
     "__version__",
+    "calibrate",
     "choice_record",
     "conformal_quantile",
     "evaluate",
@@ -83,15 +148,10 @@ __all__ = [
     "load",
     "pair_record",
     "parse_settings",
+    "ppi_mean",
     "score_record",
     "simulate_likert_judge",
     "simulate_mcq_records",
     "simulate_pairwise_judge",
     "simulate_parc_records",
 ]
-
-# Saved calibrators and prediction-powered inference (docs/calibrators.md).
-from judgecp.calibrators import Calibrator, calibrate
-from judgecp.ppi import ppi_mean
-
-__all__ += ["Calibrator", "calibrate", "ppi_mean"]

@@ -287,7 +287,7 @@ def sampling_probabilities(data: Any) -> FloatArray | None:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         cell = np.asarray(data.fields["sampling_probability"])[i]
-        raise InputError(f"{data.source}: item {item_ids(data)[i]!r}: sampling_probability {cell!r} is not a "
+        raise InputError(f"{data.source}: item {str(item_ids(data)[i])!r}: sampling_probability {str(cell)!r} is not a "
                          f"probability in (0, 1] ({int(bad.sum())} such rows)")
     out: FloatArray = np.where(status == BLANK, np.nan, values)
     return out

@@ -40,10 +40,11 @@ def to_strict(obj: Any) -> Any:
 
 
 def dumps(report: Mapping[str, Any]) -> str:
-    """Strict JSON text (``allow_nan=False``), stable key order as built; a result with its ``schema``."""
-    from judgecp.results import Result
+    """Strict JSON text (``allow_nan=False``), stable key order as built; a result with its ``schema`` and
+    ``digest`` (:func:`judgecp.results.with_digest`)."""
+    from judgecp.results import Result, with_digest
 
-    obj = report.to_json() if isinstance(report, Result) else report
+    obj = with_digest(report) if isinstance(report, Result) else report
     return json.dumps(to_strict(obj), indent=2, allow_nan=False) + "\n"
 
 

@@ -59,13 +59,20 @@ def metric_value(report: Mapping[str, Any], metric: Metric) -> float | None:
     from judgecp.results import scalar
 
     if metric.always:
-        return float(metric.read(report) or 0)
+        try:
+            count = metric.read(report)
+        except MetricError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a count over a malformed list
+            raise MetricError(f"metric {metric.name!r} cannot be read ({type(exc).__name__}: {exc})") from None
+        return scalar(count, metric.name) or 0.0
     if "error" in report:
         return None
     try:
-        return scalar(metric.read(report), metric.name)
+        value = metric.read(report)
     except MetricError as exc:
         raise MetricError(f"metric {metric.name!r}: {exc}") from None
+    return scalar(value, metric.name)
 
 
 def read_metric(report: Mapping[str, Any], metric: Metric) -> float:

@@ -54,7 +54,8 @@ class ApplyParts:
     accept: NDArray[np.bool_] | None = None
     #: The fields added to each applied record, by its key (:meth:`judgecp.kinds.Kind.record_key`).
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The fields a record the calibrator could not use gets (``{"set": None}``), besides ``"applied": false``.
+    #: The fields a record the calibrator could not use gets besides ``"applied": false``: the kind's output
+    #: that claims nothing (the whole scale as the set, every option, abstain), so every input row has a line.
     unused: dict[str, Any] = field(default_factory=dict)
 
 
@@ -101,8 +102,9 @@ def annotate(raw: list[dict[str, Any]], applied: Applied) -> list[dict[str, Any]
     """Every input record (as read, in input order) with the calibrator's output added.
 
     A record judgecp used gets ``set`` (and ``interval``) or ``accept``; one it
-    could not use (excluded, counted in the summary) gets ``set`` / ``accept``
-    null and ``"applied": false``. Records are matched by the kind's key
+    could not use (excluded, counted in the summary) gets the output that claims
+    nothing (Likert: the whole scale as its set and interval; multiple choice:
+    every option; pairwise: abstain) and ``"applied": false``. Records are matched by the kind's key
     (``id``; pairs by ``pair_id`` and ``order``); a repeated id is applied once, at its first record.
     """
     done = dict(applied.parts.outputs)

@@ -51,8 +51,12 @@ def degenerate_reasons(block: Mapping[str, Any] | None) -> list[str]:
     lower, upper = ppi.get("lower"), ppi.get("upper")
     if lower is None or upper is None or not (math.isfinite(lower) and math.isfinite(upper)):
         reasons.append("the interval is undefined")
-    elif upper - lower <= 0:
+    elif upper < lower:
+        reasons.append(f"reversed interval [{lower:g}, {upper:g}] (its lower bound above its upper)")
+    elif upper == lower:
         reasons.append(f"zero-width interval [{lower:g}, {upper:g}]")
+    elif isinstance(mean := ppi.get("mean"), (int, float)) and not lower <= mean <= upper:
+        reasons.append(f"the estimate {mean:g} is outside its interval [{lower:g}, {upper:g}]")
     if labeled.get("se") is not None and labeled["se"] == 0:
         reasons.append("the labeled sample has no variance (every label equal)")
     ess = block.get("effective_sample_size")
@@ -89,6 +93,7 @@ class EstimateResult(Result):
 
     schema = "judgecp.estimate/1"
     description = "an estimate (judgecp estimate --json)"
+    command = "judgecp estimate --json"
 
     def metric_list(self) -> list[Metric]:
         return [Metric("n", _pick("n"), None, always=True), Metric("excluded", excluded_count, False, always=True),
@@ -107,6 +112,7 @@ class ApplyResult(Result):
 
     schema = "judgecp.apply/1"
     description = "an apply summary (judgecp apply --json)"
+    command = "judgecp apply --json"
 
     def metric_list(self) -> list[Metric]:
         from judgecp.scalars import calibrated_metrics
@@ -183,6 +189,7 @@ class CompareResult(Result):
 
     schema = "judgecp.compare/1"
     description = "a comparison (judgecp compare --json)"
+    command = "judgecp compare --json"
 
     def metric_list(self) -> list[Metric]:
         metrics = _difference_metrics((), "")
@@ -224,6 +231,7 @@ class PlanResult(Result):
 
     schema = "judgecp.plan/1"
     description = "a label plan (judgecp plan --json)"
+    command = "judgecp plan --json"
 
     def scalars(self) -> dict[str, float | None]:
         metrics = [Metric("half_width", _pick("half_width"), None)]
@@ -241,6 +249,7 @@ class SelectResult(Result):
 
     schema = "judgecp.select/1"
     description = "a selection summary (judgecp select --json)"
+    command = "judgecp select --json"
 
     def scalars(self) -> dict[str, float | None]:
         metrics = [Metric("n_items", _pick("n_items"), None), Metric("n_selected", _pick("n_selected"), None),

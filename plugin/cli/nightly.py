@@ -25,6 +25,7 @@ from judgecp.cli.compare import add_compare
 from judgecp.cli.flags import level, number, whole
 from judgecp.errors import InputError
 from judgecp.exclusions import left_out_lines
+from judgecp.results import short_repr
 from judgecp.kinds import calibration_kind
 from judgecp.plan import plan
 from judgecp.ppi import (
@@ -326,10 +327,14 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     f_l, y_l, target = proxy_and_target(lab)
     f_u, y_u, _ = proxy_and_target(unl)
     excluded = lab.excluded.to_json() + unl.excluded.to_json()
+    rows_read = (int(lab.n_read or lab.n), int(unl.n_read or unl.n))
+    # n: the rows read, as a one-file estimate's (gate reads it): the labels drawn by select are the run's own
     common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded, "cluster": args.cluster,
-              **label_hint(lab, unl)}
+              "n": sum(rows_read), **label_hint(lab, unl)}
     pi = sampling_probabilities(lab)
     if pi is not None:
+        common["n"] = rows_read[1]
+        check_drawn_from(args, item_ids(lab), item_ids(unl))
         rest = ~np.isin(item_ids(unl), item_ids(lab))  # the run's other items (the labeled file's are in it)
         # The run's other items keep the labels it already had: known before the draw, they count with pi = 1.
         y = np.concatenate([y_l, y_u[rest]])
@@ -359,6 +364,18 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     out.update(common, excluded=lab.excluded.to_json() + unl.excluded.to_json())
     out["estimand"] = estimand(out, target)
     return out
+
+
+def check_drawn_from(args: argparse.Namespace, labeled: Any, run: Any) -> None:
+    """Labels drawn by ``judgecp select`` (with their ``sampling_probability``) are weighted over the run they
+    were drawn from: every labeled item must be one of ``--unlabeled``'s, or the estimand would silently become
+    the mean over a run with those items added."""
+    foreign = ~np.isin(labeled, run)
+    if foreign.any():
+        first = str(labeled[int(np.flatnonzero(foreign)[0])])
+        raise InputError(f"--labeled {args.labeled}: {int(foreign.sum())} of its {labeled.size} items are not in "
+                         f"--unlabeled {args.unlabeled} (the first: {short_repr(first)}); labels drawn by `judgecp "
+                         "select` are weighted over the run they were drawn from: give that whole run as --unlabeled")
 
 
 def add_parser(sub: Any) -> None:

@@ -46,7 +46,9 @@ from judgecp.ensemble.records import EnsembleData, read_ensemble_records
 from judgecp.ensemble.selection import Procedure, select_by_fdr
 from judgecp.errors import InputError
 from judgecp.exclusions import Exclusions
+from judgecp.results import with_digest
 from judgecp.simulate import simulate_prompt_judge, simulated_records
+from judgecp.tables import check_readable
 
 FloatArray = NDArray[np.float64]
 METHODS = ("uniform", "bpe", "mixture")
@@ -241,8 +243,9 @@ def read_input_records(path: str | Path, fmt: str | None = "auto") -> tuple[list
     from judgecp.plugins import record_format, sniff_format
 
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"{path}: no such records file")
+    check_readable(path)  # a folder, a device: one line each
     name = sniff_format(path) if fmt in (None, "auto") else fmt
     if name in ("table", "records"):
         return path, Exclusions()
@@ -252,6 +255,9 @@ def read_input_records(path: str | Path, fmt: str | None = "auto") -> tuple[list
 
 def load_input(args: argparse.Namespace) -> EnsembleData:
     if args.example:
+        given = [flag for flag, value in (("--embeddings", args.embeddings), ("--prompt-set", args.prompt_set)) if value]
+        if given:  # the example has its own: a file given with it would be ignored
+            raise InputError(f"{' and '.join(given)} {'go' if len(given) > 1 else 'goes'} with a RECORDS file, not --example (it has its own)")
         sim = simulate_prompt_judge(2000, 20, 4, random_state=0)
         records, vectors = simulated_records(sim, labeled_fraction=0.8, random_state=0)
         return read_ensemble_records(records, embeddings=vectors)
@@ -311,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
         if data.exclusions:
             print(f"excluded: {data.exclusions.total} ({', '.join(data.exclusions.counts)})")
     if args.json:
-        text = json.dumps(report, indent=1)
+        text = json.dumps(with_digest(report), indent=1)  # strict JSON with its digest, as every result file
         if args.json == "-":
             print(text)
         else:

@@ -182,8 +182,9 @@ class ChoiceKind(Kind):
         labeled = data.labeled
         section = coverage_section(covered, labeled, cal.alpha, choice_coverage_check(cal, data, covered)) \
             if labeled.any() else None
+        # A row the calibrator could not use gets every option it knows: a set that covers.
         return ApplyParts(set_summary(choice.size, data.n), section, sets=sets,
-                          outputs=set_outputs(data.ids, sets), unused={"set": None})
+                          outputs=set_outputs(data.ids, sets), unused={"set": list(cal.options or []) or None})
 
 
 class ParcKind(ChoiceKind):

@@ -26,6 +26,7 @@ from judgecp.report import fmt as text_cell
 from judgecp.reports.figures import Missing, Plot
 from judgecp.reports.load import Run, load_runs, report_kinds
 from judgecp.reports.render import Document, Table, to_html, to_markdown, write_figures
+from judgecp.results import load_result
 
 
 @dataclass
@@ -189,6 +190,11 @@ def _nightly_section(doc: Document, runs: Sequence[Run]) -> list[Missing]:
                 "judgecp.apply/1": nightly.martingale_over_nights}
     missing: list[Missing] = []
     for run in runs:
+        untrusted = load_result(run.report, run.path).untrusted()
+        for why in dict.fromkeys(untrusted.values()):
+            names = [name for name, reason in untrusted.items() if reason == why]
+            doc.add("p", f"{run.name}: untrusted, and `judgecp gate` fails {len(names)} metric(s) of it "
+                    f"({', '.join(names[:4])}{' ...' if len(names) > 4 else ''}): {why}.")
         result = builders[run.report["schema"]](run.report)
         if isinstance(result, Plot):
             result = Plot(f"{result.id}_{len(doc.blocks)}", f"{result.title}: {run.name}", result.caption, result.figure)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.errors import InputError
-from judgecp.reports.load import infer_kind
+from judgecp.reports.load import infer_kind, verified
 
 #: lm-eval's samples and results file names: the task, then the run's date.
 SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[\w.:-]+)$")
@@ -40,12 +40,13 @@ HARNESS_SUFFIXES = (".jsonl", ".xlsx", ".tsv", ".csv")
 
 
 def is_report(path: Path) -> dict[str, Any] | None:
-    """The report in ``path`` if it is a judgecp report, else ``None``."""
+    """The report in ``path`` if it is a judgecp report (its digest checked: an edited one is an error), else
+    ``None``."""
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8 or JSON, nested too deep
         return None
-    return obj if isinstance(obj, dict) and infer_kind(obj) is not None else None
+    return verified(obj, path) if isinstance(obj, dict) and infer_kind(obj) is not None else None
 
 
 def harness_format(path: Path) -> str | None:

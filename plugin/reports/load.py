@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 from judgecp.calibrators.results import ApplyResult, EstimateResult
 from judgecp.errors import InputError
-from judgecp.results import StudyResult, describe
+from judgecp.results import StudyResult, describe, load_result, read_json_file
 
 
 def report_kinds() -> list[str]:
@@ -91,17 +90,16 @@ def infer_kind(report: dict[str, Any]) -> str | None:
 
 
 def read_report(path: Path) -> dict[str, Any]:
-    """A report file, checked: a JSON object that is a judgecp report (its ``kind`` filled in)."""
+    """A report file, checked: a JSON object that is a judgecp report (its ``kind`` filled in) whose digest
+    matches its content (:func:`verified`)."""
     if not path.is_file():
         raise InputError(f"{path}: no such file or folder")
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, an integer of 5000 digits, nested too deep
-        raise InputError(f"{path}: not a JSON report ({exc})") from exc
+    # not JSON, not UTF-8, an integer of 5000 digits, nested too deep; a JSON-lines file of judgecp's is named
+    report = read_json_file(path, "not a JSON report")
     if not isinstance(report, dict):
         raise InputError(f"{path}: not a judgecp report (a JSON object is expected)")
     if report.get("schema") in NIGHTLY_SCHEMAS and (report.get("history") or report["schema"] != "judgecp.apply/1"):
-        return report  # an apply summary is drawn for its history across nights; without one it has no figure
+        return verified(report, path)  # an apply summary is drawn for its history across nights; without one, nothing
     what = other_file(report)
     if what is not None:
         raise InputError(f"{path}: {what}, not a report; {TAKES}")
@@ -109,7 +107,14 @@ def read_report(path: Path) -> dict[str, Any]:
         if isinstance(report.get("kind"), str):
             raise InputError(f"{path}: a {report['kind']} report; judgecp report draws {', '.join(report_kinds())} reports")
         raise InputError(f"{path}: not a judgecp evaluate report (no kind, methods or controllers)")
-    return report
+    return verified(report, path)
+
+
+def verified(report: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The report of a file, its digest checked and every metric read (an edited, undigested or malformed
+    result is one line), as plain JSON values."""
+    result: dict[str, Any] = load_result(report, str(path), require_digest=True).to_json()
+    return result
 
 
 def load_runs(paths: Sequence[str | Path], names: Sequence[str] | None = None,

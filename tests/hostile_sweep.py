@@ -251,8 +251,8 @@ def build_workspace(w: Path) -> None:
         "plan_curve_negative": ("plan", lambda o: o["curve"].update(labels=[-1.0] * len(o["curve"]["labels"])), True),
         "sel_edited": ("sel", bump(("n_selected",), 5), False),
         "apply_edited": ("b.apply", setter(("drift", "drift"), False), False),
-        "apply_capital_text": ("b.apply", setter(("history", "capital_by_night"), "abc"), True),
-        "apply_capital_nan": ("b.apply", setter(("history", "capital_by_night"), [None, -1]), True),
+        "apply_capital_text": ("b.apply", setter(("history", "evidence_by_night"), "abc"), True),
+        "apply_capital_nan": ("b.apply", setter(("history", "evidence_by_night"), [None, -1]), True),
         "eval_edited": ("eval", lambda o: o["methods"]["naive"]["labels"].update(coverage=0.99), False),
         "eval_no_methods": ("eval", lambda o: o.pop("methods"), True),
     }

@@ -64,7 +64,7 @@ def test_report_draws_the_nightly_results_beside_the_studies(tmp_path, capsys) -
     for rows in (np.arange(300, 600), np.arange(600, 900)):
         summary = apply(cal, night.take(rows), history=tmp_path / "h.jsonl").summary
     (tmp_path / "apply.json").write_text(ApplyResult(summary).dumps())
-    assert len(json.loads((tmp_path / "apply.json").read_text())["history"]["capital_by_night"]) == 2
+    assert len(json.loads((tmp_path / "apply.json").read_text())["history"]["evidence_by_night"]) == 2
     plot = martingale_over_nights(history)
     assert isinstance(plot, Plot) and list(plot.figure.axes[0].get_lines()[0].get_ydata()) == capital
     assert isinstance(martingale_over_nights({"history": None}), Missing)

@@ -48,9 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from judgecp.adapters.vlmeval.predictions import read_predictions
-from judgecp.adapters.vlmeval.runtime import PROMPTS, mark_mcq
-from judgecp.adapters.vlmeval.specs import DATASET_TYPE, ENSEMBLE_PREFIX
+from judgecp.adapters.vlmeval.specs import ENSEMBLE_PREFIX
 from judgecp.adapters.vlmeval.summary import primary_keys, with_overall
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
@@ -69,6 +67,7 @@ from judgecp.kinds.ensemble.study import (
 )
 from judgecp.kinds.metrics import flatten
 from judgecp.workflows.headline import report_headline
+from judgecp.workflows.results import with_digest
 
 DATASET_PREFIX = ENSEMBLE_PREFIX
 KIND = "ensemble"
@@ -259,6 +258,7 @@ def evaluate_file(
     sidecars: Sequence[str | Path] | None = None, records_out: str | Path | None = None,
 ) -> dict[str, float]:
     """The ensemble study of a prediction file (module docstring); returns the headline."""
+    from judgecp.adapters.vlmeval.predictions import read_predictions
 
     s = settings_from(settings or {})
     table = read_predictions(prediction_file, dataset=dataset, sidecars=sidecars)
@@ -267,7 +267,7 @@ def evaluate_file(
         atomic_write_text(records_out, "".join(json.dumps(r) + "\n" for r in records))
     report = study_report(records, s, excluded=table.excluded)
     report["vlmeval"] = table.summary()
-    atomic_write_text(metric_path(prediction_file), json.dumps(report, indent=1) + "\n")
+    atomic_write_text(metric_path(prediction_file), json.dumps(with_digest(report), indent=1) + "\n")
     # the kind's headline (<method>|<score>, n_items, n_prompts) and its primary metrics again
     # as |overall keys (bpe|accuracy|overall, bpe|nll|overall) for VLMEvalKit's summary
     return flatten(with_overall(report_headline(report), KIND))
@@ -284,6 +284,9 @@ def dataset_class() -> type:
         return _CLASS[0]
     from vlmeval.dataset.image_base import ImageBaseDataset
     from vlmeval.smp import LMUDataRoot, load, toliststr
+
+    from judgecp.adapters.vlmeval.runtime import PROMPTS, mark_mcq
+    from judgecp.adapters.vlmeval.specs import DATASET_TYPE
 
     class ImagePrefEnsembleCP(ImageBaseDataset):  # type: ignore[misc]
         """Every item under every prompt of a prompt set; the prompt-ensemble study in ``evaluate()``."""

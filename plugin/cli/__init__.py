@@ -78,10 +78,30 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+#: Characters of a path an error line shows (a 3 MB item id in a file name is cut, its length said).
+PATH_SHOWN = 240
+
+
 def _os_error_line(exc: OSError) -> str:
-    where = ": ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    where = ": ".join(_clip_path(str(f)) for f in (exc.filename, exc.filename2) if f is not None)
     what = exc.strerror or type(exc).__name__
     return f"{where}: {what}" if where else f"{what} ({exc})"
+
+
+#: Characters of an error message shown (a message that quotes a huge cell is cut in the middle).
+MESSAGE_SHOWN = 4000
+
+
+def _clip_message(text: str) -> str:
+    if len(text) <= MESSAGE_SHOWN:
+        return text
+    return f"{text[: MESSAGE_SHOWN - 600]} ... {text[-400:]} (a message of {len(text)} characters, cut)"
+
+
+def _clip_path(text: str) -> str:
+    if len(text) <= PATH_SHOWN:
+        return text
+    return f"{text[: PATH_SHOWN // 2]}...{text[-PATH_SHOWN // 4:]} (a path of {len(text)} characters)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -146,8 +166,14 @@ def summarised_warnings() -> Iterator[None]:
                 print(f"judgecp: note: {origin} warned{times}: {category}: {text}", file=sys.stderr)
 
 
+#: How many :func:`main` calls are running (the console script's early signal handler leaves SIGINT to them).
+running = 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    global running
     argv = list(sys.argv[1:] if argv is None else argv)
+    running += 1
     try:
         with _sigterm_raises():
             args = build_parser().parse_args(argv)
@@ -156,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with summarised_warnings(), pinned(), progress_lines(args):
                 return int(args.func(args))
     except (InputError, MissingDependencyError) as exc:
-        print(f"judgecp: error: {exc}", file=sys.stderr)
+        print(f"judgecp: error: {_clip_message(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         print("judgecp: interrupted", file=sys.stderr)
@@ -164,6 +190,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # the last resort: the checks before work should have said it already
         print(f"judgecp: error: {_os_error_line(exc)}", file=sys.stderr)
         return 2
+    except MemoryError:  # an input too large for the memory this process may use (a limit, a huge file)
+        print("judgecp: error: out of memory: the input is too large for the memory this process may use "
+              "(a memory limit, or a file far larger than it looks)", file=sys.stderr)
+        return 2
+    finally:
+        running -= 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,9 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.base.errors import InputError
+from judgecp.base.exclusions import left_out_lines
 from judgecp.base.flags import level, whole
 from judgecp.cli.evaluate import LABEL_SCALE_HELP
 from judgecp.workflows.nightly.history import DEFAULT_HORIZON
+
+#: ``--cluster``'s help (estimate, compare, plan, select).
+CLUSTER_HELP = ("a field whose equal values are one cluster (the answers to one prompt, the turns of one "
+                "conversation): cluster-robust intervals (labels of a cluster are not independent)")
 
 
 def _input_flags(p: argparse.ArgumentParser) -> None:
@@ -143,7 +148,9 @@ def run_apply(args: argparse.Namespace) -> int:
     from judgecp.data.tables import write_records
     from judgecp.workflows.calibrators import Calibrator, annotate, apply
 
-    check_output(args, {"--output": args.output, "--json": args.json})
+    # --history is read and appended to: checked as an output (writable; not another output's file)
+    check_output(args, {"--history": args.history, "--output": args.output, "--json": args.json},
+                 appended=("history",))
     cal = Calibrator.load(args.calibrator)
     if args.label_scale is None and cal.extra.get("label_scale"):  # the calibration labels' scale, by default
         args.label_scale = ":".join(repr(float(v)) for v in cal.extra["label_scale"])
@@ -157,7 +164,7 @@ def run_apply(args: argparse.Namespace) -> int:
             from judgecp.data.judge import name_judge_in_records
 
             name_judge_in_records(raw, args.judge)
-        write_records(args.output, applied.records() if raw is None else annotate(raw, applied))
+        write_records(args.output, table_records(args, applied) if raw is None else annotate(raw, applied))
     from judgecp.workflows.results import ApplyResult
 
     _write_json(args.json, ApplyResult(summary))
@@ -168,6 +175,43 @@ def run_apply(args: argparse.Namespace) -> int:
               f"{history['duplicate_of']} (same digest); not added again", file=sys.stderr)
     print(format_summary(summary))
     return 1 if args.strict and summary["warnings"] and any(w["kind"] != "compatibility" for w in summary["warnings"]) else 0
+
+
+def table_records(args: argparse.Namespace, applied: Any) -> list[dict[str, Any]]:
+    """A table's rows as applied records, one per row in the table's order: a row judgecp used is its record
+    with ``set`` (``interval``) or ``accept``; a row it left out (no usable score logprobs, a label off the scale,
+    ..., counted in the summary) is a record of its id with the output that claims nothing (the whole scale,
+    every option, abstain) and ``"applied": false``, so a join by id downstream loses no item."""
+    from judgecp.base.records import SCHEMA
+    from judgecp.data.pair import ORDERS_FWD, ORDERS_REV
+    from judgecp.data.tables import read_table
+    from judgecp.kinds import get_kind
+
+    kind = get_kind(applied.data.kind)
+    records: list[dict[str, Any]] = applied.records()
+    by_key = {kind.calibration.record_key(r): r for r in records}
+    table = read_table(args.input)
+    id_col = (getattr(applied.data, "columns", None) or {}).get("id") or ("id" if "id" in table.columns else None)
+    shape = (records[0].get("shape") if records else None) or kind.reader.record_shape or None
+    out: list[dict[str, Any]] = []
+    matched = 0
+    for i in range(table.n_rows):
+        row = table.row(i)
+        cell = row.get(id_col) if id_col else None
+        rid = str(cell).strip() if cell is not None and str(cell).strip() else str(i)
+        key: dict[str, Any] = {"id": rid}
+        if "pair_id" in row:
+            order = str(row.get("order") or "fwd").strip().lower()
+            key.update(pair_id=row["pair_id"], order="rev" if order in ORDERS_REV else
+                       "fwd" if order in ORDERS_FWD else order)
+        found = by_key.pop(kind.calibration.record_key(key), None)
+        matched += found is not None
+        out.append(found if found is not None else
+                   {"schema": SCHEMA, "shape": shape, **key, **applied.parts.unused, "applied": False})
+    if not matched:  # the table's rows cannot be told apart by the records' keys (a kind of a plugin's): as read
+        return records
+    out += by_key.values()  # never lose an applied item (a key the table spells otherwise)
+    return out
 
 
 def raw_records(args: argparse.Namespace) -> list[dict[str, Any]] | None:
@@ -274,6 +318,7 @@ def add_estimate(sub: Any) -> None:
                    help="the judge's own proxy, or one cross-fitted on the labeled items with the row features and "
                    "groups (auto: cross-fitted with --features and 100 labels)")
     p.add_argument("--features", metavar="GLOB", help="extra numeric columns for the cross-fitted proxy")
+    p.add_argument("--cluster", metavar="FIELD", help=CLUSTER_HELP)
     _input_flags(p)
     p.set_defaults(func=run_estimate)
 
@@ -287,7 +332,7 @@ def run_estimate(args: argparse.Namespace) -> int:
         raise InputError("give INPUT (labeled and unlabeled records together) or --labeled and --unlabeled")
     if args.input:
         out = estimate(read_data(args, require_label=False), alpha=args.alpha, groups=args.group,
-                       stratify=args.stratify, proxy=args.proxy)
+                       stratify=args.stratify, proxy=args.proxy, cluster=args.cluster)
     else:
         if not (args.labeled and args.unlabeled):
             raise InputError("--labeled and --unlabeled go together")
@@ -310,8 +355,13 @@ def run_estimate(args: argparse.Namespace) -> int:
     strata = out.get("stratification") or {}
     if strata.get("stratified") and "strata" in strata:
         print(f"  stratified by {out['groups']} ({len(strata['strata'])} strata)")
+    if out.get("clusters"):
+        print(f"  cluster-robust: {out['clusters']['n']} clusters of {out['cluster']} "
+              f"({out['clusters']['labeled']} with labels)")
     if out.get("estimand"):
         print(f"  estimand: {out['estimand']}")
+    for line in left_out_lines(out.get("excluded") or [], {"label_off_scale": out.get("label_hint") or ""}):
+        print(f"  {line}")
     for reason in out["degenerate"]:
         print(f"judgecp: warning: degenerate estimate: {reason} (judgecp gate fails it)", file=sys.stderr)
     return 0

@@ -121,7 +121,8 @@ class ApplyParts:
     accept: NDArray[np.bool_] | None = None
     #: The fields added to each applied record, by its key (:meth:`judgecp.kinds.kind.Calibration.record_key`).
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The fields a record the calibrator could not use gets (``{"set": None}``), besides ``"applied": false``.
+    #: The fields a record the calibrator could not use gets besides ``"applied": false``: the kind's output
+    #: that claims nothing (the whole scale as the set, every option, abstain), so every input row has a line.
     unused: dict[str, Any] = field(default_factory=dict)
 
 

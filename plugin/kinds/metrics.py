@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judgecp.base.errors import InputError
+from judgecp.base.errors import InputError, short_repr
 
 #: Point metrics of the judge's own score (no stderr: they use every valid row).
 POINT_METRICS = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae")
@@ -53,7 +53,7 @@ def scalar(value: Any, name: str) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if not isinstance(value, (int, float)):
-        raise MetricError(f"metric {name!r} is not a number ({value!r})")
+        raise MetricError(f"metric {name!r} is not a number ({short_repr(value)})")
     number = float(value)
     return number if math.isfinite(number) else None
 
@@ -77,7 +77,13 @@ def metric_value(report: Mapping[str, Any], metric: Metric) -> float | None:
     from judgecp.kinds.metrics import scalar
 
     if metric.always:
-        return float(metric.read(report) or 0)
+        try:
+            count = metric.read(report)
+        except MetricError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a count over a malformed list
+            raise MetricError(f"metric {metric.name!r} cannot be read ({type(exc).__name__}: {exc})") from None
+        return scalar(count, metric.name) or 0.0
     if "error" in report:
         return None
     try:

@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.base.errors import InputError
-from judgecp.base.outputs import atomic_write_text
+from judgecp.base.textfiles import read_text
+from judgecp.data.tables import check_readable
+from judgecp.workflows.results import clip, describe_lines
 
 PARTS_FILE = "pairwise_image_prompts.json"
 PROMPT_SET_SCHEMA = "judgecp.prompt-set/1"
@@ -77,7 +79,7 @@ class JudgePrompt:
 def load_parts(path: str | Path | None = None) -> dict[str, Any]:
     """The persona/template/criteria lists (the shipped ones when ``path`` is None)."""
     if path is None:
-        text = resources.files("judgecp.data.ensemble").joinpath(f"data/{PARTS_FILE}").read_text("utf-8")
+        text = resources.files("judgecp.kinds.ensemble").joinpath(f"data/{PARTS_FILE}").read_text("utf-8")
     else:
         text = Path(path).read_text("utf-8")
     parts: dict[str, Any] = json.loads(text)
@@ -189,6 +191,7 @@ def build_prompt_set(
 
 def write_prompt_set(prompts: Sequence[JudgePrompt], path: str | Path) -> None:
     """Write a prompt set as ``{"schema": "judgecp.prompt-set/1", "prompts": [...]}``."""
+    from judgecp.base.outputs import atomic_write_text
 
     payload = {"schema": PROMPT_SET_SCHEMA, "prompts": [p.to_json() for p in prompts]}
     atomic_write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
@@ -196,10 +199,17 @@ def write_prompt_set(prompts: Sequence[JudgePrompt], path: str | Path) -> None:
 
 def read_prompt_set(path: str | Path) -> list[JudgePrompt]:
     """Read a prompt set written by :func:`write_prompt_set`."""
+    check_readable(path)
+    text = read_text(path, "a prompt set (a UTF-8 JSON file)")
     try:
-        payload = json.loads(Path(path).read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the prompt set ({exc})") from exc
+        payload = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        what = describe_lines(path)
+        if what is not None:
+            raise InputError(f"{path}: {what}, not a prompt set") from None
+        raise InputError(f"{path}: cannot read the prompt set ({type(exc).__name__}: {clip(str(exc))})") from None
+    if not isinstance(payload, dict):
+        raise InputError(f"{path}: not a prompt set (a JSON object with schema {PROMPT_SET_SCHEMA!r} is expected)")
     if payload.get("schema") != PROMPT_SET_SCHEMA:
         raise InputError(f"{path}: schema must be {PROMPT_SET_SCHEMA!r}, got {payload.get('schema')!r}")
     prompts = []

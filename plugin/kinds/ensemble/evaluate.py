@@ -39,16 +39,16 @@ from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
-from judgecp.base.outputs import atomic_write_text, atomic_writer
 from judgecp.data.ensemble.embeddings import read_embeddings
 from judgecp.data.ensemble.prompts import read_prompt_set
 from judgecp.data.ensemble.records import EnsembleData, read_ensemble_records
-from judgecp.data.formats import record_format, sniff_format
+from judgecp.data.tables import check_readable
 from judgecp.stats.ensemble.clustering import Membership
 from judgecp.stats.ensemble.estimator import PromptEnsemble, uniform_proba
 from judgecp.stats.ensemble.metrics import calibration_summary, error_coverage_curve, top_label
 from judgecp.stats.ensemble.selection import Procedure, select_by_fdr
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
+from judgecp.workflows.results import with_digest
 
 FloatArray = NDArray[np.float64]
 METHODS = ("uniform", "bpe", "mixture")
@@ -240,10 +240,12 @@ def read_input_records(path: str | Path, fmt: str | None = "auto") -> tuple[list
     ``fmt``: ``auto`` (recognise it), ``table``/``records`` (records JSONL) or a registered format name.
     Returns the records (or the path, for a records file) and what the format reader left out.
     """
+    from judgecp.data.formats import record_format, sniff_format
 
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"{path}: no such records file")
+    check_readable(path)  # a folder, a device: one line each
     name = sniff_format(path) if fmt in (None, "auto") else fmt
     if name in ("table", "records"):
         return path, Exclusions()
@@ -253,6 +255,9 @@ def read_input_records(path: str | Path, fmt: str | None = "auto") -> tuple[list
 
 def load_input(args: argparse.Namespace) -> EnsembleData:
     if args.example:
+        given = [flag for flag, value in (("--embeddings", args.embeddings), ("--prompt-set", args.prompt_set)) if value]
+        if given:  # the example has its own: a file given with it would be ignored
+            raise InputError(f"{' and '.join(given)} {'go' if len(given) > 1 else 'goes'} with a RECORDS file, not --example (it has its own)")
         sim = simulate_prompt_judge(2000, 20, 4, random_state=0)
         records, vectors = simulated_records(sim, labeled_fraction=0.8, random_state=0)
         return read_ensemble_records(records, embeddings=vectors)
@@ -301,6 +306,7 @@ def run(args: argparse.Namespace) -> int:
         procedure=args.procedure,
     )
     if args.predictions:
+        from judgecp.base.outputs import atomic_writer
 
         rows = predictions(data, report, args.alpha, args.procedure)
         with atomic_writer(args.predictions) as handle:
@@ -311,10 +317,11 @@ def run(args: argparse.Namespace) -> int:
         if data.exclusions:
             print(f"excluded: {data.exclusions.total} ({', '.join(data.exclusions.counts)})")
     if args.json:
-        text = json.dumps(report, indent=1)
+        text = json.dumps(with_digest(report), indent=1)  # strict JSON with its digest, as every result file
         if args.json == "-":
             print(text)
         else:
+            from judgecp.base.outputs import atomic_write_text
 
             atomic_write_text(args.json, text + "\n")
     return 0

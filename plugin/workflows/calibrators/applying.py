@@ -81,8 +81,9 @@ def annotate(raw: list[dict[str, Any]], applied: Applied) -> list[dict[str, Any]
     """Every input record (as read, in input order) with the calibrator's output added.
 
     A record judgecp used gets ``set`` (and ``interval``) or ``accept``; one it
-    could not use (excluded, counted in the summary) gets ``set`` / ``accept``
-    null and ``"applied": false``. Records are matched by the kind's key
+    could not use (excluded, counted in the summary) gets the output that claims
+    nothing (Likert: the whole scale as its set and interval; multiple choice:
+    every option; pairwise: abstain) and ``"applied": false``. Records are matched by the kind's key
     (``id``; pairs by ``pair_id`` and ``order``); a repeated id is applied once, at its first record.
     """
     done = dict(applied.parts.outputs)

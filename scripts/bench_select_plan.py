@@ -51,8 +51,9 @@ from judgecp import Fields, load
 from judgecp.stats.active import active_mean, error_model, probabilities, sampling_design
 from judgecp.stats.features import judge_probabilities, score_std
 from judgecp.stats.plan import plan, ppi_variance, proxy_check
-from judgecp.stats.ppi import ppi_mean, proxy_and_target, quantile
+from judgecp.stats.ppi import ppi_mean, quantile
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
+from judgecp.workflows.nightly.runs import proxy_and_target
 
 FloatArray = NDArray[np.float64]
 ALPHA = 0.1

@@ -55,9 +55,10 @@ import numpy as np
 from judgecp import Fields, load
 from judgecp.data import ScoreData
 from judgecp.stats.plan import plan, proxy_check
-from judgecp.stats.ppi import ppi_mean, proxy_and_target
+from judgecp.stats.ppi import ppi_mean
 from judgecp.stats.proxies import choose_strata
 from judgecp.workflows.nightly.compare import compare
+from judgecp.workflows.nightly.runs import proxy_and_target
 
 ALPHA = 0.1
 LEVELS = np.arange(1, 6, dtype=np.float64)
@@ -205,7 +206,7 @@ def overlap_llava(data_dir: Path, draws: int = 2000) -> dict[str, float]:
 
 def clusters(draws: int = 1000) -> dict[str, Any]:
     """``estimate`` and paired ``compare`` on clustered runs, iid against ``--cluster prompt``."""
-    from judgecp.stats.ppi import estimate
+    from judgecp.workflows.nightly.estimate import estimate
 
     est = {"iid": [0, 0.0], "cluster": [0, 0.0]}
     cmp = {"iid": [0, 0.0], "cluster": [0, 0.0]}
@@ -229,7 +230,7 @@ def clusters(draws: int = 1000) -> dict[str, Any]:
 def plan_clusters(pilots: int = 40, runs: int = 40, half_width: float = 0.1) -> dict[str, float]:
     """Plans from clustered pilots (40 prompts x 8 answers), with and without ``clusters``; each plan's label count,
     drawn as whole prompts, gives the mean half-width measured over ``runs`` runs."""
-    from judgecp.stats.ppi import estimate
+    from judgecp.workflows.nightly.estimate import estimate
 
     ratio: dict[str, list[float]] = {"iid": [], "cluster": []}
     for p in range(pilots):
@@ -284,7 +285,7 @@ def small(draws: int = 4000) -> dict[str, float]:
 
 def llava_estimate(data_dir: Path, draws: int = 2000) -> dict[str, float]:
     """300 random labels, the rest unlabeled: stratified (``estimate --group orig_dataset``) and plain PPI++."""
-    from judgecp.stats.ppi import estimate
+    from judgecp.workflows.nightly.estimate import estimate
 
     data = llava(data_dir)
     y = data.labels.copy()

@@ -19,8 +19,9 @@ from judgecp.cli import main
 from judgecp.kinds.reading import to_records
 from judgecp.stats.active import cross_validated, expected_df, expected_widths
 from judgecp.stats.plan import design_effects
-from judgecp.stats.ppi import estimate, ppi_mean
+from judgecp.stats.ppi import ppi_mean
 from judgecp.workflows.nightly.compare import compare
+from judgecp.workflows.nightly.estimate import estimate
 from tests.helpers import coverage_floor, measure_script
 
 ALPHA = 0.1

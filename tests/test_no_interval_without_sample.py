@@ -13,8 +13,9 @@ import pytest
 
 from judgecp.base.errors import InputError
 from judgecp.cli import main
-from judgecp.stats.ppi import estimate, ppi_mean
+from judgecp.stats.ppi import ppi_mean
 from judgecp.synthetic.judges import simulate_likert_judge
+from judgecp.workflows.nightly.estimate import estimate
 from tests.helpers import measure_script
 
 ALPHA = 0.1

@@ -13,15 +13,12 @@ import pytest
 from judgecp import Fields, load
 from judgecp.base.errors import InputError
 from judgecp.cli import main
-from judgecp.stats.active import (
-    active_mean,
-    probabilities,
-    sampling_design,
-    select,
-)
+from judgecp.stats.active import active_mean, probabilities, sampling_design
 from judgecp.stats.plan import plan, ppi_variance, proxy_check
-from judgecp.stats.ppi import ppi_mean, proxy_and_target, quantile
+from judgecp.stats.ppi import ppi_mean, quantile
 from judgecp.synthetic.judges import simulate_likert_judge
+from judgecp.workflows.nightly.runs import proxy_and_target
+from judgecp.workflows.nightly.select import select
 from tests.helpers import shared_file, write_likert_csv
 
 ALPHA = 0.1

@@ -9,8 +9,10 @@ from scipy.stats import t as student_t
 
 from judgecp import Fields, load
 from judgecp.base.errors import InputError
-from judgecp.stats.ppi import estimate, ppi_mean, proxy_and_target
+from judgecp.stats.ppi import ppi_mean
 from judgecp.synthetic.judges import simulate_pairwise_judge
+from judgecp.workflows.nightly.estimate import estimate
+from judgecp.workflows.nightly.runs import proxy_and_target
 from tests.helpers import shared_file
 
 ALPHA = 0.1

@@ -13,9 +13,11 @@ from judgecp import Fields, load
 from judgecp.base.errors import InputError
 from judgecp.cli import main
 from judgecp.data import ScoreData
-from judgecp.stats.ppi import estimate, ppi_mean, proxy_and_target
+from judgecp.stats.ppi import ppi_mean
 from judgecp.stats.proxies import choose_strata, crossfit_proxy
 from judgecp.synthetic.judges import simulate_likert_judge
+from judgecp.workflows.nightly.estimate import estimate
+from judgecp.workflows.nightly.runs import proxy_and_target
 from tests.helpers import shared_file, write_likert_csv
 
 ALPHA = 0.1

@@ -48,7 +48,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from judgecp.adapters.vlmeval.specs import ENSEMBLE_PREFIX
+from judgecp.adapters.vlmeval.predictions import read_predictions
+from judgecp.adapters.vlmeval.runtime import PROMPTS, mark_mcq
+from judgecp.adapters.vlmeval.specs import DATASET_TYPE, ENSEMBLE_PREFIX
 from judgecp.adapters.vlmeval.summary import primary_keys, with_overall
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
@@ -258,7 +260,6 @@ def evaluate_file(
     sidecars: Sequence[str | Path] | None = None, records_out: str | Path | None = None,
 ) -> dict[str, float]:
     """The ensemble study of a prediction file (module docstring); returns the headline."""
-    from judgecp.adapters.vlmeval.predictions import read_predictions
 
     s = settings_from(settings or {})
     table = read_predictions(prediction_file, dataset=dataset, sidecars=sidecars)
@@ -284,9 +285,6 @@ def dataset_class() -> type:
         return _CLASS[0]
     from vlmeval.dataset.image_base import ImageBaseDataset
     from vlmeval.smp import LMUDataRoot, load, toliststr
-
-    from judgecp.adapters.vlmeval.runtime import PROMPTS, mark_mcq
-    from judgecp.adapters.vlmeval.specs import DATASET_TYPE
 
     class ImagePrefEnsembleCP(ImageBaseDataset):  # type: ignore[misc]
         """Every item under every prompt of a prompt set; the prompt-ensemble study in ``evaluate()``."""

@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from judgecp.base.jsonio import to_strict
+
 #: The field that holds a file's digest.
 DIGEST_FIELD = "digest"
 
@@ -33,4 +35,17 @@ def content_digest(obj: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()
 
 
-__all__ = ["DIGEST_FIELD", "canonical_json", "content_digest"]
+def with_digest(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The strict JSON object of a result as its file holds it: ``schema`` first (when it has one), then
+    ``digest`` (:func:`content_digest` of the rest), then the body (a typed result's own :meth:`to_json`)."""
+    to_json = getattr(obj, "to_json", None)
+    body: dict[str, Any] = to_strict(to_json() if callable(to_json) else obj)
+    body.pop(DIGEST_FIELD, None)
+    head = {"schema": body.pop("schema")} if "schema" in body else {}
+    out = {**head, DIGEST_FIELD: ""}
+    out.update(body)
+    out[DIGEST_FIELD] = content_digest(out)
+    return out
+
+
+__all__ = ["DIGEST_FIELD", "canonical_json", "content_digest", "with_digest"]

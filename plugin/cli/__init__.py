@@ -37,6 +37,17 @@ from judgecp.base.errors import InputError, MissingDependencyError
 from judgecp.base.plugins import get_plugin_manager
 from judgecp.base.threads import pinned, runs_a_model
 from judgecp.base.version import __version__
+from judgecp.cli import (
+    bench_fitted,
+    calibrators,
+    commands,
+    estimate,
+    evaluate,
+    gate,
+    nightly,
+    parc_build,
+    report,
+)
 
 #: Exit statuses of an interrupted command (128 + the signal's number, as a shell reports them).
 EXIT_INTERRUPTED = 130
@@ -105,23 +116,23 @@ def _clip_path(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from judgecp.cli import commands, evaluate, report
-
     parser = Parser(
         prog="judgecp", description="How far can a model judge be trusted? Conformal reliability metrics for judges."
     )
     parser.add_argument("--version", action="version", version=f"judgecp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluate.add_parser(sub)
-    __import__("judgecp.cli.calibrators", fromlist=["add_parser"]).add_parser(sub)
-    __import__("judgecp.cli.nightly", fromlist=["add_parser"]).add_parser(sub)  # compare, plan, select
+    calibrators.add_parser(sub)  # calibrate, apply
+    gate.add_parser(sub)
+    estimate.add_parser(sub)
+    nightly.add_parser(sub)  # compare, plan, select
     commands.add_records(sub)
     commands.add_example(sub)
     commands.add_methods(sub)
     report.add_parser(sub)
     bench = commands.add_bench(sub)
-    __import__("judgecp.cli.bench_fitted", fromlist=["add_parser"]).add_parser(bench)  # judgecp bench fitted
-    __import__("judgecp.cli.parc_build", fromlist=["add_parser"]).add_parser(sub)  # judgecp parc build
+    bench_fitted.add_parser(bench)  # judgecp bench fitted
+    parc_build.add_parser(sub)  # judgecp parc build
     get_plugin_manager().hook.register_commands(commands=sub, benchmarks=bench)
     return parser
 

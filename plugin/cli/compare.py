@@ -13,9 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from judgecp.base.errors import InputError
-from judgecp.base.exclusions import left_out_lines
+from judgecp.base.exclusions import Exclusions, left_out_lines
 from judgecp.base.flags import level
+from judgecp.base.scale import LikertScale
 from judgecp.cli.calibrators import CLUSTER_HELP, _input_flags, _write_json, read_data
+from judgecp.cli.evaluate import check_output
+from judgecp.data import Fields
+from judgecp.data.formats import record_formats
+from judgecp.data.tables import table_from_rows
+from judgecp.kinds.reading import from_table
+from judgecp.workflows.nightly.compare import compare
+from judgecp.workflows.results import CompareResult, compare_degenerate
 
 
 def add_compare(sub: Any) -> None:
@@ -39,14 +47,11 @@ def add_compare(sub: Any) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from judgecp.cli.evaluate import check_output
-    from judgecp.workflows.nightly.compare import compare
 
     check_output(args, {"--json": args.json})
     a, b = read_run(args, args.a), read_run(args, args.b)
     out = compare(a, b, alpha=args.alpha, group=args.group, paired=args.paired, stratify=args.stratify,
                   cluster=args.cluster)
-    from judgecp.workflows.results import CompareResult, compare_degenerate
 
     out["degenerate"] = compare_degenerate(out)
     _write_json(args.json, CompareResult(out))
@@ -66,12 +71,6 @@ def read_run(args: argparse.Namespace, path: str) -> Any:
     if not folder.is_dir():
         args.input = path
         return read_data(args, require_label=False)
-    from judgecp.base.exclusions import Exclusions
-    from judgecp.base.scale import LikertScale
-    from judgecp.data import Fields
-    from judgecp.data.formats import record_formats
-    from judgecp.data.tables import table_from_rows
-    from judgecp.kinds.reading import from_table
 
     formats = record_formats()
     batches = []

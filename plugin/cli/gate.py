@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from judgecp.base.errors import InputError
+from judgecp.base.errors import InputError, did_you_mean
 from judgecp.workflows.results import load_result, read_json_file
 
 #: Metric names listed in an error before "... and N more".
@@ -92,7 +92,6 @@ def resolve(metric: str, values: Mapping[str, float | None], where: str, harness
             return found[0]
     names = list(values)
     shown = ", ".join(names[:SHOWN]) + (f" ... and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
-    from judgecp.base.errors import did_you_mean
 
     raise InputError(f"metric {metric!r} is not in {where}{did_you_mean(metric, names)}; it has: {shown or 'no metrics'}")
 

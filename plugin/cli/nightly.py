@@ -21,25 +21,22 @@ from numpy.typing import NDArray
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import left_out_lines
 from judgecp.base.flags import level, number, whole
-from judgecp.cli.calibrators import CLUSTER_HELP, _input_flags, _write_json, read_data
+from judgecp.cli.calibrators import CLUSTER_HELP, _input_flags, _write_json, raw_records, read_data
 from judgecp.cli.compare import add_compare
+from judgecp.cli.evaluate import check_output
+from judgecp.data.tables import read_table, write_records
 from judgecp.kinds import calibration_kind
-from judgecp.stats.active import active_mean, select
 from judgecp.stats.plan import plan
-from judgecp.stats.ppi import (
-    NO_PROXY,
+from judgecp.workflows.calibrators import Calibrator
+from judgecp.workflows.nightly.runs import (
     cluster_keys,
-    estimand,
     item_ids,
     label_hint,
-    no_proxy_labels,
     off_scale_note,
-    ppi_items,
     proxy_and_target,
-    sampling_probabilities,
 )
-from judgecp.workflows.calibrators import Calibrator
-from judgecp.workflows.results import short_repr
+from judgecp.workflows.nightly.select import select
+from judgecp.workflows.results import PlanResult, SelectResult
 
 # -- plan --------------------------------------------------------------------------------------
 
@@ -129,8 +126,6 @@ def is_calibrator(path: Path) -> bool:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from judgecp.cli.evaluate import check_output
-    from judgecp.workflows.results import PlanResult
 
     check_output(args, {"--json": args.json})
     if args.run and args.unlabeled is not None:
@@ -226,9 +221,6 @@ def mix_flag(text: str) -> float | None:
 
 
 def run_select(args: argparse.Namespace) -> int:
-    from judgecp.cli.evaluate import check_output
-    from judgecp.data.tables import write_records
-    from judgecp.workflows.results import SelectResult
 
     check_output(args, {"--output": args.output, "--json": args.json})
     if args.calibrator and args.pilot:
@@ -290,7 +282,6 @@ def format_select(summary: dict[str, Any], budget: float, label: str) -> str:
 def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float]) -> tuple[list[dict[str, Any]], str]:
     """The input's own rows (a table's cells, or its records) of the chosen items, each with ``sampling_probability``,
     and the field the annotators fill in (the input's label column; ``label`` when it has none)."""
-    from judgecp.cli.calibrators import raw_records
 
     raw = raw_records(args)
     columns = getattr(data, "columns", None) or {}
@@ -301,7 +292,6 @@ def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float])
             if key in chosen:
                 out.append({**rec, "label": rec.get("label"), "sampling_probability": chosen[key]})
         return out, "label"
-    from judgecp.data.tables import read_table
 
     table = read_table(args.input)
     label = columns.get("label") or args.label or "label"
@@ -313,69 +303,6 @@ def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float])
             row.setdefault(label, None)
             out.append({**row, "sampling_probability": chosen[key]})
     return out, label
-
-
-def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
-    """``judgecp estimate --labeled L --unlabeled U``: PPI++ of L's labels with U's proxies (U: the other items);
-    when L's items carry a ``sampling_probability`` (``judgecp select``), the active estimate over U's items."""
-    args.input = args.labeled
-    lab = read_data(args, require_label=False)
-    args.input = args.unlabeled
-    unl = read_data(args, require_label=False)
-    if lab.kind != unl.kind:
-        raise InputError(f"--labeled has {lab.kind} records, --unlabeled {unl.kind} records")
-    f_l, y_l, target = proxy_and_target(lab)
-    f_u, y_u, _ = proxy_and_target(unl)
-    excluded = lab.excluded.to_json() + unl.excluded.to_json()
-    rows_read = (int(lab.n_read or lab.n), int(unl.n_read or unl.n))
-    # n: the rows read, as a one-file estimate's (gate reads it): the labels drawn by select are the run's own
-    common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded, "cluster": args.cluster,
-              "n": sum(rows_read), **label_hint(lab, unl)}
-    pi = sampling_probabilities(lab)
-    if pi is not None:
-        common["n"] = rows_read[1]
-        check_drawn_from(args, item_ids(lab), item_ids(unl))
-        rest = ~np.isin(item_ids(unl), item_ids(lab))  # the run's other items (the labeled file's are in it)
-        # The run's other items keep the labels it already had: known before the draw, they count with pi = 1.
-        y = np.concatenate([y_l, y_u[rest]])
-        clusters = None
-        if args.cluster:
-            clusters = np.concatenate([cluster_keys(lab, args.cluster)[0], cluster_keys(unl, args.cluster)[0][rest]])
-        out: dict[str, Any] = active_mean(y, np.concatenate([f_l, f_u[rest]]),
-                                          np.concatenate([pi, np.full(int(rest.sum()), np.nan)]), alpha=args.alpha,
-                                          clusters=clusters)
-        out.update(common)
-        return out
-    args.input = args.labeled
-    lab = read_data(args, require_label=True)  # rows without a label are left out and counted, as before
-    f_l, y_l, _ = proxy_and_target(lab)
-    np_l, np_u = no_proxy_labels(lab), no_proxy_labels(unl)
-    y = np.concatenate([y_l, np.full(f_u.size, np.nan), np_l, np.full(np_u.size, np.nan)])
-    f = np.concatenate([f_l, f_u, np.full(np_l.size + np_u.size, np.nan)])
-    strata = keys = None
-    if args.group:
-        strata = np.concatenate([lab.field(args.group, "--group field").astype(str),
-                                 unl.field(args.group, "--group field").astype(str),
-                                 np.full(np_l.size + np_u.size, NO_PROXY)])
-    if args.cluster:
-        (kl, kl_np), (ku, ku_np) = cluster_keys(lab, args.cluster), cluster_keys(unl, args.cluster)
-        keys = np.concatenate([kl, ku, kl_np, ku_np])
-    out = ppi_items(y, f, alpha=args.alpha, strata=strata, keys=keys)
-    out.update(common, excluded=lab.excluded.to_json() + unl.excluded.to_json())
-    out["estimand"] = estimand(out, target)
-    return out
-
-
-def check_drawn_from(args: argparse.Namespace, labeled: Any, run: Any) -> None:
-    """Labels drawn by ``judgecp select`` (with their ``sampling_probability``) are weighted over the run they
-    were drawn from: every labeled item must be one of ``--unlabeled``'s, or the estimand would silently become
-    the mean over a run with those items added."""
-    foreign = ~np.isin(labeled, run)
-    if foreign.any():
-        first = str(labeled[int(np.flatnonzero(foreign)[0])])
-        raise InputError(f"--labeled {args.labeled}: {int(foreign.sum())} of its {labeled.size} items are not in "
-                         f"--unlabeled {args.unlabeled} (the first: {short_repr(first)}); labels drawn by `judgecp "
-                         "select` are weighted over the run they were drawn from: give that whole run as --unlabeled")
 
 
 def add_parser(sub: Any) -> None:

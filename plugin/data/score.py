@@ -75,7 +75,7 @@ class ScoreData(Rows):
     columns: dict[str, Any] = field(default_factory=dict)
     kind: Literal["likert"] = "likert"
     #: Rows left out only for want of a judge proxy (no score logprobs): their labels, NaN where unlabeled.
-    #: Not in the arrays above; PPI keeps them as their own stratum (:func:`judgecp.stats.ppi.estimate`).
+    #: Not in the arrays above; PPI keeps them as their own stratum (:func:`judgecp.workflows.nightly.estimate.estimate`).
     no_proxy_labels: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     #: The scale the labels were given on, when not the judge's (``labels`` are mapped onto ``scale``).
     label_scale: LabelScale | None = None

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgecp.base.errors import InputError, unknown
+from judgecp.base.errors import InputError
 from judgecp.stats import proxies
 from judgecp.stats.conformal import check_alpha
 from judgecp.stats.ppi_design import (
@@ -64,9 +64,8 @@ from judgecp.stats.ppi_design import (
 
 FloatArray = NDArray[np.float64]
 #: What other modules import from here (the interval helpers live in :mod:`judgecp.stats.ppi_design`).
-__all__ = ["CONVENTIONS", "NO_PROXY", "MeanEstimate", "cluster_keys", "estimand", "estimate", "item_ids",
-           "label_hint", "no_proxy_ids", "no_proxy_labels", "normal_interval", "off_scale_note", "ppi_items",
-           "ppi_mean", "proxy_and_target", "quantile", "sampling_probabilities", "stratification"]
+__all__ = ["CONVENTIONS", "NO_PROXY", "MeanEstimate", "estimand", "normal_interval", "ppi_items", "ppi_mean",
+           "quantile", "stratification"]
 
 
 def ppi_items(y: ArrayLike, f: ArrayLike, *, alpha: float = 0.1, strata: ArrayLike | None = None,
@@ -201,98 +200,6 @@ def estimand(out: dict[str, Any], target: str) -> str:
             "interval covers the proxied items only)")
 
 
-def label_hint(*datas: Any) -> dict[str, str]:
-    """``{"label_hint": ...}`` when labels were left out off the judge's scale and look like another scale."""
-    for data in datas:
-        hint = getattr(getattr(data, "excluded", None), "notes", {}).get("label_off_scale")
-        if hint:
-            return {"label_hint": hint}
-    return {}
-
-
-def off_scale_note(data: Any) -> str:
-    """`` (left out: label_off_scale 148; labels look like 0..1: --label-scale 0:1?)`` for an error about too few
-    labels, when labels were left out off the judge's scale; else nothing."""
-    excluded = getattr(data, "excluded", None)
-    count = excluded.counts.get("label_off_scale", 0) if excluded is not None else 0
-    if not count or excluded is None:
-        return ""
-    hint = excluded.notes.get("label_off_scale")
-    return f" (left out: label_off_scale {count}" + (f"; {hint})" if hint else ")")
-
-
-def proxy_and_target(data: Any) -> tuple[FloatArray, FloatArray, str]:
-    """The judge's proxy of every item, the human target (NaN where unlabeled), and the target's name: the
-    data's kind says what they are (:meth:`judgecp.kinds.Kind.proxy_and_target`)."""
-    from judgecp.kinds import calibration_kind
-
-    kind = calibration_kind(data.kind)
-    f, y = kind.calibration.proxy_and_target(data)
-    return np.asarray(f, dtype=np.float64), np.asarray(y, dtype=np.float64), kind.calibration.ppi_target
-
-
-def item_ids(data: Any) -> NDArray[np.str_]:
-    """The ids items are matched by: a pair's ``pair_id``, any other item's ``id``."""
-    out: NDArray[np.str_] = np.asarray(getattr(data, "pair_ids", None) if hasattr(data, "pair_ids") else data.ids).astype(str)
-    return out
-
-
-def no_proxy_labels(data: Any) -> FloatArray:
-    """Likert: the labels (NaN where unlabeled) of rows left out for want of score logprobs; other kinds: none."""
-    out: FloatArray = np.asarray(getattr(data, "no_proxy_labels", np.zeros(0)), dtype=np.float64)
-    return out
-
-
-def no_proxy_ids(data: Any) -> NDArray[np.str_]:
-    """The ids of the rows without a proxy (:func:`no_proxy_labels`); made up, never matching, where not read."""
-    n = no_proxy_labels(data).size
-    ids = getattr(data, "no_proxy_ids", None)
-    if ids is not None and np.asarray(ids).size == n:
-        return np.asarray(ids).astype(str)
-    return np.asarray([f"\x00no-proxy-{i}" for i in range(n)]).astype(str)
-
-
-def cluster_keys(data: Any, column: str) -> tuple[NDArray[np.str_], NDArray[np.str_]]:
-    """``--cluster COLUMN``: the cluster of every item with a proxy, and of every item without one (each its own
-    cluster where the reader kept no fields for them). A blank cell is an error naming the item."""
-    if column not in data.fields:
-        raise unknown("--cluster field", column, data.fields)
-    keys = np.asarray(data.fields[column]).astype(str)
-    blank = np.flatnonzero(np.char.strip(keys) == "")
-    if blank.size:
-        raise InputError(f"{data.source}: --cluster {column}: {blank.size} items have no value (item "
-                         f"{str(item_ids(data)[blank[0]])!r} first); every item needs its cluster")
-    n_np = no_proxy_labels(data).size
-    fields = getattr(data, "no_proxy_fields", None) or {}
-    if n_np and column in fields:
-        np_keys = np.asarray(fields[column]).astype(str)
-        np_keys = np.where(np.char.strip(np_keys) == "", np.char.add("\x00no-proxy-", no_proxy_ids(data)), np_keys)
-    else:
-        np_keys = np.char.add("\x00no-proxy-", no_proxy_ids(data)) if n_np else np.zeros(0, str)
-    return keys, np.asarray(np_keys).astype(str)
-
-
-def sampling_probabilities(data: Any) -> FloatArray | None:
-    """The ``sampling_probability`` field of actively selected items (``judgecp select``), NaN where blank.
-
-    A cell that is not a probability in (0, 1] is an error naming its row.
-    """
-    if "sampling_probability" not in data.fields:
-        return None
-    from judgecp.data.fields import BLANK, numbers
-
-    values, status = numbers(list(np.asarray(data.fields["sampling_probability"]).astype(str)))
-    with np.errstate(invalid="ignore"):
-        bad = (status != BLANK) & ~((values > 0) & (values <= 1))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        cell = np.asarray(data.fields["sampling_probability"])[i]
-        raise InputError(f"{data.source}: item {str(item_ids(data)[i])!r}: sampling_probability {str(cell)!r} is not a "
-                         f"probability in (0, 1] ({int(bad.sum())} such rows)")
-    out: FloatArray = np.where(status == BLANK, np.nan, values)
-    return out
-
-
 def stratification(col: NDArray[Any] | None, labeled: NDArray[np.bool_], stratify: str,
                    units: NDArray[Any] | None = None) -> tuple[NDArray[Any] | None, dict[str, Any]]:
     """The strata of every item under ``stratify`` (``auto``: :func:`judgecp.stats.proxies.choose_strata`, counting
@@ -304,66 +211,3 @@ def stratification(col: NDArray[Any] | None, labeled: NDArray[np.bool_], stratif
     if stratify == "no":
         return None, {"stratified": False, "reason": "--stratify no"}
     return proxies.choose_strata(col, labeled, units=units)
-
-
-def group_column(data: Any, groups: str | None) -> tuple[str | None, NDArray[np.str_] | None]:
-    """The field to stratify by (``groups``, else ``task`` when the records have several tasks) and its values."""
-    if groups is None and "task" in data.fields and np.unique(np.asarray(data.fields["task"])).size > 1:
-        groups = "task"
-    if groups is None:
-        return None, None
-    if groups not in data.fields:
-        raise unknown("--group field", groups, data.fields)
-    return groups, np.asarray(data.fields[groups]).astype(str)
-
-
-def estimate(data: Any, *, alpha: float = 0.1, groups: str | None = None, lam: float | None = None,
-             clip: bool = True, stratify: str = "auto", proxy: str = "auto", random_state: int = 0,
-             cluster: str | None = None) -> dict[str, Any]:
-    """PPI++ on one set of records: the labeled rows are the labeled sample, the unlabeled rows the rest.
-
-    ``data`` comes from :func:`judgecp.load` with ``require_label=False``.
-    ``groups`` names a field to stratify by (default: ``task`` when the
-    records have one); ``stratify`` is ``"auto"`` (stratify when the label
-    counts allow, :func:`judgecp.stats.proxies.choose_strata`), ``"yes"`` (every
-    group its own stratum) or ``"no"``. ``proxy`` is ``"judge"`` (the
-    judge's own proxy), ``"crossfit"`` (:func:`judgecp.stats.proxies.crossfit_proxy`)
-    or ``"auto"`` (cross-fitted when the records carry extra feature columns
-    and at least 100 labels, else the judge's). Rows with a label but no
-    proxy form their own stratum (module docstring). ``cluster`` names a
-    field whose equal values are one cluster (cluster-robust variances).
-    Labels with a ``sampling_probability`` (``judgecp select``) are estimated
-    by inverse-probability weighting (:func:`judgecp.stats.active.active_mean`).
-    """
-    if stratify not in ("auto", "yes", "no") or proxy not in ("auto", "judge", "crossfit"):
-        raise InputError(f"stratify is auto, yes or no (got {stratify!r}); proxy auto, judge or crossfit (got {proxy!r})")
-    f, y, target = proxy_and_target(data)
-    labeled = ~np.isnan(y)
-    if labeled.sum() < 2:
-        raise InputError(f"PPI needs labeled records: {int(labeled.sum())} of {data.n} have a label"
-                         f"{off_scale_note(data)}")
-    common = {"kind": data.kind, "target": target, "excluded": data.excluded.to_json(),
-              "n": int(data.n_read or data.n), "source": str(data.source), "cluster": cluster,
-              **label_hint(data)}
-    clusters = None if cluster is None else cluster_keys(data, cluster)
-    probabilities = sampling_probabilities(data)
-    if probabilities is not None:
-        from judgecp.stats.active import active_mean
-
-        res = active_mean(y, f, probabilities, alpha=alpha, clusters=None if clusters is None else clusters[0])
-        return {**res, **common, "groups": None}
-    groups, col = group_column(data, groups)
-    strata, strata_info = stratification(col, labeled, stratify, None if clusters is None else clusters[0])
-    extra = getattr(data, "extra_features", None) is not None
-    use_crossfit = proxy == "crossfit" or (proxy == "auto" and extra and labeled.sum() >= proxies.CROSSFIT_MIN_LABELS)
-    if use_crossfit:
-        f = proxies.crossfit_proxy(y, proxies.proxy_features(data, f, col), labeled, random_state=random_state,
-                                   clusters=None if clusters is None else clusters[0])
-    y_np = no_proxy_labels(data)
-    out = ppi_items(np.concatenate([y, y_np]), np.concatenate([f, np.full(y_np.size, np.nan)]), alpha=alpha,
-                    strata=None if strata is None else np.concatenate([strata, np.full(y_np.size, NO_PROXY)]),
-                    keys=None if clusters is None else np.concatenate(clusters), lam=lam, clip=clip)
-    out.update(common, groups=groups, stratification=strata_info,
-               proxy="cross-fitted (ridge, 10 folds)" if use_crossfit else "judge")
-    out["estimand"] = estimand(out, target)
-    return out

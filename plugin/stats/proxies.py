@@ -32,7 +32,6 @@ linear summary there, and stratification by task is what helps.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -130,22 +129,4 @@ def crossfit_proxy(y: FloatArray, features: FloatArray, labeled: NDArray[np.bool
         out[rows[test]] = model.predict(X[rows[test]])
         if others.size:
             out[others] += model.predict(X[others]) / folds
-    return out
-
-
-def proxy_features(data: Any, proxy: FloatArray, groups: NDArray[Any] | Sequence[Any] | None) -> FloatArray:
-    """The features a cross-fitted proxy is fitted on: the kind's own (:func:`_likert_features`), the group."""
-    from judgecp.data import ScoreData
-
-    cols = [_likert_features(data)] if isinstance(data, ScoreData) else [proxy[:, None]]
-    if groups is not None:
-        cols.append(one_hot(np.asarray(groups)))
-    return np.hstack(cols)
-
-
-def _likert_features(data: Any) -> FloatArray:
-    """Likert: the judge's clipped log-softmax, expected score, spread, then any extra feature columns."""
-    from judgecp.stats.features import model_features
-
-    out: FloatArray = model_features(data.X, data.scale)
     return out

@@ -34,9 +34,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.base.errors import InputError, MissingDependencyError, require
+from judgecp.base.errors import InputError, MissingDependencyError, clip, require
+from judgecp.base.outputs import atomic_writer
 from judgecp.base.textfiles import BINARY_MAGIC, not_text, text_lines
-from judgecp.workflows.results import clip
+from judgecp.data.ensemble.sources import read_hpdv2, read_mjbench
 
 FloatArray = NDArray[np.float64]
 Encoder = Callable[[Sequence[Any]], FloatArray]
@@ -123,7 +124,6 @@ def _npz_arrays(path: Path) -> tuple[NDArray[Any], FloatArray]:
 
 def write_embeddings(table: Mapping[str, Sequence[float] | FloatArray], path: str | Path) -> None:
     """Write item id -> vector as ``.npz`` or ``.jsonl`` (by the suffix)."""
-    from judgecp.base.outputs import atomic_writer
 
     path = Path(path)
     items = list(table)
@@ -211,7 +211,6 @@ def open_clip_encoder(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Embed a preference source's items with open_clip and write ``--out`` (.npz or .jsonl)."""
-    from judgecp.data.ensemble.sources import read_hpdv2, read_mjbench
 
     parser = argparse.ArgumentParser(
         prog="python -m judgecp.data.ensemble.embeddings",

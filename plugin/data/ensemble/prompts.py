@@ -32,10 +32,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from judgecp.base.errors import InputError
+from judgecp.base.errors import InputError, clip
+from judgecp.base.outputs import atomic_write_text
+from judgecp.base.schemas import describe_lines
 from judgecp.base.textfiles import read_text
 from judgecp.data.tables import check_readable
-from judgecp.workflows.results import clip, describe_lines
 
 PARTS_FILE = "pairwise_image_prompts.json"
 PROMPT_SET_SCHEMA = "judgecp.prompt-set/1"
@@ -191,7 +192,6 @@ def build_prompt_set(
 
 def write_prompt_set(prompts: Sequence[JudgePrompt], path: str | Path) -> None:
     """Write a prompt set as ``{"schema": "judgecp.prompt-set/1", "prompts": [...]}``."""
-    from judgecp.base.outputs import atomic_write_text
 
     payload = {"schema": PROMPT_SET_SCHEMA, "prompts": [p.to_json() for p in prompts]}
     atomic_write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")

@@ -37,18 +37,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.base.digest import with_digest
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
+from judgecp.base.outputs import atomic_write_text, atomic_writer
 from judgecp.data.ensemble.embeddings import read_embeddings
 from judgecp.data.ensemble.prompts import read_prompt_set
 from judgecp.data.ensemble.records import EnsembleData, read_ensemble_records
+from judgecp.data.formats import record_format, sniff_format
 from judgecp.data.tables import check_readable
 from judgecp.stats.ensemble.clustering import Membership
 from judgecp.stats.ensemble.estimator import PromptEnsemble, uniform_proba
 from judgecp.stats.ensemble.metrics import calibration_summary, error_coverage_curve, top_label
 from judgecp.stats.ensemble.selection import Procedure, select_by_fdr
 from judgecp.synthetic.judges import simulate_prompt_judge, simulated_records
-from judgecp.workflows.results import with_digest
 
 FloatArray = NDArray[np.float64]
 METHODS = ("uniform", "bpe", "mixture")
@@ -240,7 +242,6 @@ def read_input_records(path: str | Path, fmt: str | None = "auto") -> tuple[list
     ``fmt``: ``auto`` (recognise it), ``table``/``records`` (records JSONL) or a registered format name.
     Returns the records (or the path, for a records file) and what the format reader left out.
     """
-    from judgecp.data.formats import record_format, sniff_format
 
     path = Path(path)
     if not path.exists():
@@ -306,7 +307,6 @@ def run(args: argparse.Namespace) -> int:
         procedure=args.procedure,
     )
     if args.predictions:
-        from judgecp.base.outputs import atomic_writer
 
         rows = predictions(data, report, args.alpha, args.procedure)
         with atomic_writer(args.predictions) as handle:
@@ -321,7 +321,6 @@ def run(args: argparse.Namespace) -> int:
         if args.json == "-":
             print(text)
         else:
-            from judgecp.base.outputs import atomic_write_text
 
             atomic_write_text(args.json, text + "\n")
     return 0

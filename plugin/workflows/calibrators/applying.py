@@ -22,13 +22,12 @@ from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
 from judgecp.kinds import calibration_kind, get_kind
-from judgecp.kinds.calibration import ApplyParts
+from judgecp.kinds.calibration import ApplyParts, proxy_and_target
 from judgecp.kinds.reading import to_records
 from judgecp.stats.checks import (
     label_shift_test,
 )
 from judgecp.stats.drift import martingale_test
-from judgecp.stats.ppi import proxy_and_target
 from judgecp.workflows.calibrators.fileformat import SCHEMA, Calibrator
 from judgecp.workflows.calibrators.statistics import IDENTITY_FIELDS, _identity, drift_statistic
 from judgecp.workflows.calibrators.transport import calibrated_estimate, run_estimate

@@ -79,7 +79,7 @@ class Calibrator:
     source: str = ""
     version: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
-    #: The calibration items' human target and judge proxy (:func:`judgecp.stats.ppi.proxy_and_target`), for PPI++.
+    #: The calibration items' human target and judge proxy (:func:`judgecp.workflows.nightly.runs.proxy_and_target`), for PPI++.
     ppi_labels: NDArray[np.float64] | None = None
     ppi_proxy: NDArray[np.float64] | None = None
     #: The calibration items' conformity scores (the scores that set the threshold), where the method has a

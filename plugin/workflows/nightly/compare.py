@@ -1,6 +1,6 @@
 """Two runs judged by the same judge: the judge-corrected difference of means, B - A (``judgecp compare``).
 
-Each run has a judge proxy on every item (:func:`judgecp.stats.ppi.proxy_and_target`:
+Each run has a judge proxy on every item (:func:`judgecp.workflows.nightly.runs.proxy_and_target`:
 the expected score, the order-averaged P(A preferred), the predicted
 option's probability) and zero or more human labels; the target is the
 difference of the runs' mean human scores (win rates for pairwise judges,
@@ -49,18 +49,16 @@ from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError, unknown
 from judgecp.stats.conformal import check_alpha
-from judgecp.stats.ppi import (
-    NO_PROXY,
-    MeanEstimate,
+from judgecp.stats.ppi import NO_PROXY, MeanEstimate, stratification
+from judgecp.stats.ppi_design import Design, design, difference, estimable, summarize
+from judgecp.workflows.nightly.runs import (
     cluster_keys,
     item_ids,
     no_proxy_ids,
     no_proxy_labels,
     off_scale_note,
     proxy_and_target,
-    stratification,
 )
-from judgecp.stats.ppi_design import Design, design, difference, estimable, summarize
 
 FloatArray = NDArray[np.float64]
 INTERVALS = ("ppi", "labeled_only", "judge_only")
@@ -112,7 +110,7 @@ def default_group(a: Any, b: Any, group: str | None) -> str | None:
 
 def _run_design(run: Run, rows: NDArray[np.int64], keys: NDArray[np.int64], stratify: str,
                 name: str) -> tuple[Design, dict[str, Any], NDArray[np.int64]]:
-    """One run's PPI++ design on ``rows`` (stratified as :func:`judgecp.stats.ppi.estimate` is), its stratification, and
+    """One run's PPI++ design on ``rows`` (stratified as :func:`judgecp.workflows.nightly.estimate.estimate` is), its stratification, and
     the rows it keeps (items without a proxy need 2 labeled units)."""
     labeled = ~np.isnan(run.y[rows])
     if labeled.sum() < 2:
@@ -195,7 +193,7 @@ def compare(a: Any, b: Any, *, alpha: float = 0.1, group: str | None = None, pai
 
     ``paired`` is ``"auto"`` (paired when at least half of each run's items
     are shared), ``"yes"`` or ``"no"``; ``stratify`` as in
-    :func:`judgecp.stats.ppi.estimate`; ``cluster`` a field naming every item's
+    :func:`judgecp.workflows.nightly.estimate.estimate`; ``cluster`` a field naming every item's
     cluster (cluster-robust variances).
     """
     alpha = check_alpha(alpha)

@@ -46,6 +46,7 @@ from judgecp.base.exclusions import Exclusions
 from judgecp.base.textfiles import read_text
 from judgecp.data.choice import LETTERS, has_text
 from judgecp.data.datasources import from_the_hub
+from judgecp.data.tables import read_jsonl, read_table
 
 #: What to give instead of a hub id when the hub cannot be reached (the error says it).
 OFFLINE_ALTERNATIVE = ("without the hub, give a local source instead: a folder with a copy of the hub's parquet files "
@@ -297,7 +298,6 @@ def items_from_rows(
 
 
 def _rows_of_file(path: Path, excluded: Exclusions) -> list[dict[str, Any] | None]:
-    from judgecp.data.tables import read_jsonl, read_table
 
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):

@@ -6,9 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from judgecp.base.digest import DIGEST_FIELD, content_digest
+from judgecp.base.digest import DIGEST_FIELD, content_digest, with_digest
 from judgecp.base.errors import InputError, clip
-from judgecp.base.jsonio import to_strict
 from judgecp.kinds.metrics import MetricError
 
 
@@ -148,18 +147,6 @@ class Result(FrozenDict):
 
 
 # -- digests -----------------------------------------------------------------------------------
-
-
-def with_digest(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The strict JSON object of a result as its file holds it: ``schema`` first (when it has one), then
-    ``digest`` (:func:`judgecp.base.digest.content_digest` of the rest), then the body."""
-    body: dict[str, Any] = to_strict(result.to_json() if isinstance(result, Result) else result)
-    body.pop(DIGEST_FIELD, None)
-    head = {"schema": body.pop("schema")} if "schema" in body else {}
-    out = {**head, DIGEST_FIELD: ""}
-    out.update(body)
-    out[DIGEST_FIELD] = content_digest(out)
-    return out
 
 
 def check_digest(obj: Mapping[str, Any], source: str, *, required: bool, command: str) -> None:

@@ -213,9 +213,9 @@ def test_select_without_an_error_model_samples_uniformly_and_says_why() -> None:
     data = simulate_likert_judge(2000, seed=4)
     data.labels[150:] = np.nan  # a night with 150 labels
     res = select(data, 200)
-    pi = res["probability"][150:]
-    assert np.allclose(pi, 200 / 1850) and np.isnan(res["probability"][:150]).all()
-    s = res["summary"]
+    pi = res.probability[150:]
+    assert np.allclose(pi, 200 / 1850) and np.isnan(res.probability[:150]).all()
+    s = res.summary
     assert s["mix"] == 1.0 and s["error_model"] is None and s["expected_width"] is None
     assert "no error model" in s["why"] and "spread is not the size of its error" in s["why"]
     assert s["already_labeled"] == 150

@@ -9,25 +9,14 @@ import math
 import sys
 from typing import Any
 
-import numpy as np
-
-from judgecp.base.errors import InputError, short_repr
+from judgecp.base.errors import InputError
 from judgecp.base.exclusions import left_out_lines
 from judgecp.base.flags import level
 from judgecp.cli.calibrators import CLUSTER_HELP, _input_flags, _write_json, read_data
 from judgecp.cli.evaluate import check_output
-from judgecp.stats.active import active_mean
-from judgecp.stats.ppi import NO_PROXY, estimand, ppi_items
-from judgecp.workflows.nightly.estimate import estimate
-from judgecp.workflows.nightly.runs import (
-    cluster_keys,
-    item_ids,
-    label_hint,
-    no_proxy_labels,
-    proxy_and_target,
-    sampling_probabilities,
-)
-from judgecp.workflows.results import EstimateResult, with_degenerate
+from judgecp.workflows.nightly.estimate import estimate, estimate_drawn, estimate_split
+from judgecp.workflows.nightly.runs import sampling_probabilities
+from judgecp.workflows.results import EstimateResult
 
 # -- estimate ----------------------------------------------------------------------------------
 
@@ -70,8 +59,7 @@ def run_estimate(args: argparse.Namespace) -> int:
             raise InputError("--labeled and --unlabeled go together")
         out = estimate_two_files(args)
 
-    out = with_degenerate(out)
-    _write_json(args.json, EstimateResult(out))
+    _write_json(args.json, out)
     est = out["estimate"]
     print(f"{out['target']} ({out['kind']}), {out['n_labeled']} labeled + {out['n_unlabeled']} unlabeled items, "
           f"{1 - out['alpha']:.0%} intervals:")
@@ -96,7 +84,7 @@ def run_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
-def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
+def estimate_two_files(args: argparse.Namespace) -> EstimateResult:
     """``judgecp estimate --labeled L --unlabeled U``: PPI++ of L's labels with U's proxies (U: the other items);
     when L's items carry a ``sampling_probability`` (``judgecp select``), the active estimate over U's items."""
     args.input = args.labeled
@@ -105,58 +93,13 @@ def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
     unl = read_data(args, require_label=False)
     if lab.kind != unl.kind:
         raise InputError(f"--labeled has {lab.kind} records, --unlabeled {unl.kind} records")
-    f_l, y_l, target = proxy_and_target(lab)
-    f_u, y_u, _ = proxy_and_target(unl)
-    excluded = lab.excluded.to_json() + unl.excluded.to_json()
-    rows_read = (int(lab.n_read or lab.n), int(unl.n_read or unl.n))
-    # n: the rows read, as a one-file estimate's (gate reads it): the labels drawn by select are the run's own
-    common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded, "cluster": args.cluster,
-              "n": sum(rows_read), **label_hint(lab, unl)}
-    pi = sampling_probabilities(lab)
-    if pi is not None:
-        common["n"] = rows_read[1]
-        check_drawn_from(args, item_ids(lab), item_ids(unl))
-        rest = ~np.isin(item_ids(unl), item_ids(lab))  # the run's other items (the labeled file's are in it)
-        # The run's other items keep the labels it already had: known before the draw, they count with pi = 1.
-        y = np.concatenate([y_l, y_u[rest]])
-        clusters = None
-        if args.cluster:
-            clusters = np.concatenate([cluster_keys(lab, args.cluster)[0], cluster_keys(unl, args.cluster)[0][rest]])
-        out: dict[str, Any] = active_mean(y, np.concatenate([f_l, f_u[rest]]),
-                                          np.concatenate([pi, np.full(int(rest.sum()), np.nan)]), alpha=args.alpha,
-                                          clusters=clusters)
-        out.update(common)
-        return out
+    if sampling_probabilities(lab) is not None:
+        return estimate_drawn(lab, unl, alpha=args.alpha, groups=args.group, cluster=args.cluster,
+                              names=(f"--labeled {args.labeled}", f"--unlabeled {args.unlabeled}"))
+    rows_read = int(lab.n_read or lab.n) + int(unl.n_read or unl.n)
     args.input = args.labeled
     lab = read_data(args, require_label=True)  # rows without a label are left out and counted, as before
-    f_l, y_l, _ = proxy_and_target(lab)
-    np_l, np_u = no_proxy_labels(lab), no_proxy_labels(unl)
-    y = np.concatenate([y_l, np.full(f_u.size, np.nan), np_l, np.full(np_u.size, np.nan)])
-    f = np.concatenate([f_l, f_u, np.full(np_l.size + np_u.size, np.nan)])
-    strata = keys = None
-    if args.group:
-        strata = np.concatenate([lab.field(args.group, "--group field").astype(str),
-                                 unl.field(args.group, "--group field").astype(str),
-                                 np.full(np_l.size + np_u.size, NO_PROXY)])
-    if args.cluster:
-        (kl, kl_np), (ku, ku_np) = cluster_keys(lab, args.cluster), cluster_keys(unl, args.cluster)
-        keys = np.concatenate([kl, ku, kl_np, ku_np])
-    out = ppi_items(y, f, alpha=args.alpha, strata=strata, keys=keys)
-    out.update(common, excluded=lab.excluded.to_json() + unl.excluded.to_json())
-    out["estimand"] = estimand(out, target)
-    return out
-
-
-def check_drawn_from(args: argparse.Namespace, labeled: Any, run: Any) -> None:
-    """Labels drawn by ``judgecp select`` (with their ``sampling_probability``) are weighted over the run they
-    were drawn from: every labeled item must be one of ``--unlabeled``'s, or the estimand would silently become
-    the mean over a run with those items added."""
-    foreign = ~np.isin(labeled, run)
-    if foreign.any():
-        first = str(labeled[int(np.flatnonzero(foreign)[0])])
-        raise InputError(f"--labeled {args.labeled}: {int(foreign.sum())} of its {labeled.size} items are not in "
-                         f"--unlabeled {args.unlabeled} (the first: {short_repr(first)}); labels drawn by `judgecp "
-                         "select` are weighted over the run they were drawn from: give that whole run as --unlabeled")
+    return estimate_split(lab, unl, alpha=args.alpha, groups=args.group, cluster=args.cluster, rows_read=rows_read)
 
 
 def add_parser(sub: Any) -> None:

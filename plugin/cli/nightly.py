@@ -242,10 +242,10 @@ def run_select(args: argparse.Namespace) -> int:
                  pairs_source=pairs.source if pairs else "",
                  clusters=None if args.cluster is None else cluster_keys(data, args.cluster)[0])
     ids = item_ids(data)
-    chosen = {str(ids[i]): float(res["probability"][i]) for i in res["selected"].tolist()}
+    chosen = {str(ids[i]): float(res.probability[i]) for i in res.selected.tolist()}
     rows, label = selected_rows(args, data, chosen)
     count = write_records(args.output, rows)
-    summary = res["summary"]
+    summary = res.summary
     summary.update(output=args.output, n_written=count, label_field=label, source=str(data.source),
                    excluded=data.excluded.to_json(), cluster=args.cluster, **label_hint(data))
     if pairs is not None and pairs.excluded:

@@ -80,7 +80,7 @@ class JudgePrompt:
 def load_parts(path: str | Path | None = None) -> dict[str, Any]:
     """The persona/template/criteria lists (the shipped ones when ``path`` is None)."""
     if path is None:
-        text = resources.files("judgecp.kinds.ensemble").joinpath(f"data/{PARTS_FILE}").read_text("utf-8")
+        text = resources.files("judgecp.data.ensemble").joinpath(f"data/{PARTS_FILE}").read_text("utf-8")
     else:
         text = Path(path).read_text("utf-8")
     parts: dict[str, Any] = json.loads(text)

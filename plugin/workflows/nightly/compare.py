@@ -59,6 +59,7 @@ from judgecp.workflows.nightly.runs import (
     off_scale_note,
     proxy_and_target,
 )
+from judgecp.workflows.results import CompareResult, compare_degenerate
 
 FloatArray = NDArray[np.float64]
 INTERVALS = ("ppi", "labeled_only", "judge_only")
@@ -188,7 +189,7 @@ def _keys(a: Run, b: Run, ia: NDArray[np.int64], ib: NDArray[np.int64],
 
 
 def compare(a: Any, b: Any, *, alpha: float = 0.1, group: str | None = None, paired: str = "auto",
-            stratify: str = "auto", cluster: str | None = None) -> dict[str, Any]:
+            stratify: str = "auto", cluster: str | None = None) -> CompareResult:
     """The difference B - A of two runs (module docstring), pooled and per group.
 
     ``paired`` is ``"auto"`` (paired when at least half of each run's items
@@ -235,7 +236,8 @@ def compare(a: Any, b: Any, *, alpha: float = 0.1, group: str | None = None, pai
         assert ra.groups is not None and rb.groups is not None
         in_a, in_b = set(ra.groups[ia].tolist()) - {NO_PROXY}, set(rb.groups[ib].tolist()) - {NO_PROXY}
         out["groups_only_in"] = {"a": sorted(in_a - in_b), "b": sorted(in_b - in_a)}
-    return out
+    out["degenerate"] = compare_degenerate(out)
+    return CompareResult(out)
 
 
 def _by_group(a: Run, b: Run, ia: NDArray[np.int64], ib: NDArray[np.int64], keys: tuple[NDArray[np.int64], ...],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,20 +16,28 @@ from judgecp.workflows.nightly.runs import proxy_and_target
 FloatArray = NDArray[np.float64]
 
 
+@dataclass(frozen=True)
+class Selection:
+    """A draw of items to label: ``selected`` (row indices of the run), ``probability`` (every row's sampling
+    probability; NaN on rows already labeled) and ``summary`` (the body of a ``judgecp.select/1`` result: expected
+    and drawn numbers, expected widths against uniform sampling, the error model and why the mix, ``degenerate``)."""
+
+    selected: NDArray[np.intp]
+    probability: FloatArray
+    summary: dict[str, Any]
+
+
 def select(data: Any, budget: float, *, mix: float | None = None, alpha: float = 0.1, random_state: int = 0,
            labeled_pairs: tuple[FloatArray, FloatArray] | None = None, pairs_source: str = "the labeled items",
-           clusters: NDArray[Any] | None = None) -> dict[str, Any]:
+           clusters: NDArray[Any] | None = None) -> Selection:
     """Draw the items to label among the unlabeled rows of ``data`` (Poisson sampling, module docstring).
 
     ``labeled_pairs`` (labels and proxies of a calibrator or a pilot, never
     the run's) give the error model; without them the draw is uniform.
     ``mix``: the share of uniform sampling (``None``: chosen by
-    cross-validation, :func:`choose_mix`); ``clusters``: every row's
-    cluster, for the expected widths. Returns ``selected`` (row indices),
-    ``probability`` (every row's ``pi``; NaN on rows already labeled) and
-    the summary (expected and drawn numbers, expected widths against uniform
-    sampling, the error model and why the mix, ``degenerate``: why the
-    expected widths mean nothing, a judge proxy or error model without spread).
+    cross-validation, :func:`judgecp.stats.active.choose_mix`); ``clusters``: every row's
+    cluster, for the expected widths. The summary's ``degenerate`` says why the expected widths mean nothing
+    (a judge proxy or error model without spread).
     """
     alpha = check_alpha(alpha)
     f, y, target = proxy_and_target(data)
@@ -52,4 +61,4 @@ def select(data: Any, budget: float, *, mix: float | None = None, alpha: float =
     probability = np.full(data.n, np.nan)
     probability[pool] = pi
     summary["n_selected"] = int(drawn.sum())
-    return {"selected": pool[drawn], "probability": probability, "summary": summary}
+    return Selection(selected=pool[drawn], probability=probability, summary=summary)

@@ -196,7 +196,7 @@ def test_import_judgecp_is_light_and_keeps_its_names() -> None:
     """The package imports its names on first use (PEP 562): nothing heavy before the command's handlers."""
     code = ("import sys, judgecp; heavy = [m for m in ('numpy', 'scipy') if m in sys.modules]; "
             "from judgecp import Protocol; print(heavy, judgecp.ScoreIntervals.__name__, "
-            "judgecp.workflows.calibrators.apply.__name__, 'evaluate' in dir(judgecp), hasattr(judgecp, 'nosuch'))")
+            "__import__('judgecp.workflows.calibrators').workflows.calibrators.apply.__name__, 'evaluate' in dir(judgecp), hasattr(judgecp, 'nosuch'))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.stdout.split() == ["[]", "ScoreIntervals", "apply", "True", "False"], proc.stderr
 
@@ -275,12 +275,12 @@ def test_a_device_is_not_read_to_the_end(w: Path, binaries: dict[str, Path], arg
 
 
 def test_memory_error_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import judgecp.cli.calibrators as calibrators
+    import judgecp.cli.estimate as estimate
 
     def exhausted(*args: Any, **kwargs: Any) -> Any:
         raise MemoryError()
 
-    monkeypatch.setattr(calibrators, "read_data", exhausted)
+    monkeypatch.setattr(estimate, "read_data", exhausted)
     code, _, err = run(capsys, "estimate", "x.jsonl")
     one_line_error(code, err, "out of memory")
 
@@ -446,7 +446,7 @@ def test_one_rule_for_a_missing_output_folder(w: Path, command: str, capsys: pyt
 SUBMITTED = """
 import sys
 import concurrent.futures as cf
-import judgecp.kinds.likert.study as score
+import judgecp.kinds.likert.splits as score
 
 ready, n = sys.argv[1], int(sys.argv[2])
 

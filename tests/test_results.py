@@ -174,11 +174,11 @@ def test_gate_reads_lm_eval_results_by_the_same_names(tmp_path: Path, capsys: py
 def test_every_result_validates_against_the_published_schema(study: StudyResult, tmp_path: Path) -> None:
     import jsonschema
 
-    import judgecp
+    import judgecp.workflows.results
     from judgecp.workflows.calibrators import apply, calibrate
     from judgecp.workflows.results import ApplyResult
 
-    schema = json.loads((Path(judgecp.__file__).with_name("results.schema.json")).read_text())
+    schema = json.loads(Path(judgecp.workflows.results.__file__).with_name("results.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     validate = jsonschema.Draft202012Validator(schema).validate
     validate(json.loads(study.dumps()))

@@ -15,11 +15,11 @@ from typing import Any
 
 #: Schema name (without its version) -> what a file of it is.
 FILES: dict[str, str] = {
-    "judgecp.present.console": "a judgecp evaluate report",
+    "judgecp.report": "a judgecp evaluate report",
     "judgecp.apply": "an apply summary (judgecp apply --json)",
     "judgecp.estimate": "an estimate (judgecp estimate --json)",
-    "judgecp.workflows.nightly.compare": "a comparison (judgecp compare --json)",
-    "judgecp.stats.plan": "a label plan (judgecp plan --json)",
+    "judgecp.compare": "a comparison (judgecp compare --json)",
+    "judgecp.plan": "a label plan (judgecp plan --json)",
     "judgecp.select": "a selection summary (judgecp select --json)",
     "judgecp.calibrator": "a calibrator (judgecp calibrate -o)",
     "judgecp.history": "a drift history (judgecp apply --history)",

@@ -74,8 +74,6 @@ class Metric:
 
 def metric_value(report: Mapping[str, Any], metric: Metric) -> float | None:
     """The metric's value: a float, ``None`` where undefined, a :class:`MetricError` where the key is missing."""
-    from judgecp.kinds.metrics import scalar
-
     if metric.always:
         try:
             count = metric.read(report)
@@ -87,9 +85,10 @@ def metric_value(report: Mapping[str, Any], metric: Metric) -> float | None:
     if "error" in report:
         return None
     try:
-        return scalar(metric.read(report), metric.name)
+        value = metric.read(report)
     except MetricError as exc:
         raise MetricError(f"metric {metric.name!r}: {exc}") from None
+    return scalar(value, metric.name)
 
 
 def read_metric(report: Mapping[str, Any], metric: Metric) -> float:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from judgecp.base.digest import with_digest
 from judgecp.base.errors import InputError, clip, short_repr
 from judgecp.base.schemas import describe, describe_file, describe_lines
 from judgecp.kinds.metrics import MetricError, scalar
@@ -40,7 +41,6 @@ from judgecp.workflows.results.base import (
     check_digest,
     freeze,
     thaw,
-    with_digest,
 )
 from judgecp.workflows.results.calibrated import (
     INTERVALS,

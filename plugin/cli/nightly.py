@@ -8,15 +8,9 @@ half-width take (``plan``)? Which items should be labeled next (``select``)?
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import left_out_lines
@@ -25,18 +19,21 @@ from judgecp.cli.calibrators import CLUSTER_HELP, _input_flags, _write_json, raw
 from judgecp.cli.compare import add_compare
 from judgecp.cli.evaluate import check_output
 from judgecp.data.tables import read_table, write_records
-from judgecp.kinds import calibration_kind
-from judgecp.stats.plan import plan
-from judgecp.workflows.calibrators import Calibrator
+from judgecp.workflows.nightly.plan import (
+    LabeledPairs,
+    calibrator_pairs,
+    is_calibrator,
+    pilot_pairs,
+    plan_labels,
+    same_kind,
+)
 from judgecp.workflows.nightly.runs import (
     cluster_keys,
     item_ids,
     label_hint,
-    off_scale_note,
-    proxy_and_target,
 )
 from judgecp.workflows.nightly.select import select
-from judgecp.workflows.results import PlanResult, SelectResult
+from judgecp.workflows.results import SelectResult
 
 # -- plan --------------------------------------------------------------------------------------
 
@@ -65,89 +62,28 @@ def add_plan(sub: Any) -> None:
     p.set_defaults(func=run_plan)
 
 
-@dataclass(frozen=True)
-class LabeledPairs:
-    """Labels and judge proxies of a calibrator's PPI pairs or of a pilot's labeled rows (:func:`labeled_pairs`)."""
-
-    labels: NDArray[np.float64]
-    proxies: NDArray[np.float64]
-    source: str  #: what they are, for messages: "calibrator X (600 labeled items)"
-    kind: str  #: the calibration kind of the judge they come from
-    unlabeled_rows: int  #: a pilot's rows without a label (0 for a calibrator)
-    excluded: list[dict[str, Any]] = field(default_factory=list)  #: a pilot's rows left out, counted
-    label_hint: str = ""  #: a pilot's labels left out off the scale: what scale they look like
-    clusters: NDArray[Any] | None = None  #: a pilot's labeled items' clusters (``cluster``)
-
-
 def labeled_pairs(args: argparse.Namespace, cluster: str | None = None, minimum: int = 0) -> LabeledPairs:
-    """Labels and proxies of a calibrator's PPI pairs or of a pilot's labeled rows (``args.input``), and what else
-    a pilot says: its rows left out, its labeled items' clusters (``cluster``). Fewer than ``minimum`` labels (a
-    plan's 4), or labels without spread while others were left out off the scale, are errors that name them."""
+    """The labeled pairs of ``args.input``: a calibrator's PPI pairs or a pilot table's labeled rows."""
     path = Path(args.input)
     if is_calibrator(path):
-        if cluster is not None:
-            raise InputError(f"--cluster {cluster}: a calibrator keeps no clusters; give a pilot table with the field")
-        cal = Calibrator.load(path)
-        if cal.ppi_labels is None or cal.ppi_proxy is None:
-            raise InputError(f"{path}: the calibrator stores no labeled PPI pairs (recalibrate with this version)")
-        return LabeledPairs(np.asarray(cal.ppi_labels, dtype=np.float64), np.asarray(cal.ppi_proxy, dtype=np.float64),
-                            f"calibrator {path} ({cal.ppi_labels.size} labeled items)", cal.kind, 0)
-    data = read_data(args, require_label=False)
-    f, y, _ = proxy_and_target(data)
-    labeled = ~np.isnan(y)
-    note = off_scale_note(data)
-    if labeled.sum() < minimum:
-        raise InputError(f"{path}: a plan needs at least {minimum} labeled items with a judge proxy, got "
-                         f"{int(labeled.sum())}{note}")
-    if note and labeled.any() and float(np.ptp(y[labeled])) == 0.0:
-        raise InputError(f"{path}: every label is {y[labeled][0]:g}{note}: labels without spread say nothing of the "
-                         "label's variance or the judge's error")
-    return LabeledPairs(y[labeled], f[labeled], f"pilot {path} ({int(labeled.sum())} labeled rows)",
-                        calibration_kind(data.kind).name, int((~labeled).sum()), data.excluded.to_json(),
-                        label_hint(data).get("label_hint", ""),
-                        None if cluster is None else cluster_keys(data, cluster)[0][labeled])
-
-
-def same_kind(pairs: LabeledPairs, run: Any, what: str) -> None:
-    """The labeled pairs are of the run's kind of judge, else one line naming both."""
-    kind = calibration_kind(run.kind).name
-    if pairs.kind != kind:
-        raise InputError(f"{what}: {pairs.source} is of {pairs.kind} judges, the run {run.source} has {kind} records")
-
-
-def is_calibrator(path: Path) -> bool:
-    if path.suffix.lower() != ".json" or not path.is_file():
-        return False
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(obj, dict) and str(obj.get("schema", "")).startswith("judgecp.calibrator")
+        return calibrator_pairs(path, cluster)
+    return pilot_pairs(read_data(args, require_label=False), path, cluster, minimum)
 
 
 def run_plan(args: argparse.Namespace) -> int:
-
     check_output(args, {"--json": args.json})
     if args.run and args.unlabeled is not None:
         raise InputError("give --run or --unlabeled, not both (--run counts the run's unlabeled items)")
     pairs = labeled_pairs(args, args.cluster, minimum=4)
-    run_proxy, run_clusters, run_source, n_unlabeled = None, None, "the run", args.unlabeled
+    run = None
     if args.run:
         args.input = args.run
         run = read_data(args, require_label=False)
-        same_kind(pairs, run, "--run")
-        run_proxy, labels, _ = proxy_and_target(run)
-        run_source, n_unlabeled = f"run {args.run}", int(np.isnan(labels).sum()) or math.inf
-        run_clusters = None if args.cluster is None else cluster_keys(run, args.cluster)[0]
-    if n_unlabeled is None:
-        n_unlabeled = pairs.unlabeled_rows or math.inf
-    out = plan(pairs.labels, pairs.proxies, args.half_width, alpha=args.alpha, n_unlabeled=n_unlabeled,
-               confidence=args.confidence, source=pairs.source, run_proxy=run_proxy, run_source=run_source,
-               mismatch=args.mismatch, clusters=pairs.clusters, run_clusters=run_clusters)
-    out.update(excluded=pairs.excluded, cluster=args.cluster)
-    if pairs.label_hint:
-        out["label_hint"] = pairs.label_hint
-    _write_json(args.json, PlanResult(out))
+    result = plan_labels(pairs, args.half_width, alpha=args.alpha, confidence=args.confidence,
+                         mismatch=args.mismatch, run=run, run_name=args.run, n_unlabeled=args.unlabeled,
+                         cluster=args.cluster)
+    _write_json(args.json, result)
+    out = result.to_json()
     print(format_plan(out))
     for warning in out["warnings"]:
         print(f"judgecp: warning: {warning}", file=sys.stderr)

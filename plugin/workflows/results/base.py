@@ -85,11 +85,6 @@ class Result(FrozenDict):
         return f"{type(self).__name__}(kind={self.get('kind')!r}, keys={list(self)[:8]})"
 
     @property
-    def body(self) -> Mapping[str, Any]:
-        """The result itself (a read-only mapping); kept for readers that want the name."""
-        return self
-
-    @property
     def kind(self) -> str:
         return str(self.get("kind", ""))
 

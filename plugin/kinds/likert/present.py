@@ -46,6 +46,14 @@ def stratum_count(n: float) -> str:
     return f"{n:.1g}" if text == "0" and n > 0 else text
 
 
+def bucket_cell(bucket: Mapping[str, Any], kind: str) -> str:
+    """A bucket's "coverage/width", or "-" where it has no test rows (nothing was covered or missed there)."""
+    cell = bucket.get(kind) or {}
+    if not bucket.get("n") or cell.get("coverage") is None or cell.get("width") is None:
+        return "-"
+    return f"{cell['coverage']:.3f}/{cell['width']:.2f}"
+
+
 def write_detail(report: Mapping[str, Any], name: str, out: TextIO) -> None:
     """Coverage by ground-truth level and by judge error, informativeness, midpoints for one method."""
     m = report["methods"][name]
@@ -54,10 +62,7 @@ def write_detail(report: Mapping[str, Any], name: str, out: TextIO) -> None:
     w = out.write
     w(f"\nDiagnostics for {name} ({kind}; pooled over seeds)\n")
     for title, key in (("by ground-truth label", "coverage_by_label"), ("by judge error |parsed - label|", "coverage_by_error")):
-        cells = "  ".join(
-            f"{k}: {v[kind]['coverage']:.3f}/{v[kind]['width']:.2f} (n {stratum_count(v['n'])})"
-            for k, v in m[key].items()
-        )
+        cells = "  ".join(f"{k}: {bucket_cell(v, kind)} (n {stratum_count(v['n'])})" for k, v in m[key].items())
         w(f"  coverage/width {title}:  {cells}\n")
     inf = m["informativeness"]
     w(

@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # lmms-eval is installed without its requirements (docs/lmms_eval.md): the version judgecp was tested with.
 LMMS_EVAL_VERSION := 0.7.3
 
-.PHONY: demo demo-core test install bench bench-capture bench-scale reproduce lint dist report
+.PHONY: demo demo-core test test-full install bench bench-capture bench-scale reproduce lint dist report
 
 # Each step says what it does before pip's quiet minutes (-q: pip's own output is hundreds of lines).
 $(BIN)/python:
@@ -55,6 +55,11 @@ report: install
 # Two workers, a test file's tests on one worker (its tiny models and lm_eval runs are built once).
 test: install
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+# The suite plus the documentation's full-size benchmark blocks (`doc-test: skip (bench)`: minutes each);
+# docs/benchmarks.md has the last run's date and times.
+test-full: install
+	OMP_NUM_THREADS=1 JUDGECP_DOC_BENCH=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: install
 	$(BIN)/judgecp bench protocol

@@ -31,3 +31,16 @@ def test_bench_scale_runs_each_measurement_in_its_own_process(tmp_path: Path, ca
     # The plain pass of the same five methods ran each of them: a mean width on the 1-5 scale for each.
     assert all(0 < rows[1][m] <= 4 for m in ("naive", "lac", "aps", "ordinal_aps", "cqr"))
     assert rows[1]["naive"] == rows[0]["width"]  # the same splits and quantile as the one-method plain pass
+
+
+def test_bench_protocol_on_a_written_table_at_a_smoke_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/benchmarks.md's 1M-row block (minutes, left to `make test-full`) at 5,000 rows: the same two commands,
+    each method timed."""
+    from judgecp.bench.scale import write_likert_csv
+
+    table = tmp_path / "likert.csv"
+    write_likert_csv(table, 5_000)
+    methods = ("naive", "lac", "aps", "ordinal_aps", "cqr")
+    assert main(["bench", "protocol", "--data", str(table), "--splits", "2", "--methods", ",".join(methods)]) == 0
+    out = capsys.readouterr().out
+    assert all(m in out for m in methods), out

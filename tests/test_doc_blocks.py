@@ -40,8 +40,11 @@ SKIP_REASONS = {
 FENCE = re.compile(r"^```(\w*)\s*$")
 MARK = re.compile(r"^<!--\s*doc-test:\s*(skip\s*\((?P<why>[^)]+)\)|output)(?P<rest>.*?)-->\s*$")
 RUN = ("bash", "python")
-#: Seconds one block may take (the whole suite must stay within CI's budget).
-BLOCK_TIMEOUT = 300
+#: A hang guard, not a timing: seconds after which a block is taken to hang (a block's speed is a benchmark's
+#: business; CI runs on a busy machine, where the slowest block here takes a few minutes).
+BLOCK_TIMEOUT = 3600
+#: ``make test-full`` runs the blocks marked ``skip (bench)`` too (the full-size benchmarks).
+RUN_BENCH_BLOCKS = os.environ.get("JUDGECP_DOC_BENCH") == "1"
 #: What a scratch checkout links to.
 LINKED = (".venv", "scripts", "docs", "tests", "Makefile", "pyproject.toml", "plugin", "adapters", "tasks", "configs")
 
@@ -111,7 +114,7 @@ def run_block(block: Block, root: Path, env: dict[str, str], namespace: dict[str
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.text], cwd=root, env=env,
                               capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{where}: the block ran past {BLOCK_TIMEOUT} s")
+        pytest.fail(f"{where}: the block did not end in {BLOCK_TIMEOUT} s (a hang?)")
     if done.returncode != 0:
         tail = (done.stdout[-1500:] + "\n" + done.stderr[-2500:]).strip()
         pytest.fail(f"{where}: exit {done.returncode}\n--- block ---\n{block.text}\n--- output (tail) ---\n{tail}")
@@ -132,10 +135,11 @@ def test_every_block_runs_verbatim(path: Path, tmp_path: Path, monkeypatch: pyte
     namespace: dict[str, object] = {"__name__": "__doc_block__"}
     ran = 0
     for block in runnable:
-        if block.skip is None:
+        if block.skip is None or (block.skip == "bench" and RUN_BENCH_BLOCKS):
             run_block(block, root, env, namespace)
             ran += 1
-    skipped = [f"line {b.line}: {SKIP_REASONS[b.skip]}" for b in runnable if b.skip is not None]
+    skipped = [f"line {b.line}: {SKIP_REASONS[b.skip]}" for b in runnable
+               if b.skip is not None and not (b.skip == "bench" and RUN_BENCH_BLOCKS)]
     if skipped and not ran:
         pytest.skip("; ".join(skipped))
 

@@ -201,7 +201,7 @@ class Build:
         manifest = {
             "manifest_version": MANIFEST_VERSION,
             "dataset": name,
-            "kind": source_info.get("kind", "likert"),
+            "kind": source_info["kind"],
             "tsv": tsv.name,
             "tsv_md5": digest.hexdigest(),
             "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

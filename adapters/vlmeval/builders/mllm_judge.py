@@ -72,7 +72,7 @@ def build_mllm_judge(
             SCALE_COLUMN: f"{spec.scale.minimum}:{spec.scale.maximum}",
         })
     return build.write(out_dir, name or ("MLLMJudge_CP_Lite" if lite else "MLLMJudge_CP"), rows,
-                       {"benchmark": spec.title, "from": spec.source, "scores": str(scores), "images": str(images),
+                       {"kind": spec.kind, "benchmark": spec.title, "from": spec.source, "scores": str(scores), "images": str(images),
                         "limit": limit})
 
 

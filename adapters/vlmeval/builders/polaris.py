@@ -91,5 +91,5 @@ def build_polaris(
             SCALE_COLUMN: f"{spec.scale.minimum}:{spec.scale.maximum}",
         })
     return build.write(out_dir, name, rows,
-                       {"benchmark": spec.title, "from": spec.source, "csv": str(table), "images": str(images),
+                       {"kind": spec.kind, "benchmark": spec.title, "from": spec.source, "csv": str(table), "images": str(images),
                         "pairs": len(pairs), "label_rule": "round_half_even(4 * mean) + 1", "limit": limit})

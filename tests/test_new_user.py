@@ -1,0 +1,131 @@
+"""Issue 35, the second hour of a new user: typos and swapped arguments, what gate and apply print, the
+nightly loop's report, and the names reports give lm-eval runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from judgecp.cli import main
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's usage errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def nightly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded nightly example, calibrated: calibration.jsonl, night_a/b.jsonl, judge.cal.json."""
+    folder = tmp_path_factory.mktemp("nightly") / "nightly"
+    assert main(["example", str(folder)]) == 0
+    assert main(["calibrate", str(folder / "calibration.jsonl"), "-o", str(folder / "judge.cal.json")]) == 0
+    return folder
+
+
+# -- typos and swaps ---------------------------------------------------------------------------------
+
+
+def test_a_mistyped_flag_of_a_subcommand_gets_its_usage_and_the_flag_meant(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["evaluate", "x.csv", "--methd", "lac"], capsys)
+    assert code == 2
+    assert "usage: judgecp evaluate" in err  # the subcommand's usage, not the top-level one
+    assert "unrecognized arguments: --methd lac" in err
+    assert "did you mean --methods for --methd?" in err
+
+
+def test_a_typo_that_leaves_a_required_flag_out_says_which_flag_was_meant(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["calibrate", "x.jsonl", "--ouput", "cal.json"], capsys)
+    assert code == 2
+    assert "usage: judgecp calibrate" in err
+    assert "required: -o/--output" in err and "did you mean --output for --ouput?" in err
+
+
+def test_a_known_prefix_or_a_far_flag_gets_no_hint(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["evaluate", "x.csv", "--zzzzzz"], capsys)
+    assert code == 2 and "unrecognized arguments: --zzzzzz" in err and "did you mean" not in err
+
+
+def test_apply_with_its_arguments_swapped_says_so(nightly: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cal, night = nightly / "judge.cal.json", nightly / "night_a.jsonl"
+    code, _, err = run(["apply", str(night), str(cal)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"{cal} is the calibrator: the order is `judgecp apply CALIBRATOR INPUT`" in err
+    assert f"(judgecp apply {cal} {night})" in err
+    # two runs (no calibrator at all): the plain error, no swap suggested
+    code, _, err = run(["apply", str(night), str(nightly / "night_b.jsonl")], capsys)
+    assert code == 2 and "not a JSON calibrator" in err and "the order is" not in err
+
+
+def test_a_missing_label_column_is_never_matched_to_a_judge_column(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "judged.csv"
+    table.write_text("sample_id,s2_lp1,s2_lp2,s2_lp3,s2_lp4,s2_lp5,parsed_score,judge_score,annot\n"
+                     "0,-1,-2,-3,-4,-5,1,1,2\n")
+    code, _, err = run(["calibrate", str(table), "-o", str(tmp_path / "c.json"), "--label", "human_score"], capsys)
+    assert code == 2 and "unknown --label column 'human_score'" in err
+    assert "did you mean" not in err  # parsed_score, judge_score are the judge's: never the human label
+    assert "parsed_score" in err  # still listed among the columns there are
+    code, _, err = run(["calibrate", str(table), "-o", str(tmp_path / "c.json"), "--label", "annots"], capsys)
+    assert code == 2 and "did you mean 'annot'?" in err
+
+
+# -- gate and apply output ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def applied(nightly: Path) -> dict[str, Path]:
+    """apply --json of night A (labeled: an estimate) and of night B without its labels (drift: withheld)."""
+    cal = str(nightly / "judge.cal.json")
+    unlabeled = nightly / "night_b_unlabeled.jsonl"
+    rows = [json.loads(line) for line in (nightly / "night_b.jsonl").read_text().splitlines()]
+    unlabeled.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "label"}) + "\n" for r in rows))
+    out = {"a": nightly / "apply_a.json", "b": nightly / "apply_b.json"}
+    assert main(["apply", cal, str(nightly / "night_a.jsonl"), "--json", str(out["a"])]) == 0
+    assert main(["apply", cal, str(unlabeled), "--json", str(out["b"])]) == 0
+    return out
+
+
+def test_a_passing_gate_shows_the_values_it_checked(applied: dict[str, Path],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    summary = json.loads(applied["a"].read_text())
+    code, out, _ = run(["gate", str(applied["a"]), "--no-drift", "--max", "set_size=4",
+                        "--min", "estimate.ppi.lower=2"], capsys)
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[-1] == "judgecp gate: ok (3 condition(s))"
+    assert f"judgecp gate: ok set_size = {summary['mean_set_size']:.6g} <= 4" in lines
+    assert f"judgecp gate: ok estimate.ppi.lower = {summary['estimate']['estimate']['ppi']['lower']:.6g} >= 2" in lines
+    assert f"judgecp gate: ok no drift (drift.alarm = 0, p = {summary['drift']['p_value']:.3g})" in lines
+
+
+def test_gate_list_gives_each_untrusted_reason_once(applied: dict[str, Path],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["gate", str(applied["b"]), "--list"], capsys)
+    assert code == 0
+    lines = out.strip().splitlines()
+    marked = [line for line in lines if line.endswith("untrusted [1]")]
+    assert len(marked) >= 10  # every metric of the withheld estimate is marked ...
+    reasons = [line for line in lines if line.startswith("[")]
+    assert len(reasons) == 1 and reasons[0].startswith("[1] untrusted: no estimate (drift")  # ... its reason once
+    assert out.count("not carried over from the calibrator") == 1
+
+
+def test_apply_and_estimate_say_why_their_ppi_intervals_differ(nightly: Path, applied: dict[str, Path],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["apply", str(nightly / "judge.cal.json"), str(nightly / "night_a.jsonl")], capsys)
+    summary = json.loads(applied["a"].read_text())["estimate"]
+    assert code == 0 and summary["lambda_from"] == "calibrator"
+    assert f"power tuning lambda {summary['lambda']:.3f} from the calibrator's labeled pairs" in out
+    code, out, _ = run(["estimate", str(nightly / "night_a.jsonl"), "--json", str(nightly / "e.json")], capsys)
+    own = json.loads((nightly / "e.json").read_text())
+    assert code == 0 and abs(own["lambda"] - summary["lambda"]) > 1e-3  # the two intervals do differ ...
+    assert f"power tuning lambda {own['lambda']:.3f} from these labels (judgecp apply takes lambda from" in out

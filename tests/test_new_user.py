@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from judgecp.cli import main
@@ -129,3 +130,97 @@ def test_apply_and_estimate_say_why_their_ppi_intervals_differ(nightly: Path, ap
     own = json.loads((nightly / "e.json").read_text())
     assert code == 0 and abs(own["lambda"] - summary["lambda"]) > 1e-3  # the two intervals do differ ...
     assert f"power tuning lambda {own['lambda']:.3f} from these labels (judgecp apply takes lambda from" in out
+
+
+# -- noise -------------------------------------------------------------------------------------------
+
+
+def test_the_example_names_its_judge_so_apply_checks_it(nightly: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["apply", str(nightly / "judge.cal.json"), str(nightly / "night_a.jsonl")], capsys)
+    assert code == 0 and "judge not checked" not in out
+    assert "judge judgecp-synthetic-likert (checked against the calibrator's)" in out
+
+
+def test_the_examples_intended_group_gap_is_a_note_not_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["evaluate", "--example", "--quiet", "--splits", "3"], capsys)
+    assert code == 0 and "judgecp: warning" not in err
+    assert err.startswith("judgecp: note: expected on the embedded example") and "cover below the target" in err
+
+
+# -- the nightly loop's report -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def six_nights(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """Six nights of one calibrator in one history: four healthy, then a judge grown kinder (drift)."""
+    from judgecp.synthetic.judges import simulate_likert_judge
+    from judgecp.workflows.calibrators import apply, calibrate
+    from judgecp.workflows.results import ApplyResult
+
+    folder = tmp_path_factory.mktemp("six")
+    cal = calibrate(simulate_likert_judge(600, seed=1), method="naive")
+    summaries = []
+    for night in range(1, 7):
+        data = simulate_likert_judge(800, seed=10 + night, judge_bias=0.3 if night <= 4 else 0.9)
+        data.labels[200:] = np.nan  # 200 labels a night
+        path = folder / f"night{night}.apply.json"
+        path.write_text(ApplyResult(apply(cal, data, history=folder / "history.jsonl").summary).dumps())
+        summaries.append(path)
+    return folder / "history.jsonl", summaries
+
+
+def _figure_data(report: Path) -> tuple[list[float], list[float], list[float], list[str]]:
+    """What the one figure across nights draws: evidence, PPI++ means, set sizes, and the night ticks."""
+    from judgecp.workflows.reports import build_document, load_runs
+    from judgecp.workflows.reports.figures import Plot
+
+    doc, _ = build_document(load_runs([str(report)] if isinstance(report, Path) else report))
+    figures = [value for kind, value in doc.blocks if kind == "figure"]
+    assert len(figures) == 1 and isinstance(figures[0], Plot)  # one figure, however many nights
+    drift, est, size = figures[0].figure.axes
+    ticks = [t.get_text() for t in size.get_xticklabels()]
+    return (list(drift.get_lines()[0].get_ydata()), list(est.containers[0].lines[0].get_ydata()),
+            list(size.get_lines()[0].get_ydata()), ticks)
+
+
+def test_report_of_a_history_draws_one_figure_across_its_nights(six_nights: tuple[Path, list[Path]]) -> None:
+    history, summaries = six_nights
+    last = json.loads(summaries[-1].read_text())
+    evidence, means, sizes, ticks = _figure_data(history)
+    assert evidence == pytest.approx(last["history"]["evidence_by_night"], rel=1e-9)
+    assert ticks == ["1", "2", "3", "4", "5", "6"]  # whole nights, each once
+    for night, path in enumerate(summaries):
+        summary = json.loads(path.read_text())
+        assert sizes[night] == pytest.approx(summary["mean_set_size"])
+        assert means[night] == pytest.approx(summary["estimate"]["estimate"]["ppi"]["mean"])
+    assert last["history"]["alarm"]  # the drift after night 4 is seen, and drawn as the first alarm
+    assert max(evidence[:4]) < last["history"]["threshold"] <= evidence[-1]
+
+
+def test_report_of_several_apply_summaries_is_the_same_one_figure(six_nights: tuple[Path, list[Path]]) -> None:
+    history, summaries = six_nights
+    assert _figure_data(summaries) == _figure_data(history)  # type: ignore[arg-type]
+
+
+def test_the_nightly_report_has_its_own_header_and_a_table_per_night(
+        six_nights: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history, _ = six_nights
+    code, _, _ = run(["report", str(history), "-o", str(tmp_path / "rep")], capsys)
+    assert code == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert md.startswith("# judgecp report: the nightly loop") and "conformal set" not in md
+    rows = [line for line in md.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
+    assert [row.split("|")[1].strip() for row in rows] == ["1", "2", "3", "4", "5", "6"]
+    assert "ALARM" in rows[-1] and "ALARM" not in rows[0]
+
+
+def test_the_examples_coverage_warning_is_in_the_html_report(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "judge.json"
+    assert main(["evaluate", "--example", "--group", "group", "--splits", "3", "--quiet", "--json",
+                 str(report)]) == 0
+    warned = json.loads(report.read_text())["warnings"]
+    assert warned
+    code, _, _ = run(["report", str(report), "-o", str(tmp_path / "rep")], capsys)
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert code == 0 and f"{len(warned)} group/method pairs" in html and "cover below the target" in html

@@ -30,11 +30,14 @@ from typing import Any
 
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
+from judgecp.base.schemas import describe_lines, describe_schema
 from judgecp.data import Fields
 from judgecp.data.formats import RecordBatch, record_format, sniff_format
 from judgecp.kinds import get_kind
 from judgecp.kinds.protocol import parse_settings
 from judgecp.kinds.reading import from_table
+from judgecp.workflows.nightly.history import SCHEMA as HISTORY_SCHEMA
+from judgecp.workflows.nightly.history import read_nights
 from judgecp.workflows.results import verified
 from judgecp.workflows.results.study import infer_kind
 from judgecp.workflows.study import evaluate
@@ -55,6 +58,11 @@ def is_report(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8 or JSON, nested too deep
         return None
     return verified(obj, path) if isinstance(obj, dict) and infer_kind(obj) is not None else None
+
+
+def is_history(path: Path) -> bool:
+    """Whether ``path`` is the JSON lines ``judgecp apply --history`` keeps (by its first line's schema)."""
+    return describe_lines(path) == f"{describe_schema(HISTORY_SCHEMA)} (JSON lines)"
 
 
 def harness_format(path: Path) -> str | None:
@@ -214,6 +222,8 @@ def collect(paths: Sequence[str | Path], alphas: Sequence[float] | None = None) 
                     found += 1
             if not found:
                 raise InputError(f"{path}: no judgecp report, lm-eval samples file or VLMEvalKit prediction file in it")
+        elif path.is_file() and is_history(path):  # apply --history's JSON lines: the nights across
+            out.append((path.stem, path, {"schema": HISTORY_SCHEMA, "nights": read_nights(path)}))
         elif path.is_file() and path.suffix != ".json" and (fmt := harness_format(path)) is not None:
             runs, _ = lm_eval_runs(path.parent, [path], None, alphas) if fmt == "lm-eval" else ([], set())
             out += runs or [(display_name(path, None), path, evaluate_file(path, fmt, alphas))]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -224,3 +225,63 @@ def test_the_examples_coverage_warning_is_in_the_html_report(tmp_path: Path,
     code, _, _ = run(["report", str(report), "-o", str(tmp_path / "rep")], capsys)
     html = (tmp_path / "rep" / "report.html").read_text()
     assert code == 0 and f"{len(warned)} group/method pairs" in html and "cover below the target" in html
+
+
+# -- labels in reports, and the demo's one story -----------------------------------------------------
+
+
+def _demo_batches() -> dict[str, Any]:
+    """The demo's judge (the records judgecp-replay serves) as lm-eval's three subtasks' records."""
+    from judgecp.data.formats import RecordBatch
+    from judgecp.kinds.reading import to_records
+    from judgecp.synthetic.judges import simulate_likert_judge
+
+    records = to_records(simulate_likert_judge(600, seed=2026))
+    return {f"judgecp_demo_{g}": RecordBatch([r for r in records if r["group"] == g], g, n_read=0, kind="likert")
+            for g in ("easy", "medium", "hard")}
+
+
+def _widths(report: dict[str, Any]) -> dict[str, float]:
+    return {g: entry["methods"]["naive"]["labels"]["width"] for g, entry in report["groups"].items()}
+
+
+def test_the_report_of_an_lm_eval_group_tells_the_story_of_lm_evals_table() -> None:
+    """lm-eval's table evaluates each subtask alone; the report of the group calibrates each subtask on its
+    own too (Mondrian by subtask), so its per-group widths are the table's up to the random splits, and rank
+    the groups the same way (pooled calibration ranked them the other way round: issue 35)."""
+    from judgecp.workflows.reports.collect import SUBTASK_FIELD, combine_subtasks, evaluate_batch
+
+    batches = _demo_batches()
+    table = {t.rsplit("_", 1)[1]: evaluate_batch(b, None)["methods"]["naive"]["labels"]["width"]
+             for t, b in batches.items()}
+    report = evaluate_batch(combine_subtasks("judgecp_demo", batches), None, SUBTASK_FIELD, per_group=True)
+    assert report["protocol"]["mondrian"] == SUBTASK_FIELD
+    widths = _widths(report)
+    assert sorted(widths, key=widths.__getitem__) == sorted(table, key=table.__getitem__) == ["easy", "medium", "hard"]
+    assert all(abs(widths[g] - table[g]) < 0.2 for g in table), (widths, table)
+    pooled = _widths(evaluate_batch(combine_subtasks("judgecp_demo", batches), None, SUBTASK_FIELD))
+    assert pooled["hard"] < pooled["easy"]  # the other story, which the report no longer tells
+
+
+def test_repeated_runs_of_one_model_and_task_are_told_apart_by_their_date() -> None:
+    from judgecp.workflows.reports.collect import distinct_names
+
+    def runs(*stems: str) -> list[tuple[str, Path, Any]]:
+        return [("judgecp-replay: judgecp_demo", Path(f"out/x{i}/{stem}.json"), {}) for i, stem in enumerate(stems)]
+
+    assert distinct_names(runs("results_2026-11-28T11-59-39.291326", "results_2026-11-28T12-03-02.000001")) == [
+        "judgecp-replay: judgecp_demo, 2026-11-28 11:59", "judgecp-replay: judgecp_demo, 2026-11-28 12:03"]
+    assert distinct_names(runs("results_2026-11-28T11-59-39.291326", "results_2026-11-28T11-59-41.5")) == [
+        "judgecp-replay: judgecp_demo, 2026-11-28 11:59:39", "judgecp-replay: judgecp_demo, 2026-11-28 11:59:41"]
+    assert distinct_names(runs("results_2026-11-28T11-59-39.1", "results_2026-11-28T11-59-39.2")) == [
+        "judgecp-replay: judgecp_demo, 2026-11-28 11:59:39.1", "judgecp-replay: judgecp_demo, 2026-11-28 11:59:39.2"]
+    assert distinct_names(runs("a", "b")) == ["judgecp-replay: judgecp_demo (x0/a)", "judgecp-replay: judgecp_demo (x1/b)"]
+    assert distinct_names(runs("results_2026-11-28T11-59-39.1")) == ["judgecp-replay: judgecp_demo"]  # alone: short
+
+
+def test_long_legend_labels_get_fewer_columns() -> None:
+    from judgecp.present.figures import LEGEND_ROW_CHARACTERS, legend_columns
+
+    assert legend_columns(["naive", "lac", "target"], 4) == 4  # short labels: as before
+    long = ["judgecp-replay: judgecp_demo, 2026-11-28 11:59:39 (Mondrian calibration)"] * 2
+    assert legend_columns(long, 4) * (len(long[0]) + 5) <= LEGEND_ROW_CHARACTERS

@@ -30,6 +30,7 @@ from judgecp.present.render import (
 )
 from judgecp.present.render import report_cell as fmt
 from judgecp.present.runs import Run
+from judgecp.workflows.reports.collect import SUBTASK_FIELD
 from judgecp.workflows.reports.figures import Missing, Plot, _matplotlib, nightly, nights
 from judgecp.workflows.reports.load import load_runs
 from judgecp.workflows.results import load_result
@@ -78,8 +79,14 @@ def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Docum
         doc.add("h2", kind.title)
         if len(group) > 1:
             doc.add("p", f"{len(group)} reports side by side: {', '.join(r.name for r in group)}.")
+        harness = [r.name for r in group if _calibrated_per_subtask(r)]
+        if harness:  # why the report's per-group numbers are those of lm-eval's table, and pooled ones are not
+            doc.add("p", f"{', '.join(harness)}: lm-eval's table evaluates each subtask on its own, and so does "
+                    "this report (Mondrian calibration by subtask), so their per-group widths and coverages agree "
+                    "up to the random splits. Calibrated together instead (pooled calibration), a noisy subtask "
+                    "borrows the others' thresholds: narrower sets that miss its coverage.")
         for r in group:  # what `judgecp evaluate` warned of, as it said it on the console
-            for line in summary_lines(r.report.get("warnings") or [], f"{Path(r.path).name} (`warnings`)"):
+            for line in summary_lines(r.report.get("warnings") or [], "the report's `warnings`"):
                 doc.add("p", f"Warning ({r.name}): {line}")
         for t in kind.presenter.report_tables(group):
             doc.add("table", t)
@@ -105,6 +112,13 @@ def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Docum
     if nightly:
         missing += _nightly_section(doc, nightly)
     return doc, missing
+
+
+def _calibrated_per_subtask(run: Run) -> bool:
+    """An lm-eval group's subtasks evaluated as one judge, each subtask calibrated on its own (:mod:`collect`)."""
+    harness, protocol = run.report.get("lm_eval"), run.report.get("protocol")
+    return (isinstance(harness, dict) and bool(harness.get("group")) and isinstance(protocol, dict)
+            and protocol.get("mondrian") == SUBTASK_FIELD)
 
 
 def _nightly_section(doc: Document, runs: Sequence[Run]) -> list[Missing]:

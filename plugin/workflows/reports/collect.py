@@ -80,12 +80,15 @@ def display_name(path: Path, root: Path | None) -> str:
     return f"{path.parent.relative_to(root).as_posix()}/{stem}"
 
 
-def evaluate_batch(batch: Any, alphas: Sequence[float] | None, group: str | None = None) -> dict[str, Any]:
-    """A reader's records evaluated with the defaults (``alphas`` where the kind sweeps; ``group``: per-group tables)."""
+def evaluate_batch(batch: Any, alphas: Sequence[float] | None, group: str | None = None,
+                   per_group: bool = False) -> dict[str, Any]:
+    """A reader's records evaluated with the defaults (``alphas`` where the kind sweeps; ``group``: per-group
+    tables; ``per_group``: each group calibrated on its own, Mondrian, where the kind can)."""
 
     table = batch.table()
     data = from_table(table, batch.kind, Fields(group=group))
-    values: dict[str, Any] = {"group": group}
+    mondrian = per_group and group is not None and "mondrian" in get_kind(data.kind).study.settings
+    values: dict[str, Any] = {"mondrian": group} if mondrian else {"group": group}
 
     if alphas and "alphas" in get_kind(data.kind).study.settings:
         values["alphas"] = list(alphas)
@@ -186,7 +189,7 @@ def lm_eval_runs(folder: Path, files: list[Path], root: Path | None,
             if {r.get("shape") for b in batches.values() for r in b.records} not in ({"score"}, {"pair"}):
                 continue  # mixed kinds, or choices (PARC has its own cells): each subtask is its own judge
             runs.append((f"{model}: {group}", results_file,
-                         evaluate_batch(combine_subtasks(group, batches), alphas, SUBTASK_FIELD)))
+                         evaluate_batch(combine_subtasks(group, batches), alphas, SUBTASK_FIELD, per_group=True)))
             used.update(tasks[t] for t in present)
         for task, f in tasks.items():
             if f not in used:
@@ -229,6 +232,36 @@ def collect(paths: Sequence[str | Path], alphas: Sequence[float] | None = None) 
             out += runs or [(display_name(path, None), path, evaluate_file(path, fmt, alphas))]
         else:
             out.append((path.stem, path, {}))  # a report file: load_runs reads and checks it
-    names = [name for name, _, _ in out]
-    return [(f"{name} ({p.parent.name}/{p.stem})" if names.count(name) > 1 else name, p, report)
-            for name, p, report in out]  # e.g. two runs of one model and task
+    return [(name, p, report) for name, (_, p, report) in zip(distinct_names(out), out, strict=True)]
+
+
+def run_date(path: Path) -> str | None:
+    """The date of an lm-eval run from its results or samples file name: ``2026-11-28T11-59-39.291326``."""
+    match = RESULTS_NAME.match(path.stem) or SAMPLES_NAME.match(path.stem)
+    return match.group("date") if match else None
+
+
+def distinct_names(found: Sequence[tuple[str, Path, Any]]) -> list[str]:
+    """Names that tell repeated runs of one model and task apart, as short as does it: the run's date
+    (``judgecp-replay: judgecp_demo, 2026-11-28 11:59``, seconds only where two runs share the minute), else
+    the file's folder and name."""
+    names = [name for name, _, _ in found]
+    out = list(names)
+    for name in set(names):
+        where = [i for i, n in enumerate(names) if n == name]
+        if len(where) < 2:
+            continue
+        dates = [run_date(found[i][1]) for i in where]
+        if all(dates):
+            for cut in (16, 19, None):  # minute, second, the whole date
+                shown = [str(d)[:cut].replace("T", " ") for d in dates]
+                shown = [s[:11] + s[11:].replace("-", ":") for s in shown]
+                if len(set(shown)) == len(shown):
+                    break
+            if len(set(shown)) == len(shown):
+                for i, date in zip(where, shown, strict=True):
+                    out[i] = f"{name}, {date}"
+                continue
+        for i in where:
+            out[i] = f"{name} ({found[i][1].parent.name}/{found[i][1].stem})"
+    return out

@@ -83,8 +83,10 @@ def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Docum
         if harness:  # why the report's per-group numbers are those of lm-eval's table, and pooled ones are not
             doc.add("p", f"{', '.join(harness)}: lm-eval's table evaluates each subtask on its own, and so does "
                     "this report (Mondrian calibration by subtask), so their per-group widths and coverages agree "
-                    "up to the random splits. Calibrated together instead (pooled calibration), a noisy subtask "
-                    "borrows the others' thresholds: narrower sets that miss its coverage.")
+                    "up to the random splits. Its overall row pools these per-subtask sets, while a subtask of every "
+                    "item (`_all`) is calibrated on all items together: that is why the overall widths differ. "
+                    "Calibrated together, a noisy subtask borrows the others' thresholds: narrower sets that miss "
+                    "its coverage.")
         for r in group:  # what `judgecp evaluate` warned of, as it said it on the console
             for line in summary_lines(r.report.get("warnings") or [], "the report's `warnings`"):
                 doc.add("p", f"Warning ({r.name}): {line}")

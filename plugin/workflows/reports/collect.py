@@ -16,7 +16,8 @@ lm-eval's samples files are read with their run's ``results_<date>.json``
 the task (``Qwen/Qwen2-VL-7B: mllm_judge_cp``; lm-eval's folder name is
 random for some models), and the subtasks of a group (``group_subtasks``:
 ``judgecp_demo`` -> ``judgecp_demo_easy``, ...) are one judge with groups
-(:func:`combine_subtasks`), evaluated with ``group`` = the subtask, so the
+(:func:`combine_subtasks`), a Likert group calibrated per subtask (Mondrian, as lm-eval's table evaluates
+each subtask on its own), so the
 per-group figures are drawn.
 """
 

@@ -175,7 +175,7 @@ def _figure_data(report: Path) -> tuple[list[float], list[float], list[float], l
     from judgecp.workflows.reports import build_document, load_runs
     from judgecp.workflows.reports.figures import Plot
 
-    doc, _ = build_document(load_runs([str(report)] if isinstance(report, Path) else report))
+    doc, _ = build_document(load_runs([str(report)] if isinstance(report, Path) else [str(p) for p in report]))
     figures = [value for kind, value in doc.blocks if kind == "figure"]
     assert len(figures) == 1 and isinstance(figures[0], Plot)  # one figure, however many nights
     drift, est, size = figures[0].figure.axes
@@ -285,3 +285,9 @@ def test_long_legend_labels_get_fewer_columns() -> None:
     assert legend_columns(["naive", "lac", "target"], 4) == 4  # short labels: as before
     long = ["judgecp-replay: judgecp_demo, 2026-11-28 11:59:39 (Mondrian calibration)"] * 2
     assert legend_columns(long, 4) * (len(long[0]) + 5) <= LEGEND_ROW_CHARACTERS
+
+
+def test_a_folder_of_a_history_and_its_apply_summaries_draws_the_nights_once(
+        six_nights: tuple[Path, list[Path]]) -> None:
+    history, _ = six_nights
+    assert _figure_data(history.parent) == _figure_data(history)  # type: ignore[arg-type]

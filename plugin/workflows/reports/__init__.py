@@ -130,9 +130,10 @@ def _nightly_section(doc: Document, runs: Sequence[Run]) -> list[Missing]:
     doc.add("h2", "The nightly loop: drift and estimates across nights, comparisons, label plans")
     builders = {"judgecp.compare/1": nightly.difference_intervals, "judgecp.plan/1": nightly.width_against_labels}
     missing: list[Missing] = []
-    series = [nights.from_history(r) for r in runs if r.report["schema"] == nights.HISTORY_SCHEMA]
+    histories = [r for r in runs if r.report["schema"] == nights.HISTORY_SCHEMA]
+    series = [nights.from_history(r) for r in histories]
     applies = [r for r in runs if r.report["schema"] == nights.APPLY_SCHEMA]
-    series += nights.from_applies(applies)
+    series += nights.from_applies(applies, [r.path for r in histories])
     for i, found in enumerate(series):  # the apply summaries of one history: one figure across their nights
         result = nights.across_nights(found, i)
         doc.add("h3", f"{result.title}: {found.name}")

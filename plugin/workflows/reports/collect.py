@@ -37,6 +37,7 @@ from judgecp.data.formats import RecordBatch, record_format, sniff_format
 from judgecp.kinds import get_kind
 from judgecp.kinds.protocol import parse_settings
 from judgecp.kinds.reading import from_table
+from judgecp.present.runs import NIGHTLY_SCHEMAS
 from judgecp.workflows.nightly.history import SCHEMA as HISTORY_SCHEMA
 from judgecp.workflows.nightly.history import read_nights
 from judgecp.workflows.results import verified
@@ -64,6 +65,20 @@ def is_report(path: Path) -> dict[str, Any] | None:
 def is_history(path: Path) -> bool:
     """Whether ``path`` is the JSON lines ``judgecp apply --history`` keeps (by its first line's schema)."""
     return describe_lines(path) == f"{describe_schema(HISTORY_SCHEMA)} (JSON lines)"
+
+
+def nightly_result(path: Path) -> dict[str, Any] | None:
+    """A nightly result of a folder that ``judgecp report`` draws (compare, plan, an apply summary with its
+    history), its digest checked; else ``None``."""
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or obj.get("schema") not in NIGHTLY_SCHEMAS:
+        return None
+    if obj["schema"] == "judgecp.apply/1" and not obj.get("history"):
+        return None  # an apply summary is drawn across the nights of its history; without one, nothing
+    return verified(obj, path)
 
 
 def harness_format(path: Path) -> str | None:
@@ -217,10 +232,13 @@ def collect(paths: Sequence[str | Path], alphas: Sequence[float] | None = None) 
                 if f in used:
                     continue
                 if f.suffix == ".json" and not f.name.startswith("results_"):
-                    report = is_report(f)
+                    report = is_report(f) or nightly_result(f)
                     if report is not None:
                         out.append((display_name(f, path), f, report))
                         found += 1
+                elif f.suffix == ".jsonl" and is_history(f):
+                    out.append((display_name(f, path), f, {"schema": HISTORY_SCHEMA, "nights": read_nights(f)}))
+                    found += 1
                 elif f.suffix in HARNESS_SUFFIXES and (fmt := harness_format(f)) is not None:
                     out.append((display_name(f, path), f, evaluate_file(f, fmt, alphas)))
                     found += 1

@@ -12,9 +12,10 @@ is the same per night as a table.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
 from judgecp.present.figures import TARGET_STYLE, WIDTH, Missing, Plot, Result, colors, new_figure
@@ -115,13 +116,15 @@ def from_history(run: Run) -> Nights:
                    float(lines[0]["level"]), lines[0]["horizon"])
 
 
-def from_applies(runs: Sequence[Run]) -> list[Nights]:
+def from_applies(runs: Sequence[Run], drawn: Sequence[str] = ()) -> list[Nights]:
     """Apply summaries of the same history (its file and calibrator), one :class:`Nights` per history; a
-    summary without a history is left out (nothing across nights to draw)."""
+    summary without a history is left out (nothing across nights to draw), and so is one of a history in
+    ``drawn`` (history files the report draws itself: the same nights once)."""
     groups: dict[tuple[str, str], list[Run]] = {}
+    known = {_resolved(p) for p in drawn}
     for run in runs:
         history = run.report.get("history")
-        if isinstance(history, Mapping):
+        if isinstance(history, Mapping) and _resolved(str(history.get("file")), run.path) not in known:
             groups.setdefault((str(history.get("file")), str(history.get("calibrator"))), []).append(run)
     out = []
     for (file, _), members in groups.items():
@@ -142,6 +145,15 @@ def from_applies(runs: Sequence[Run]) -> list[Nights]:
         out.append(_nights(f"{name} (history {PurePath(file).name})", threshold, [_number(v) for v in evidence], per_night, sources,
                            since if isinstance(since, int) else None, level, latest.get("horizon")))
     return out
+
+
+def _resolved(path: str, beside: str | None = None) -> str:
+    """A history's path as one string whatever the folder it was named from (an apply summary names its
+    history as given on the command line: relative to where apply ran, tried as it is and beside the summary)."""
+    p = Path(path)
+    if beside is not None and not p.is_absolute() and not p.exists():
+        p = Path(beside).parent / p.name
+    return os.path.realpath(p)
 
 
 def _night_axis(ax: Any, count: int) -> None:

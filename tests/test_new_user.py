@@ -291,3 +291,15 @@ def test_a_folder_of_a_history_and_its_apply_summaries_draws_the_nights_once(
         six_nights: tuple[Path, list[Path]]) -> None:
     history, _ = six_nights
     assert _figure_data(history.parent) == _figure_data(history)  # type: ignore[arg-type]
+
+
+def test_an_edited_night_in_a_history_is_refused_by_report(six_nights: tuple[Path, list[Path]], tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    history, _ = six_nights
+    lines = history.read_text().splitlines()
+    night = json.loads(lines[2])
+    night["applied"]["estimate"]["mean"] += 0.5  # a better night than it was
+    edited = tmp_path / "history.jsonl"
+    edited.write_text("\n".join([*lines[:2], json.dumps(night), *lines[3:]]) + "\n")
+    code, _, err = run(["report", str(edited), "-o", str(tmp_path / "rep")], capsys)
+    assert code == 2 and "line 3: its `applied` does not match its digest" in err

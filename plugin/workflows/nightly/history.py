@@ -70,6 +70,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from judgecp.base.digest import content_digest, with_digest
 from judgecp.base.errors import InputError
 from judgecp.base.outputs import atomic_write_text
 from judgecp.stats.drift import SUMS, TREE_DEPTH, bet_statistics, mixture_log_lr, pvalues_after
@@ -344,7 +345,7 @@ def note_night(path: str | Path, night: int, digest: str, applied: dict[str, Any
         for i, line in enumerate(lines):
             obj = json.loads(line) if line.strip() else None
             if isinstance(obj, dict) and obj.get("night") == night and obj.get("digest") == digest:
-                lines[i] = json.dumps({**obj, "applied": applied})
+                lines[i] = json.dumps({**obj, "applied": with_digest(applied)})  # an edit is refused
                 found = True
         if found:
             atomic_write_text(p, "".join(line + "\n" for line in lines))
@@ -362,4 +363,8 @@ def read_nights(path: str | Path) -> list[dict[str, Any]]:
     if not isinstance(first, dict) or first.get("schema") != SCHEMA:
         raise InputError(f"{p}: not a judgecp history (its first line is not a {SCHEMA} night)")
     nights = read_history(p, str(first.get("calibrator")), str(first.get("statistic")))
+    for night in nights:
+        applied = night.get("applied")
+        if applied is not None and (not isinstance(applied, dict) or applied.get("digest") != content_digest(applied)):
+            raise InputError(f"{p} line {night['night']}: its `applied` does not match its digest: the file was edited")
     return [{key: value for key, value in night.items() if key != "values"} for night in nights]

@@ -138,6 +138,11 @@ def test_every_block_runs_verbatim(path: Path, tmp_path: Path, monkeypatch: pyte
         if block.skip is None or (block.skip == "bench" and RUN_BENCH_BLOCKS):
             run_block(block, root, env, namespace)
             ran += 1
+    if path.name == "README.md":  # a new user's first commands leave the checkout's `git status` clean
+        left = [p.name for p in root.iterdir() if not p.is_symlink()]
+        untracked = [name for name in left if subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", name],
+                                                             check=False).returncode != 0]
+        assert not untracked, f"README's blocks leave files git would show as untracked: {untracked}"
     skipped = [f"line {b.line}: {SKIP_REASONS[b.skip]}" for b in runnable
                if b.skip is not None and not (b.skip == "bench" and RUN_BENCH_BLOCKS)]
     if skipped and not ran:

@@ -73,7 +73,7 @@ def test_report_draws_the_nightly_results_beside_the_studies(tmp_path, capsys) -
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "The nightly loop" in md
     for title in ("Difference B - A with its three intervals: compare", "half-width against the number of labels: plan",
-                  "Evidence of drift across nights: apply"):
+                  "The nightly loop across nights: apply"):
         assert title in md
 
 

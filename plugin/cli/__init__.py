@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import re
 import signal
 import sys
@@ -58,15 +59,59 @@ class Parser(argparse.ArgumentParser):
     """argparse, with a bad flag value as one line naming the flag (an :class:`InputError`, exit 2).
 
     Subcommands' parsers are of this class too (argparse's default ``parser_class``).
-    Other usage errors (a missing argument, an unknown flag) keep argparse's usage text.
+    Other usage errors (a missing argument, an unknown flag) keep argparse's usage text, the
+    subcommand's own (an unknown flag of ``judgecp evaluate`` shows evaluate's usage, not the
+    top-level one), with "did you mean" for a mistyped flag (``--methd``: ``--methods``), also when
+    the typo left a required flag out (``calibrate --ouput x``: ``-o/--output`` is required).
     """
+
+    _given: tuple[str, ...] = ()
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        self._given = tuple(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            chosen(self, parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
 
     def error(self, message: str) -> NoReturn:
         found = re.fullmatch(r"argument ([^:]+): (.*)", message, flags=re.S)
         if found is None:
-            super().error(message)
+            super().error(message + flag_hints(self, self._given))
         flag, problem = found.group(1), " ".join(found.group(2).split())
         raise InputError(f"{flag} {problem}" if problem.startswith("must ") else f"{flag}: {problem}")
+
+
+def chosen(parser: argparse.ArgumentParser, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)command's parser that ``parsed`` went through last (``judgecp bench fitted``: fitted's)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(parsed, action.dest, None)
+            if isinstance(name, str) and name in action.choices:
+                return chosen(action.choices[name], parsed)
+    return parser
+
+
+def flag_hints(parser: argparse.ArgumentParser, given: Sequence[str]) -> str:
+    """``; did you mean --methods for --methd?`` for each flag of ``given`` the parser does not know but
+    has one close to (a prefix argparse accepts is known)."""
+    known = [flag for flag in parser._option_string_actions if flag.startswith("--")]
+    hints = []
+    for arg in given:
+        if arg == "--":
+            break
+        flag = arg.split("=", 1)[0]
+        if not flag.startswith("--") or flag in known or any(k.startswith(flag) for k in known):
+            continue
+        close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+        if close:
+            hints.append(f"did you mean {close[0]} for {flag}?")
+    return "; " + "; ".join(dict.fromkeys(hints)) if hints else ""
 
 
 class Terminated(KeyboardInterrupt):

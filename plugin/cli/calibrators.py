@@ -20,6 +20,7 @@ from judgecp.base.jsonio import dumps
 from judgecp.base.outputs import atomic_write_text
 from judgecp.base.records import SCHEMA
 from judgecp.base.scale import LabelScale, LikertScale
+from judgecp.base.schemas import describe_file, describe_schema
 from judgecp.cli.evaluate import LABEL_SCALE_HELP, check_output, read_input
 from judgecp.data import Fields
 from judgecp.data.formats import record_format, sniff_format
@@ -28,6 +29,7 @@ from judgecp.data.pair import ORDERS_FWD, ORDERS_REV
 from judgecp.data.tables import read_jsonl, read_table, write_records
 from judgecp.kinds import get_kind, table_kinds
 from judgecp.workflows.calibrators import Calibrator, annotate, apply, calibrate
+from judgecp.workflows.calibrators.fileformat import SCHEMA as SCHEMA_CALIBRATOR
 from judgecp.workflows.nightly.history import DEFAULT_HORIZON
 from judgecp.workflows.results import ApplyResult
 
@@ -150,7 +152,7 @@ def run_apply(args: argparse.Namespace) -> int:
     # --history is read and appended to: checked as an output (writable; not another output's file)
     check_output(args, {"--history": args.history, "--output": args.output, "--json": args.json},
                  appended=("history",))
-    cal = Calibrator.load(args.calibrator)
+    cal = load_calibrator(args.calibrator, args.input)
     if args.label_scale is None and cal.extra.get("label_scale"):  # the calibration labels' scale, by default
         args.label_scale = ":".join(repr(float(v)) for v in cal.extra["label_scale"])
     data = read_data(args, require_label=False)
@@ -172,6 +174,18 @@ def run_apply(args: argparse.Namespace) -> int:
               f"{history['duplicate_of']} (same digest); not added again", file=sys.stderr)
     print(format_summary(summary))
     return 1 if args.strict and summary["warnings"] and any(w["kind"] != "compatibility" for w in summary["warnings"]) else 0
+
+
+def load_calibrator(path: str, other: str) -> Calibrator:
+    """The calibrator at ``path``; when it is none and the other argument is one, the error says they were
+    swapped (``judgecp apply NIGHT CAL``)."""
+    try:
+        return Calibrator.load(path)
+    except InputError as exc:
+        if describe_file(other) == describe_schema(SCHEMA_CALIBRATOR):
+            raise InputError(f"{exc}; {other} is the calibrator: the order is `judgecp apply CALIBRATOR INPUT` "
+                             f"(judgecp apply {other} {path})") from None
+        raise
 
 
 def table_records(args: argparse.Namespace, applied: Any) -> list[dict[str, Any]]:
@@ -263,6 +277,9 @@ def format_summary(summary: dict[str, Any]) -> str:
                   f"labels from the {est['labeled_from']}: {est['n_labeled']}")
         lines.append(f"  {est['target']} (PPI++, {source} labeled + {est['n_unlabeled']} unlabeled): {e['mean']:.4f} "
                      f"[{e['lower']:.4f}, {e['upper']:.4f}]; judge only {j['mean']:.4f}")
+        if est.get("lambda_from") == "calibrator" and isinstance(est.get("lambda"), (int, float)):
+            lines.append(f"    power tuning lambda {est['lambda']:.3f} from the calibrator's labeled pairs (judgecp "
+                         "estimate tunes it on the run's labels: a slightly different interval, as valid)")
         if est.get("assumption"):
             lines.append(f"    {est['assumption']}")
     elif withheld and withheld["reason"] != "no_unlabeled":

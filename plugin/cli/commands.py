@@ -108,6 +108,8 @@ def add_example(sub: Any) -> None:
     p.set_defaults(func=run_example)
 
 
+#: The judge ``judgecp example``'s records name (a synthetic one; not a model).
+EXAMPLE_JUDGE = "judgecp-synthetic-likert"
 #: ``judgecp example``'s files: name, (items, seed, judge bias), labeled items.
 EXAMPLE_FILES = (("calibration.jsonl", 600, 1, 0.3, 600), ("night_a.jsonl", 3000, 2, 0.3, 150),
                  ("night_b.jsonl", 3000, 3, 0.6, 150))
@@ -132,6 +134,7 @@ def run_example(args: argparse.Namespace) -> int:
             prefix = name.split(".")[0].removeprefix("night_") + "-"
             for i, rec in enumerate(records):
                 rec["id"] = prefix + rec["id"]
+                rec["judge"] = EXAMPLE_JUDGE  # named, so calibrate records it and apply checks it
                 if i >= labeled:
                     rec["label"] = None
             write_records(str(Path(tmp) / name), records)

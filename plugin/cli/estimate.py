@@ -69,6 +69,10 @@ def run_estimate(args: argparse.Namespace) -> int:
     ess = out["effective_sample_size"]
     print(f"  effective sample size {ess:.0f} labeled items; judge bias (judge - PPI) {out['judge_bias']:+.4f}"
           if math.isfinite(ess) else "  effective sample size: unbounded")
+    lam = out.get("lambda")
+    if isinstance(lam, (int, float)) and not args.labeled:  # why `judgecp apply` prints another PPI++ interval
+        print(f"  power tuning lambda {lam:.3f} from these labels (judgecp apply takes lambda from the "
+              "calibrator's labeled pairs: a slightly different interval, as valid)")
     strata = out.get("stratification") or {}
     if strata.get("stratified") and "strata" in strata:
         print(f"  stratified by {out['groups']} ({len(strata['strata'])} strata)")

@@ -113,9 +113,12 @@ def run_gate(args: argparse.Namespace) -> int:
         raise InputError("give at least one --min, --max or --no-drift condition (or --list)")
     values, untrusted, where, harness = read_gated(Path(args.input))
     if args.list:
+        reasons = list(dict.fromkeys(untrusted[name] for name in values if name in untrusted))
         for name, value in values.items():
-            note = f"   untrusted: {untrusted[name]}" if name in untrusted else ""
+            note = f"   untrusted [{reasons.index(untrusted[name]) + 1}]" if name in untrusted else ""
             print(f"{name} = {'undefined' if value is None else f'{value:.6g}'}{note}")
+        for number, why in enumerate(reasons, start=1):  # each reason once, however many metrics it holds back
+            print(f"[{number}] untrusted: {why}")
         return 0
     resolved = [(m, resolve(m, values, where, harness), b, side) for m, b, side in checks]
     drift_names: list[str] = []
@@ -124,6 +127,7 @@ def run_gate(args: argparse.Namespace) -> int:
         if not drift_names:
             raise InputError(f"--no-drift: {where} has no drift test (no drift.alarm metric)")
     failures: list[str] = []
+    passed: list[str] = []  # what each condition that holds checked, printed as the failures are
     for metric, key, limit, side in resolved:
         value, need = values[key], f"{'>=' if side == 'min' else '<='} {limit:g} required"
         if key in untrusted and not args.allow_degenerate:
@@ -134,6 +138,9 @@ def run_gate(args: argparse.Namespace) -> int:
             failures.append(f"{metric} = {value:.6g} < {limit:g}")
         elif side == "max" and value > limit:
             failures.append(f"{metric} = {value:.6g} > {limit:g}")
+        else:
+            passed.append(f"{metric} = {value:.6g} {'>=' if side == 'min' else '<='} {limit:g}"
+                          + (f" ({untrusted[key]}; passed by --allow-degenerate)" if key in untrusted else ""))
     for name in drift_names:
         if values[name] is None:
             failures.append(f"{name} is undefined: the drift test could not run")
@@ -143,6 +150,14 @@ def run_gate(args: argparse.Namespace) -> int:
         elif values[name]:
             p_value = values.get(name.replace("alarm", "p_value"))
             failures.append(f"drift detected ({name}" + (f", p = {p_value:.3g}" if p_value is not None else "") + ")")
+        elif name == "history.alarm":
+            passed.append(f"no drift across nights (history.alarm = 0: evidence {values['history.evidence']:.3g} "
+                          f"below the threshold {values['history.threshold']:g})")
+        else:
+            p_value = values.get(name.replace("alarm", "p_value"))
+            passed.append(f"no drift ({name} = 0" + (f", p = {p_value:.3g}" if p_value is not None else "") + ")")
+    for line in passed:
+        print(f"judgecp gate: ok {line}")
     for line in failures:
         print(f"judgecp gate: FAIL {line}")
     if not failures:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,17 @@ DEFAULT_COLUMNS: Mapping[str, tuple[str, ...]] = {"label": ("label",), "predicti
 def column_candidates(columns: Mapping[str, tuple[str, ...]], name: str) -> tuple[str, ...]:
     """The columns a reader's tables usually name a record field by (its ``columns``; else the name)."""
     return tuple(columns.get(name, (name,)))
+
+
+#: Words in a column name that say it holds the judge's output (its score, verdict or logprobs), not a human's.
+JUDGE_WORDS = re.compile(r"logprob|parsed|pred|judge|verdict|response|expected_score|(^|_)lp(_|\d|$)", re.I)
+
+
+def is_judge_column(name: str, columns: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether a column holds the judge's output: a usual prediction or logprob column of the reader, or a
+    name with :data:`JUDGE_WORDS` (``parsed_score``, ``s2_lp3``, ``judge_score``)."""
+    usual = column_candidates(columns, "prediction") + column_candidates(columns, "logprobs")
+    return name in usual or bool(JUDGE_WORDS.search(name))
 
 
 class Rows:
@@ -77,6 +89,12 @@ class Fields:
     def pick(self, table: Table, name: str, columns: Mapping[str, tuple[str, ...]]) -> str | None:
         """The column of field ``name``: the one given (checked), else the first usual one present."""
         given = getattr(self, name)
+        if given is not None and name == "label" and given not in table.columns:
+            # never propose the judge's own output as the human label ("did you mean 'parsed_score'?")
+            humans = [c for c in table.columns if not is_judge_column(c, columns)]
+            shown = ", ".join(sorted(table.columns)[:40]) + (" ..." if len(table.columns) > 40 else "")
+            raise InputError(f"unknown {self.flag(name)} column {given!r}{did_you_mean(given, humans)}; "
+                             f"available: {shown or 'none'}")
         if given is not None:
             table.column(given, self.flag(name))
             return str(given)

@@ -77,6 +77,22 @@ def series_style(i: int) -> dict[str, Any]:
             "linestyle": LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)]}
 
 
+#: Characters of legend text a row below a figure holds at font size 8 (a handle counts as 5).
+LEGEND_ROW_CHARACTERS = 110
+
+
+def legend_columns(labels: Sequence[str], most: int = 4) -> int:
+    """Columns of a legend below a figure: as many as ``most``, fewer when long labels (an lm-eval run's judge,
+    model, task and date) would run past the figure's edges."""
+    longest = max((len(label) for label in labels), default=1) + 5
+    return max(1, min(most, LEGEND_ROW_CHARACTERS // longest))
+
+
+def figure_labels(fig: Any) -> list[str]:
+    """The legend labels of a figure's axes, each once, in order."""
+    return list(dict.fromkeys(label for ax in fig.axes for label in ax.get_legend_handles_labels()[1]))
+
+
 def _legend(ax: Any, n_entries: int) -> None:
     if n_entries > 6:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
@@ -209,7 +225,7 @@ def _method_bars(
     from matplotlib.ticker import MaxNLocator
 
     ax_cov.xaxis.set_major_locator(MaxNLocator(5))
-    fig.legend(handles, names, loc="outside lower center", ncols=min(len(names), 4), fontsize=8, frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncols=legend_columns(names, min(len(names), 4)), fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=11)
     return Plot(fid, title, f"Headline level α = {alpha:g}, mean over the splits.", fig)
 

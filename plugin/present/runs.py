@@ -35,5 +35,5 @@ class Run:
 
 
 #: The nightly loop's results ``judgecp report`` draws beside the studies (their figures: reports.figures.nightly).
-NIGHTLY_SCHEMAS = ("judgecp.compare/1", "judgecp.plan/1", "judgecp.apply/1")
+NIGHTLY_SCHEMAS = ("judgecp.compare/1", "judgecp.plan/1", "judgecp.apply/1", "judgecp.history/2")
 

@@ -22,6 +22,8 @@ from judgecp.present.figures import (
     absent,
     colors,
     drawn_per,
+    figure_labels,
+    legend_columns,
     new_figure,
     runs_with,
     series_by_method_or_report,
@@ -94,7 +96,7 @@ def reliability_map(runs: Sequence[Run], focus: str) -> Result:
     field = have[0].report["protocol"].get("mondrian") or have[0].report["protocol"].get("group")
     ax.set(xlabel=f"group ({field})", ylabel="mean width (scale points)", title=title)
     ax.grid(axis="y", alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=min(len(have) + 2, 4), fontsize=8, frameon=False)
+    fig.legend(loc="outside lower center", ncols=legend_columns(figure_labels(fig), min(len(have) + 2, 4)), fontsize=8, frameon=False)
     alpha = have[0].alpha
     cap = (f"Method {focus}, α = {alpha:g}: mean label-set width per group, test rows of every split pooled"
            + ("; diamonds: the continuous interval's width" if any(intervals) else "")
@@ -143,7 +145,7 @@ def group_coverage(runs: Sequence[Run], focus: str) -> Result:
     ax.set(xlabel=f"group ({have[0].report['protocol'].get('mondrian') or have[0].report['protocol'].get('group')})",
            ylabel="coverage of the label sets", title=title)
     ax.grid(axis="y", alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=min(len(have) + 1, 4), fontsize=8, frameon=False)
+    fig.legend(loc="outside lower center", ncols=legend_columns(figure_labels(fig), min(len(have) + 1, 4)), fontsize=8, frameon=False)
     cap = (f"Method {focus}, α = {alpha:g}, test rows of every split pooled per group. Pooled calibration "
            "promises 1 − α on average over groups only; Mondrian calibration promises it in each group."
            + absent(runs, have, "per-group table"))
@@ -280,7 +282,7 @@ def rsg(runs: Sequence[Run], focus: str) -> Result:
     ax.set_xticks(x, groups, rotation=40, ha="right", fontsize=8)
     ax.set(xlabel="group", ylabel="RSG = |ρ| − (1 − w / (K − 1))", title=title)
     ax.grid(axis="y", alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=min(len(have), 4), fontsize=8, frameon=False)
+    fig.legend(loc="outside lower center", ncols=legend_columns(figure_labels(fig), min(len(have), 4)), fontsize=8, frameon=False)
     cap = ("Positive: the judge ranks the group's items better than its intervals are narrow (ρ: Pearson correlation "
            f"of judge and human scores in the group; w: mean width of {focus}'s sets; K: number of labels)."
            + absent(runs, have, "per-group table"))

@@ -31,7 +31,12 @@ from judgecp.stats.drift import martingale_test
 from judgecp.workflows.calibrators.fileformat import SCHEMA, Calibrator
 from judgecp.workflows.calibrators.statistics import IDENTITY_FIELDS, _identity, drift_statistic
 from judgecp.workflows.calibrators.transport import calibrated_estimate, run_estimate
-from judgecp.workflows.nightly.history import DEFAULT_HORIZON, record_night
+from judgecp.workflows.nightly.history import (
+    DEFAULT_HORIZON,
+    night_digest,
+    note_night,
+    record_night,
+)
 
 __all__ = ["DRIFT_LEVEL", "Applied", "annotate", "apply", "calibrated_estimate", "check_compatible", "drift_test"]
 
@@ -198,7 +203,27 @@ def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None
         summary["estimate_withheld"] = withheld
     summary["strict_false_alarm_bound"] = _strict_bound(summary, drift_level)
     summary["warnings"] = raised
+    recorded = summary.get("history") or {}
+    if history is not None and recorded.get("recorded"):
+        note_night(history, int(recorded["night"]), night_digest(_drift_values(cal, data)[1]), night_note(summary))
     return Applied(data, parts, summary)
+
+
+def night_note(summary: dict[str, Any]) -> dict[str, Any]:
+    """What a history keeps of the night's apply (:func:`judgecp.workflows.nightly.history.note_night`)."""
+    est = summary.get("estimate")
+    kept: dict[str, Any] = {key: summary.get(key) for key in
+                            ("n", "n_applied", "mean_set_size", "singleton_share", "abstention_rate") if key in summary}
+    if est:
+        ppi, judge = est["estimate"]["ppi"], est["estimate"]["judge_only"]
+        kept["estimate"] = {"target": est.get("target"), "mean": ppi["mean"], "lower": ppi["lower"],
+                            "upper": ppi["upper"], "judge_only": judge["mean"], "alpha": est.get("alpha"),
+                            "n_labeled": est.get("n_labeled"), "labeled_from": est.get("labeled_from")}
+    withheld = summary.get("estimate_withheld")
+    if withheld:
+        kept["estimate_withheld"] = withheld.get("reason")
+    kept["warnings"] = [w["kind"] for w in summary.get("warnings", [])]
+    return kept
 
 
 def _check_warnings(summary: dict[str, Any], cal: Calibrator, level: float) -> list[dict[str, str]]:

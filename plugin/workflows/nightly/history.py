@@ -70,6 +70,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from judgecp.base.digest import content_digest, with_digest
 from judgecp.base.errors import InputError
 from judgecp.base.outputs import atomic_write_text
 from judgecp.stats.drift import SUMS, TREE_DEPTH, bet_statistics, mixture_log_lr, pvalues_after
@@ -331,3 +332,39 @@ def record_night(path: str | Path, cal: Any, values: ArrayLike, *, level: float,
     out.update(file=str(p), night=duplicate or len(stream), recorded=duplicate is None, duplicate_of=duplicate,
                calibrator=fingerprint, n_items=int(sum(s.size for s in stream)))
     return out
+
+
+def note_night(path: str | Path, night: int, digest: str, applied: dict[str, Any]) -> None:
+    """Keep what ``apply`` found on a night beside its values in the history (``"applied"``: the set sizes,
+    the PPI++ estimate or why it was withheld, the warnings), so that ``judgecp report H.jsonl`` draws the
+    nights from the history alone. The line is found by its night and digest; its checked fields are kept."""
+    p = Path(path)
+    with history_lock(p):
+        lines = p.read_text(encoding="utf-8").splitlines()
+        found = False
+        for i, line in enumerate(lines):
+            obj = json.loads(line) if line.strip() else None
+            if isinstance(obj, dict) and obj.get("night") == night and obj.get("digest") == digest:
+                lines[i] = json.dumps({**obj, "applied": with_digest(applied)})  # an edit is refused
+                found = True
+        if found:
+            atomic_write_text(p, "".join(line + "\n" for line in lines))
+
+
+def read_nights(path: str | Path) -> list[dict[str, Any]]:
+    """A history file's nights for a report: every line checked as ``apply`` checks it (schema, numbering,
+    values and their digest, one calibrator, statistic, level, horizon and seed); the stored evidence is taken
+    as it is (recomputing it needs the calibrator). An InputError names the line and the field."""
+    p = Path(path)
+    try:
+        first = next((json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()), None)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise InputError(f"{p}: not a judgecp history ({type(exc).__name__})") from None
+    if not isinstance(first, dict) or first.get("schema") != SCHEMA:
+        raise InputError(f"{p}: not a judgecp history (its first line is not a {SCHEMA} night)")
+    nights = read_history(p, str(first.get("calibrator")), str(first.get("statistic")))
+    for night in nights:
+        applied = night.get("applied")
+        if applied is not None and (not isinstance(applied, dict) or applied.get("digest") != content_digest(applied)):
+            raise InputError(f"{p} line {night['night']}: its `applied` does not match its digest: the file was edited")
+    return [{key: value for key, value in night.items() if key != "values"} for night in nights]

@@ -30,10 +30,12 @@ from judgecp.present.render import (
 )
 from judgecp.present.render import report_cell as fmt
 from judgecp.present.runs import Run
-from judgecp.workflows.reports.figures import Missing, Plot, _matplotlib, nightly
+from judgecp.workflows.reports.collect import SUBTASK_FIELD
+from judgecp.workflows.reports.figures import Missing, Plot, _matplotlib, nightly, nights
 from judgecp.workflows.reports.load import load_runs
 from judgecp.workflows.results import load_result
 from judgecp.workflows.results.study import report_kinds
+from judgecp.workflows.study.warnings import summary_lines
 
 
 @dataclass
@@ -57,10 +59,16 @@ def _runs_table(runs: Sequence[Run]) -> Table:
 
 def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Document, list[Missing]]:
     doc = Document()
-    doc.add("h1", "judgecp report")
-    doc.add("p", "Reliability of model judges from `judgecp evaluate --json` reports. Coverage is the share of test "
-            "items whose human label is in the judge's conformal set; the promise is coverage ≥ 1 − α on average "
-            "over exchangeable items. Widths are in scale points.")
+    if all(r.kind == "nightly" for r in runs):  # the nightly loop alone: its own header, not the studies'
+        doc.add("h1", "judgecp report: the nightly loop")
+        doc.add("p", "What `judgecp apply`, `compare` and `plan` found: across nights, the change detector's "
+                "evidence of drift against its alarm threshold, the PPI++ estimate of the human-scale mean with "
+                "its interval, and the set sizes; a comparison's difference; a label plan.")
+    else:
+        doc.add("h1", "judgecp report")
+        doc.add("p", "Reliability of model judges from `judgecp evaluate --json` reports. Coverage is the share of "
+                "test items whose human label is in the judge's conformal set; the promise is coverage ≥ 1 − α on "
+                "average over exchangeable items. Widths are in scale points.")
     doc.add("table", _runs_table(runs))
     missing: list[Missing] = []
     for name in report_kinds():
@@ -71,6 +79,17 @@ def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Docum
         doc.add("h2", kind.title)
         if len(group) > 1:
             doc.add("p", f"{len(group)} reports side by side: {', '.join(r.name for r in group)}.")
+        harness = [r.name for r in group if _calibrated_per_subtask(r)]
+        if harness:  # why the report's per-group numbers are those of lm-eval's table, and pooled ones are not
+            doc.add("p", f"{', '.join(harness)}: lm-eval's table evaluates each subtask on its own, and so does "
+                    "this report (Mondrian calibration by subtask), so their per-group widths and coverages agree "
+                    "up to the random splits. Its overall row pools these per-subtask sets, while a subtask of every "
+                    "item (`_all`) is calibrated on all items together: that is why the overall widths differ. "
+                    "Calibrated together, a noisy subtask borrows the others' thresholds: narrower sets that miss "
+                    "its coverage.")
+        for r in group:  # what `judgecp evaluate` warned of, as it said it on the console
+            for line in summary_lines(r.report.get("warnings") or [], "the report's `warnings`"):
+                doc.add("p", f"Warning ({r.name}): {line}")
         for t in kind.presenter.report_tables(group):
             doc.add("table", t)
         section = kind.presenter.report_focus
@@ -97,20 +116,41 @@ def build_document(runs: Sequence[Run], focus: str | None = None) -> tuple[Docum
     return doc, missing
 
 
+def _calibrated_per_subtask(run: Run) -> bool:
+    """An lm-eval group's subtasks evaluated as one judge, each subtask calibrated on its own (:mod:`collect`)."""
+    harness, protocol = run.report.get("lm_eval"), run.report.get("protocol")
+    return (isinstance(harness, dict) and bool(harness.get("group")) and isinstance(protocol, dict)
+            and protocol.get("mondrian") == SUBTASK_FIELD)
+
+
 def _nightly_section(doc: Document, runs: Sequence[Run]) -> list[Missing]:
     """compare, plan and apply --history results: the difference with its three intervals, the width against
     labels, the evidence of drift across nights."""
 
-    doc.add("h2", "The nightly loop: comparisons, label plans, drift across nights")
-    builders = {"judgecp.compare/1": nightly.difference_intervals, "judgecp.plan/1": nightly.width_against_labels,
-                "judgecp.apply/1": nightly.martingale_over_nights}
+    doc.add("h2", "The nightly loop: drift and estimates across nights, comparisons, label plans")
+    builders = {"judgecp.compare/1": nightly.difference_intervals, "judgecp.plan/1": nightly.width_against_labels}
     missing: list[Missing] = []
-    for run in runs:
+    histories = [r for r in runs if r.report["schema"] == nights.HISTORY_SCHEMA]
+    series = [nights.from_history(r) for r in histories]
+    applies = [r for r in runs if r.report["schema"] == nights.APPLY_SCHEMA]
+    series += nights.from_applies(applies, [r.path for r in histories])
+    for i, found in enumerate(series):  # the apply summaries of one history: one figure across their nights
+        result = nights.across_nights(found, i)
+        doc.add("h3", f"{result.title}: {found.name}")
+        if isinstance(result, Plot):
+            doc.add("figure", result)
+        else:
+            missing.append(result)
+            doc.add("p", f"not drawn: {result.reason}.")
+        doc.add("table", nights.nights_table(found))
+    for run in [r for r in runs if r.report["schema"] != nights.HISTORY_SCHEMA]:
         untrusted = load_result(run.report, run.path).untrusted()
         for why in dict.fromkeys(untrusted.values()):
             names = [name for name, reason in untrusted.items() if reason == why]
             doc.add("p", f"{run.name}: untrusted, and `judgecp gate` fails {len(names)} metric(s) of it "
                     f"({', '.join(names[:4])}{' ...' if len(names) > 4 else ''}): {why}.")
+        if run.report["schema"] == nights.APPLY_SCHEMA:
+            continue  # drawn across nights above
         result = builders[run.report["schema"]](run.report)
         if isinstance(result, Plot):
             result = Plot(f"{result.id}_{len(doc.blocks)}", f"{result.title}: {run.name}", result.caption, result.figure)

@@ -16,7 +16,8 @@ lm-eval's samples files are read with their run's ``results_<date>.json``
 the task (``Qwen/Qwen2-VL-7B: mllm_judge_cp``; lm-eval's folder name is
 random for some models), and the subtasks of a group (``group_subtasks``:
 ``judgecp_demo`` -> ``judgecp_demo_easy``, ...) are one judge with groups
-(:func:`combine_subtasks`), evaluated with ``group`` = the subtask, so the
+(:func:`combine_subtasks`), a Likert group calibrated per subtask (Mondrian, as lm-eval's table evaluates
+each subtask on its own), so the
 per-group figures are drawn.
 """
 
@@ -30,11 +31,15 @@ from typing import Any
 
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
+from judgecp.base.schemas import describe_lines, describe_schema
 from judgecp.data import Fields
 from judgecp.data.formats import RecordBatch, record_format, sniff_format
 from judgecp.kinds import get_kind
 from judgecp.kinds.protocol import parse_settings
 from judgecp.kinds.reading import from_table
+from judgecp.present.runs import NIGHTLY_SCHEMAS
+from judgecp.workflows.nightly.history import SCHEMA as HISTORY_SCHEMA
+from judgecp.workflows.nightly.history import read_nights
 from judgecp.workflows.results import verified
 from judgecp.workflows.results.study import infer_kind
 from judgecp.workflows.study import evaluate
@@ -57,6 +62,25 @@ def is_report(path: Path) -> dict[str, Any] | None:
     return verified(obj, path) if isinstance(obj, dict) and infer_kind(obj) is not None else None
 
 
+def is_history(path: Path) -> bool:
+    """Whether ``path`` is the JSON lines ``judgecp apply --history`` keeps (by its first line's schema)."""
+    return describe_lines(path) == f"{describe_schema(HISTORY_SCHEMA)} (JSON lines)"
+
+
+def nightly_result(path: Path) -> dict[str, Any] | None:
+    """A nightly result of a folder that ``judgecp report`` draws (compare, plan, an apply summary with its
+    history), its digest checked; else ``None``."""
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or obj.get("schema") not in NIGHTLY_SCHEMAS:
+        return None
+    if obj["schema"] == "judgecp.apply/1" and not obj.get("history"):
+        return None  # an apply summary is drawn across the nights of its history; without one, nothing
+    return verified(obj, path)
+
+
 def harness_format(path: Path) -> str | None:
     """The registered record format that recognises ``path`` (lm-eval samples, VLMEvalKit predictions)."""
 
@@ -72,12 +96,15 @@ def display_name(path: Path, root: Path | None) -> str:
     return f"{path.parent.relative_to(root).as_posix()}/{stem}"
 
 
-def evaluate_batch(batch: Any, alphas: Sequence[float] | None, group: str | None = None) -> dict[str, Any]:
-    """A reader's records evaluated with the defaults (``alphas`` where the kind sweeps; ``group``: per-group tables)."""
+def evaluate_batch(batch: Any, alphas: Sequence[float] | None, group: str | None = None,
+                   per_group: bool = False) -> dict[str, Any]:
+    """A reader's records evaluated with the defaults (``alphas`` where the kind sweeps; ``group``: per-group
+    tables; ``per_group``: each group calibrated on its own, Mondrian, where the kind can)."""
 
     table = batch.table()
     data = from_table(table, batch.kind, Fields(group=group))
-    values: dict[str, Any] = {"group": group}
+    mondrian = per_group and group is not None and "mondrian" in get_kind(data.kind).study.settings
+    values: dict[str, Any] = {"mondrian": group} if mondrian else {"group": group}
 
     if alphas and "alphas" in get_kind(data.kind).study.settings:
         values["alphas"] = list(alphas)
@@ -178,7 +205,7 @@ def lm_eval_runs(folder: Path, files: list[Path], root: Path | None,
             if {r.get("shape") for b in batches.values() for r in b.records} not in ({"score"}, {"pair"}):
                 continue  # mixed kinds, or choices (PARC has its own cells): each subtask is its own judge
             runs.append((f"{model}: {group}", results_file,
-                         evaluate_batch(combine_subtasks(group, batches), alphas, SUBTASK_FIELD)))
+                         evaluate_batch(combine_subtasks(group, batches), alphas, SUBTASK_FIELD, per_group=True)))
             used.update(tasks[t] for t in present)
         for task, f in tasks.items():
             if f not in used:
@@ -205,20 +232,55 @@ def collect(paths: Sequence[str | Path], alphas: Sequence[float] | None = None) 
                 if f in used:
                     continue
                 if f.suffix == ".json" and not f.name.startswith("results_"):
-                    report = is_report(f)
+                    report = is_report(f) or nightly_result(f)
                     if report is not None:
                         out.append((display_name(f, path), f, report))
                         found += 1
+                elif f.suffix == ".jsonl" and is_history(f):
+                    out.append((display_name(f, path), f, {"schema": HISTORY_SCHEMA, "nights": read_nights(f)}))
+                    found += 1
                 elif f.suffix in HARNESS_SUFFIXES and (fmt := harness_format(f)) is not None:
                     out.append((display_name(f, path), f, evaluate_file(f, fmt, alphas)))
                     found += 1
             if not found:
                 raise InputError(f"{path}: no judgecp report, lm-eval samples file or VLMEvalKit prediction file in it")
+        elif path.is_file() and is_history(path):  # apply --history's JSON lines: the nights across
+            out.append((path.stem, path, {"schema": HISTORY_SCHEMA, "nights": read_nights(path)}))
         elif path.is_file() and path.suffix != ".json" and (fmt := harness_format(path)) is not None:
             runs, _ = lm_eval_runs(path.parent, [path], None, alphas) if fmt == "lm-eval" else ([], set())
             out += runs or [(display_name(path, None), path, evaluate_file(path, fmt, alphas))]
         else:
             out.append((path.stem, path, {}))  # a report file: load_runs reads and checks it
-    names = [name for name, _, _ in out]
-    return [(f"{name} ({p.parent.name}/{p.stem})" if names.count(name) > 1 else name, p, report)
-            for name, p, report in out]  # e.g. two runs of one model and task
+    return [(name, p, report) for name, (_, p, report) in zip(distinct_names(out), out, strict=True)]
+
+
+def run_date(path: Path) -> str | None:
+    """The date of an lm-eval run from its results or samples file name: ``2026-11-28T11-59-39.291326``."""
+    match = RESULTS_NAME.match(path.stem) or SAMPLES_NAME.match(path.stem)
+    return match.group("date") if match else None
+
+
+def distinct_names(found: Sequence[tuple[str, Path, Any]]) -> list[str]:
+    """Names that tell repeated runs of one model and task apart, as short as does it: the run's date
+    (``judgecp-replay: judgecp_demo, 2026-11-28 11:59``, seconds only where two runs share the minute), else
+    the file's folder and name."""
+    names = [name for name, _, _ in found]
+    out = list(names)
+    for name in set(names):
+        where = [i for i, n in enumerate(names) if n == name]
+        if len(where) < 2:
+            continue
+        dates = [run_date(found[i][1]) for i in where]
+        if all(dates):
+            for cut in (16, 19, None):  # minute, second, the whole date
+                shown = [str(d)[:cut].replace("T", " ") for d in dates]
+                shown = [s[:11] + s[11:].replace("-", ":") for s in shown]
+                if len(set(shown)) == len(shown):
+                    break
+            if len(set(shown)) == len(shown):
+                for i, date in zip(where, shown, strict=True):
+                    out[i] = f"{name}, {date}"
+                continue
+        for i in where:
+            out[i] = f"{name} ({found[i][1].parent.name}/{found[i][1].stem})"
+    return out

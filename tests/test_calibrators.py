@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -332,15 +333,23 @@ def test_cli_estimate_from_two_files_and_by_group(tmp_path: Path) -> None:
 
 
 def test_conformity_scores_are_the_ones_that_set_the_threshold() -> None:
-    from judgecp.stats.conformal import conformal_quantile
-    from judgecp.stats.methods.sets import SCORE_TOLERANCE
-
+    """The stored conformity scores and threshold against the scores' definitions computed here from the
+    logprobs (softmax, expected score) and the order statistic taken by sorting, not by judgecp's quantile."""
     data = likert(500, 3)
+    p = np.exp(data.logprobs - data.logprobs.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    true = p[np.arange(500), data.labels.astype(int) - 1]
+    others = np.where(np.eye(5, dtype=bool)[data.labels.astype(int) - 1], -np.inf, p).max(axis=1)
+    definitions = {"naive": np.abs(data.labels - p @ np.arange(1.0, 6.0)),  # |y - E[score]|
+                   "lac": 1.0 - true,  # 1 - p(y)
+                   "margin": others - true}  # max_{k != y} p(k) - p(y)
+    rank = math.ceil(501 * (1 - ALPHA))  # the 451st smallest of 500
     for method, attr in (("naive", "quantile_"), ("lac", "threshold_"), ("margin", "threshold_")):
         cal = round_trip(calibrate(data, method=method, alpha=ALPHA))
         assert cal.conformity is not None and cal.conformity[1].size == 500
-        stored = getattr(cal.estimator.method_, attr)
-        assert abs(conformal_quantile(cal.conformity[1], ALPHA) - stored) < SCORE_TOLERANCE
+        expected = np.sort(definitions[method])
+        np.testing.assert_allclose(np.sort(cal.conformity[1]), expected, atol=1e-12)
+        assert getattr(cal.estimator.method_, attr) == pytest.approx(expected[rank - 1], abs=1e-12)
         assert str(0.5) in cal.to_dict()["conformity"]["quantiles"]
     assert calibrate(data, method="aps").conformity is None  # randomised scores: no label-free formula
     # Labeled run items that humans rate one label higher (the judge unchanged): the label-side check says so.

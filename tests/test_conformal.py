@@ -161,15 +161,31 @@ def test_set_methods_need_integer_labels(name: str) -> None:
         build_method(spec(name), alpha=0.1, scale=SCALE).calibrate(X, y + 0.5 * (y < 5))
 
 
+#: Methods that read only the judge's probabilities: extra columns change nothing.
+PROBABILITY_ONLY = {"naive", "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin"}
+#: Methods whose fitted model changes with them here (the others' models, fitted on 75 rows, barely split on them).
+FEATURE_MODELS = {"chr", "lvd", "boosted_lcp"}
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_extra_feature_columns_are_accepted(name: str) -> None:
-    """Multi-judge fusion: columns after the K logprobs feed the fitted models."""
+    """Multi-judge fusion: columns after the K logprobs feed the fitted models, and only them."""
     rng = np.random.default_rng(6)
     X, y = judge_draw(200, rng)
     X2, _ = judge_draw(200, rng)
     fused = np.hstack([X, X2])
-    pred = build_method(spec(name), alpha=0.1, scale=SCALE, random_state=0).calibrate(fused[:150], y[:150]).predict(fused[150:])
-    assert pred.sets.shape == (50, 5)
+
+    def predict(X: np.ndarray) -> Prediction:
+        return build_method(spec(name), alpha=0.1, scale=SCALE, random_state=0).calibrate(X[:150], y[:150]).predict(X[150:])
+
+    pred, alone = predict(fused), predict(X)
+    assert pred.sets.shape == (50, 5) and pred.sets.any(axis=1).all()
+    same = bool((pred.sets == alone.sets).all()) and (
+        not pred.has_interval or (np.array_equal(pred.lower, alone.lower) and np.array_equal(pred.upper, alone.upper)))
+    if name in PROBABILITY_ONLY:
+        assert same, f"{name} reads only probabilities, yet the extra columns changed its prediction"
+    if name in FEATURE_MODELS:
+        assert not same, f"{name}'s model did not see the extra columns"
 
 
 def test_other_scales() -> None:

@@ -79,3 +79,29 @@ def install(finder_class):
     """Put a ``finder_class`` watcher first on ``sys.meta_path`` (once), unless its switch is off."""
     if enabled(finder_class.env) and not any(isinstance(f, finder_class) for f in sys.meta_path):
         sys.meta_path.insert(0, finder_class())
+
+
+#: Each harness: its name in messages, its switch, the modules to watch (-> discovery function), what
+#: to do instead when judgecp cannot extend it.
+HARNESSES = {
+    "lm_eval": ("lm-eval", "JUDGECP_LM_EVAL_AUTOLOAD",
+                (("lm_eval.api.registry", "after_model_registry"), ("lm_eval.tasks.manager", "after_task_manager")),
+                "or use `judgecp lm-eval ...`"),
+    "vlmeval": ("VLMEvalKit", "JUDGECP_VLMEVAL_AUTOLOAD",
+                (("vlmeval.dataset", "after_dataset_registry"), ("vlmeval.config", "after_model_registry"),
+                 ("vlmeval.inference", "after_inference")),
+                "or use `judgecp vlmeval ...`"),
+    "lmms_eval": ("lmms-eval", "JUDGECP_LMMS_EVAL_AUTOLOAD", (("lmms_eval.tasks", "after_task_manager"),),
+                  "or pass --include_path $(judgecp lmms-eval-tasks-path)"),
+}
+
+
+def harness_hook(package, module):
+    """``(Finder, enabled, install)`` of the hook of ``package`` (a key of :data:`HARNESSES`), the Finder
+    class made in ``module`` (the hook's own top-level module, as ``sys.meta_path`` shows it)."""
+    harness, env, watched, instead = HARNESSES[package]
+    finder = type("Finder", (Finder,), {
+        "__module__": module, "__doc__": f"Wraps the loader of {harness}'s watched modules so judgecp runs right after them.",
+        "harness": harness, "env": env, "watched": watched, "instead": instead,
+        "discovery": f"judgecp.adapters.{package}.discovery"})
+    return finder, (lambda: enabled(env)), (lambda: install(finder))

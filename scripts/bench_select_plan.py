@@ -51,8 +51,9 @@ from judgecp import Fields, load
 from judgecp.stats.active import active_mean, error_model, probabilities, sampling_design
 from judgecp.stats.features import judge_probabilities, score_std
 from judgecp.stats.plan import plan, ppi_variance, proxy_check
-from judgecp.stats.ppi import ppi_mean, proxy_and_target
+from judgecp.stats.ppi import ppi_mean, quantile
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
+from judgecp.workflows.nightly.runs import proxy_and_target
 
 FloatArray = NDArray[np.float64]
 ALPHA = 0.1
@@ -228,10 +229,11 @@ def achieved_half_width(y: FloatArray, f: FloatArray, n: int, draws: int) -> Flo
 
 
 def half_width_at_truth(y: FloatArray, f: FloatArray, n: int) -> float:
-    """PPI++'s expected half-width with ``n`` of the run's labels, at the run's own sd and correlation."""
+    """PPI++'s expected half-width with ``n`` of the run's labels, at the run's own sd and correlation (Student's
+    ``t_{n-1}``, as ``estimate`` reports it)."""
     var = ppi_variance(n, sd_y=float(np.std(y, ddof=1)), sd_f=float(np.std(f, ddof=1)),
                        rho=float(np.corrcoef(y, f)[0, 1]), n_unlabeled=y.size - n)
-    return float(norm.ppf(1 - ALPHA / 2)) * math.sqrt(var)
+    return quantile(ALPHA, n - 1) * math.sqrt(var)
 
 
 def weighted_relationship(y: FloatArray, f: FloatArray, w: FloatArray) -> tuple[float, float]:

@@ -53,8 +53,8 @@ from numpy.typing import NDArray
 from scipy.stats import ks_2samp
 
 from judgecp import Fields, load
-from judgecp.workflows.calibrators import drift_statistic
 from judgecp.stats.drift import bet_statistics, log_bets, log_mean_exp, pvalues_after
+from judgecp.workflows.calibrators import drift_statistic
 from judgecp.workflows.nightly.history import DEFAULT_HORIZON, shiryaev_roberts
 
 FloatArray = NDArray[np.float64]

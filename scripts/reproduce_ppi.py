@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from judgecp import Fields, load
-from judgecp.stats.ppi import ppi_mean, proxy_and_target
+from judgecp.stats.ppi import ppi_mean
 from judgecp.stats.proxies import choose_strata
+from judgecp.workflows.nightly.runs import proxy_and_target
 
 
 def main() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,24 @@ def mean_margin(values: Any, false_failure: float = FALSE_FAILURE) -> float:
     hundreds of draws here is close to normal; t, not z, for the estimated standard deviation)."""
     v = np.asarray(values, dtype=np.float64)
     return float(student_t.ppf(1.0 - false_failure, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
+
+
+def measure_script() -> Any:
+    """scripts/measure_ppi_compare.py, whose seeded experiments the tests run at a smaller size (issue 32)."""
+    name = "measure_ppi_compare"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "measure_ppi_compare.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # its dataclasses and pickles need the module registered
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def coverage_floor(level: float, draws: int, z: float = 3.09) -> float:
+    """The lowest coverage a valid interval shows over ``draws`` draws but with probability 1e-3 (``z`` 3.09
+    binomial standard errors below ``level``, one-sided)."""
+    return float(level - z * np.sqrt(level * (1 - level) / draws))
 
 
 def shared_file(*parts: str) -> Path:

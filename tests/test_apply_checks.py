@@ -23,10 +23,10 @@ from judgecp.base.errors import InputError
 from judgecp.cli import main
 from judgecp.data import ScoreData
 from judgecp.stats.checks import GroupCount, beta_binomial_pvalue, label_shift_test
-from judgecp.stats.ppi import proxy_and_target
 from judgecp.synthetic.judges import simulate_pairwise_judge
 from judgecp.workflows.calibrators import apply, calibrate
 from judgecp.workflows.nightly.history import monitor, record_night
+from judgecp.workflows.nightly.runs import proxy_and_target
 from tests.helpers import judge_draw, shared_file
 
 ALPHA = 0.1

@@ -271,7 +271,7 @@ def test_apply_output_has_one_line_per_input_record(tmp_path: Path) -> None:
                  "--json", str(tmp_path / "s.json")]) == 0
     out = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert len(out) == len(run)
-    assert out[3]["set"] is None and out[3]["applied"] is False
+    assert out[3]["set"] == [1, 2, 3, 4, 5] and out[3]["applied"] is False  # the whole scale: a set that covers
     assert sum(r.get("applied", True) for r in out) == json.loads((tmp_path / "s.json").read_text())["n_applied"] == 199
     pairs = to_records(simulate_pairwise_judge(400, seed=1))
     assert main(["calibrate", str(write_jsonl(tmp_path / "p.jsonl", pairs[:400])), "-o", str(tmp_path / "pc.json")]) == 0

@@ -54,7 +54,17 @@ def test_report_draws_the_nightly_results_beside_the_studies(tmp_path, capsys) -
     capital = [0.5, 2.0, 30.0, 400.0]
     history = {"schema": "judgecp.apply/1", "kind": "likert", "n": 10, "n_applied": 10, "excluded": [],
                "history": {"level": 0.01, "nights": 4, "capital_by_night": capital, "first_alarm": 4}}
-    (tmp_path / "apply.json").write_text(json.dumps(history))
+    # the CLI reads a whole apply summary, its digest checked: two nights of a real history
+    from judgecp.synthetic.judges import simulate_likert_judge
+    from judgecp.workflows.calibrators import apply, calibrate
+    from judgecp.workflows.results import ApplyResult
+
+    night = simulate_likert_judge(900, seed=4)
+    cal = calibrate(night.take(np.arange(300)), method="naive")
+    for rows in (np.arange(300, 600), np.arange(600, 900)):
+        summary = apply(cal, night.take(rows), history=tmp_path / "h.jsonl").summary
+    (tmp_path / "apply.json").write_text(ApplyResult(summary).dumps())
+    assert len(json.loads((tmp_path / "apply.json").read_text())["history"]["evidence_by_night"]) == 2
     plot = martingale_over_nights(history)
     assert isinstance(plot, Plot) and list(plot.figure.axes[0].get_lines()[0].get_ydata()) == capital
     assert isinstance(martingale_over_nights({"history": None}), Missing)

@@ -13,15 +13,12 @@ import pytest
 from judgecp import Fields, load
 from judgecp.base.errors import InputError
 from judgecp.cli import main
-from judgecp.stats.active import (
-    active_mean,
-    probabilities,
-    sampling_design,
-    select,
-)
+from judgecp.stats.active import active_mean, probabilities, sampling_design
 from judgecp.stats.plan import plan, ppi_variance, proxy_check
-from judgecp.stats.ppi import ppi_mean, proxy_and_target
+from judgecp.stats.ppi import ppi_mean, quantile
 from judgecp.synthetic.judges import simulate_likert_judge
+from judgecp.workflows.nightly.runs import proxy_and_target
+from judgecp.workflows.nightly.select import select
 from tests.helpers import shared_file, write_likert_csv
 
 ALPHA = 0.1
@@ -216,9 +213,9 @@ def test_select_without_an_error_model_samples_uniformly_and_says_why() -> None:
     data = simulate_likert_judge(2000, seed=4)
     data.labels[150:] = np.nan  # a night with 150 labels
     res = select(data, 200)
-    pi = res["probability"][150:]
-    assert np.allclose(pi, 200 / 1850) and np.isnan(res["probability"][:150]).all()
-    s = res["summary"]
+    pi = res.probability[150:]
+    assert np.allclose(pi, 200 / 1850) and np.isnan(res.probability[:150]).all()
+    s = res.summary
     assert s["mix"] == 1.0 and s["error_model"] is None and s["expected_width"] is None
     assert "no error model" in s["why"] and "spread is not the size of its error" in s["why"]
     assert s["already_labeled"] == 150
@@ -488,7 +485,7 @@ def test_plan_from_random_pilots_of_the_run_meets_the_target_at_its_confidence()
         refused += p["assumed"]["run"]["check"]["mismatch"]
         var = ppi_variance(p["labels"]["ppi"], sd_y=y.std(ddof=1), sd_f=f.std(ddof=1), rho=np.corrcoef(y, f)[0, 1],
                            n_unlabeled=y.size)
-        met += 1.6449 * math.sqrt(var) <= 0.1
+        met += quantile(ALPHA, p["labels"]["ppi"] - 1) * math.sqrt(var) <= 0.1  # t, as estimate reports it
     assert refused <= 200 * (0.01 + 3.09 * math.sqrt(0.0099 / 200)), refused
     assert met / 200 >= binomial_band_floor(0.9, 200), met
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from judgecp import Fields, load
 from judgecp.base.errors import InputError
-from judgecp.stats.ppi import estimate, ppi_mean, proxy_and_target
+from judgecp.stats.ppi import ppi_mean
 from judgecp.synthetic.judges import simulate_pairwise_judge
+from judgecp.workflows.nightly.estimate import estimate
+from judgecp.workflows.nightly.runs import proxy_and_target
 from tests.helpers import shared_file
 
 ALPHA = 0.1
@@ -106,13 +110,26 @@ def test_lambda_zero_and_one_are_the_classical_estimators() -> None:
     assert zero["ppi"] == zero["labeled_only"]
     one = ppi_mean(y, f, g, lam=1.0)["estimate"]["ppi"]
     assert one["mean"] == pytest.approx(y.mean() + g.mean() - f.mean())
-    se = np.sqrt(np.var(g) / g.size + np.var(y - f) / y.size)  # PPI (Angelopoulos et al. 2023a)
+    # PPI (Angelopoulos et al. 2023a), small-sample conventions: ddof 1, Student's t with n - 1 degrees of freedom.
+    se = np.sqrt(np.var(g, ddof=1) / g.size + np.var(y - f, ddof=1) / y.size)
     assert one["se"] == pytest.approx(se)
-    tuned = ppi_mean(y, f, g)
-    lam = np.cov(y, f, ddof=0)[0, 1] / ((1 + y.size / g.size) * np.var(np.concatenate([f, g]), ddof=1))
+    assert one["upper"] - one["mean"] == pytest.approx(student_t.ppf(1 - ALPHA / 2, y.size - 1) * se)
+    # ppi-python's conventions: ddof 0 and the normal quantile.
+    py = ppi_mean(y, f, g, lam=1.0, conventions="ppi-python")["estimate"]["ppi"]
+    assert py["se"] == pytest.approx(np.sqrt(np.var(g) / g.size + np.var(y - f) / y.size))
+    assert py["upper"] - py["mean"] == pytest.approx(norm.ppf(1 - ALPHA / 2) * py["se"])
+    # Power tuning: the minimiser of the variance (ddof 1) ...
+    tuned = ppi_mean(y, 2 * f, 2 * g)
+    lam = (np.cov(y, 2 * f)[0, 1] / y.size) / (np.var(2 * f, ddof=1) / y.size + np.var(2 * g, ddof=1) / g.size)
     assert 0 < lam < 1 and tuned["lambda"] == pytest.approx(lam)
+    for other in (0.9 * lam, 1.1 * lam):
+        assert ppi_mean(y, 2 * f, 2 * g, lam=other)["estimate"]["ppi"]["se"] > tuned["estimate"]["ppi"]["se"]
+    lam *= 2  # for f itself
+    # ... and ppi-python's, which takes s2(f) over all n + N proxies.
+    lam_py = np.cov(y, f, ddof=0)[0, 1] / ((1 + y.size / g.size) * np.var(np.concatenate([f, g]), ddof=1))
+    assert ppi_mean(y, f, g, conventions="ppi-python")["lambda"] == pytest.approx(lam_py)
     assert ppi_mean(y, 3 * f, 3 * g)["lambda"] == pytest.approx(lam / 3)
-    assert ppi_mean(y, f / 3, g / 3)["lambda"] == 1.0  # clipped, as ppi-python does
+    assert ppi_mean(y, f, g)["lambda"] == 1.0 < lam  # clipped, as ppi-python does
     assert ppi_mean(y, f / 3, g / 3, clip=False)["lambda"] == pytest.approx(3 * lam)
     assert tuned["effective_sample_size"] > y.size
 
@@ -218,7 +235,7 @@ def test_agrees_with_ppi_python() -> None:
     for seed in range(20):
         rng = np.random.default_rng(seed)
         y, f, g = biased_judge(rng, 50 + 10 * seed, 500 + 100 * seed, informative=seed % 4 != 0)
-        ours = ppi_mean(y, f, g, alpha=ALPHA)["estimate"]
+        ours = ppi_mean(y, f, g, alpha=ALPHA, conventions="ppi-python")["estimate"]
         lower, upper = ppi_py.ppi_mean_ci(y, f, g, alpha=ALPHA)
         assert ours["ppi"]["lower"] == pytest.approx(float(np.ravel(lower)[0]), rel=1e-10, abs=1e-12)
         assert ours["ppi"]["upper"] == pytest.approx(float(np.ravel(upper)[0]), rel=1e-10, abs=1e-12)

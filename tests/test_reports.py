@@ -28,6 +28,7 @@ from judgecp.workflows.reports import build_document, write_report
 from judgecp.workflows.reports import figures as F
 from judgecp.workflows.reports.figures import Missing, Plot
 from judgecp.workflows.reports.load import load_runs
+from judgecp.workflows.results import with_digest
 from judgecp.workflows.study import evaluate
 
 METHODS = ("naive", "lac")
@@ -529,7 +530,7 @@ def test_fourteen_methods_get_fourteen_distinct_colours(reports) -> None:
     report["methods"] = {n: report["methods"]["naive"] for n in names}
     report["alpha_sweep"]["methods"] = {n: report["alpha_sweep"]["methods"]["naive"] for n in names}
     fake = reports["pooled"].parent / "fourteen.json"
-    fake.write_text(json.dumps(report))
+    fake.write_text(json.dumps(with_digest(report)))  # an edited report, its digest recomputed
     for figure in (F.likert_sweep, F.coverage_by_label):
         ax = figure(load_runs([fake]), "m0").figure.axes[0]
         assert len({ln.get_color() for ln in data_lines(ax)}) == 14, figure.__name__

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from judgecp import Protocol, evaluate
+from judgecp.base.digest import content_digest
 from judgecp.cli import main
 from judgecp.kinds.metrics import MetricError
 from judgecp.synthetic.judges import simulate_likert_judge, simulate_pairwise_judge
-from judgecp.workflows.results import StudyResult, load_result, read_result
+from judgecp.workflows.results import StudyResult, load_result, read_result, with_digest
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,9 @@ def test_a_study_is_frozen_and_writes_its_schema_first(study: StudyResult) -> No
     with pytest.raises(TypeError):
         study["excluded"].append({})
     assert next(iter(study)) == "schema" and study["schema"] == "judgecp.report/1"
-    assert json.loads(json.dumps(study)) == json.loads(study.dumps()) == study.to_json()
+    written = json.loads(study.dumps())  # the file's form: the body and its digest, second after the schema
+    assert list(written)[:2] == ["schema", "digest"] and written["digest"] == content_digest(written)
+    assert json.loads(json.dumps(study)) == {k: v for k, v in written.items() if k != "digest"} == study.to_json()
     again = load_result(json.loads(study.dumps()))
     assert isinstance(again, StudyResult) and again == study and again.scalars() == study.scalars()
     plain = study.to_json()
@@ -47,7 +50,7 @@ def test_scalars_are_the_harness_names_and_a_renamed_key_is_an_error(study: Stud
     with pytest.raises(MetricError, match=r"width_lac.*methods\.lac\.labels\.width"):
         load_result(broken, "broken.json")
     path = tmp_path / "broken.json"
-    path.write_text(json.dumps(broken))
+    path.write_text(json.dumps(with_digest(broken)))  # as judgecp would write it: the digest matches
     assert main(["gate", str(path), "--min", "coverage_naive=0.5"]) == 2
 
 
@@ -65,8 +68,10 @@ def test_a_report_without_schema_reads_as_a_study(study: StudyResult) -> None:
         load_result({"schema": "judgecp.unheard-of/1"})
 
 
-def _write(path: Path, obj: object) -> Path:
-    path.write_text(json.dumps(obj))
+def _write(path: Path, obj: dict[str, object]) -> Path:
+    """A result file with these contents, its digest recomputed (an edited file with a stale one is refused:
+    tests/test_hostile_nightly.py)."""
+    path.write_text(json.dumps(with_digest(obj)))
     return path
 
 
@@ -169,11 +174,11 @@ def test_gate_reads_lm_eval_results_by_the_same_names(tmp_path: Path, capsys: py
 def test_every_result_validates_against_the_published_schema(study: StudyResult, tmp_path: Path) -> None:
     import jsonschema
 
-    import judgecp
+    import judgecp.workflows.results
     from judgecp.workflows.calibrators import apply, calibrate
     from judgecp.workflows.results import ApplyResult
 
-    schema = json.loads((Path(judgecp.workflows.results.__file__).with_name("results.schema.json")).read_text())
+    schema = json.loads(Path(judgecp.workflows.results.__file__).with_name("results.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     validate = jsonschema.Draft202012Validator(schema).validate
     validate(json.loads(study.dumps()))
@@ -187,3 +192,5 @@ def test_every_result_validates_against_the_published_schema(study: StudyResult,
     del broken["methods"]
     with pytest.raises(jsonschema.ValidationError):
         validate(broken)
+    with pytest.raises(jsonschema.ValidationError):  # a digest is sha256:<64 hex digits>
+        validate({**json.loads(study.dumps()), "digest": "md5:0"})

@@ -109,7 +109,7 @@ def test_any_table_reads_unlabeled_with_every_row_accounted(tmp_path: Path, rows
     from judgecp.base.errors import InputError
     from judgecp.data.tables import read_table
     from judgecp.kinds.reading import from_table
-    from judgecp.stats.ppi import estimate
+    from judgecp.workflows.nightly.estimate import estimate
 
     header = ["id", "lp1", "lp2", "lp3", "lp4", "lp5"] + (["label"] if with_labels else [])
     header += ["sampling_probability"] if probabilities else []

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 import numpy as np
 from numpy.typing import NDArray
@@ -103,7 +103,7 @@ class VerdictSets:
 class VerdictReader(Reader):
     """A table with ``id``, ``p_yes`` and (when labeled) ``label`` yes/no."""
 
-    columns = {"label": ("label", "verdict")}
+    columns: ClassVar[dict[str, tuple[str, ...]]] = {"label": ("label", "verdict")}
 
     def read(self, table: Any, fields: Any, *, require_label: bool = True, detect: bool = False,
              **options: Any) -> VerdictData:

@@ -194,12 +194,12 @@ def likert_record(
     """The ``score`` judge output of one judged item from the ``generate`` calls made for it."""
     scale = scale or LikertScale()
     if not calls:
-        return failed_record(FLAG_NO_CAPTURE)
+        return failed_record(FLAG_NO_CAPTURE, kind="likert")
     flags = [FLAG_MULTIPLE_CALLS] if len(calls) > 1 else []
     tokens, per_position, more = position_logprobs(calls[-1], tokenizer, scale)
     flags += more
     if FLAG_BEAM_SEARCH in flags:
-        return failed_record(*flags)
+        return failed_record(*flags, kind="likert")
     return positions_output("likert", tokens, per_position, scale=scale, floor=floor, flags=flags)
 
 
@@ -249,7 +249,7 @@ def positions_output(
 
 
 def failed_record(
-    *flags: str, kind: str = "likert", source: str = "hf_generate", letters: Sequence[str] | None = None,
+    *flags: str, kind: str, source: str = "hf_generate", letters: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """A judge output without logprobs (``flags`` say why)."""
     shape = cast(Shape, get_kind(kind).reader.record_shape)

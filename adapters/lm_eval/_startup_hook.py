@@ -9,28 +9,7 @@ model registry or task manager, and then judgecp registers its models
 ``_judgecp_startup_hook`` (``adapters/_startup_hook.py``), shared by the three harnesses.
 """
 
-import _judgecp_startup_hook as _startup
+import _judgecp_startup_hook
 
-ENV = "JUDGECP_LM_EVAL_AUTOLOAD"
-
-
-class Finder(_startup.Finder):
-    """Wraps the loader of lm-eval's watched modules so judgecp runs right after them."""
-
-    harness = "lm-eval"
-    env = ENV
-    watched = (
-        ("lm_eval.api.registry", "after_model_registry"),
-        ("lm_eval.tasks.manager", "after_task_manager"),
-    )
-    discovery = "judgecp.adapters.lm_eval.discovery"
-    instead = "or use `judgecp lm-eval ...`"
-
-
-def enabled():
-    return _startup.enabled(ENV)
-
-
-def install():
-    """Put the watcher first on ``sys.meta_path`` (once), unless disabled."""
-    _startup.install(Finder)
+ENV = _judgecp_startup_hook.HARNESSES["lm_eval"][1]
+Finder, enabled, install = _judgecp_startup_hook.harness_hook("lm_eval", __name__)

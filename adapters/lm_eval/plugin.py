@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,7 @@ from judgecp.data.tables import jsonl_objects
 
 @hookimpl
 def register_commands(commands: Any, benchmarks: Any) -> None:
-    p = commands.add_parser("tasks-path", help="print the folder of judgecp's lm-eval tasks (for --include_path)")
-    p.set_defaults(func=print_tasks_path)
+    add_tasks_path_command(commands, "tasks-path", "lm-eval", tasks_path)
     p = commands.add_parser(
         "lm-eval", help="run lm-eval with judgecp's models and tasks registered (where the startup hook is off)",
         add_help=False, prefix_chars="\0",  # every argument goes to lm-eval, --help included
@@ -69,9 +68,18 @@ def register_record_formats() -> list[RecordFormat]:
                          read=read_samples, sniff=is_samples_file)]
 
 
-def print_tasks_path(args: argparse.Namespace | None = None) -> int:
+def add_tasks_path_command(
+    commands: Any, name: str, harness: str, folder: Callable[[], Path]
+) -> None:
+    """``judgecp NAME``: print the folder of judgecp's tasks for a harness (for its
+    ``--include_path``)."""
+    help_text = f"print the folder of judgecp's {harness} tasks (for --include_path)"
+    p = commands.add_parser(name, help=help_text)
+    p.set_defaults(func=lambda args: print_folder(folder()))
 
-    print(tasks_path())
+
+def print_folder(folder: Path) -> int:
+    print(folder)
     return 0
 
 
@@ -118,12 +126,19 @@ def is_samples_file(path: Path) -> bool:
     """An lm-eval samples file: ``samples_*.jsonl``, or a JSONL whose first line has ``doc_id`` and ``resps``."""
     if path.name.startswith("samples_") and path.suffix == ".jsonl":
         return True
+    first = first_line_object(path)
+    return first is not None and "doc_id" in first and "resps" in first
+
+
+def first_line_object(path: Path) -> dict[str, Any] | None:
+    """A file's first line as a JSON object, or ``None`` (unreadable, not JSON, not an object):
+    what a harness's samples file is recognised by."""
     try:
         with path.open(encoding="utf-8") as handle:
             first = json.loads(handle.readline())
     except (OSError, ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(first, dict) and "doc_id" in first and "resps" in first
+        return None
+    return first if isinstance(first, dict) else None
 
 
 def read_samples(path: Path, *, kind: str | None = None, **options: Any) -> RecordBatch:

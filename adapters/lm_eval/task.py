@@ -82,6 +82,12 @@ class JudgeReportTask(ConfigurableTask):
         config.pop("class", None)  # the factory's marker; not a TaskConfig field
         with _without_custom_kwargs_hint():
             super().__init__(config=config, **kwargs)
+        self.set_up_judge_report()
+
+    def set_up_judge_report(self) -> None:
+        """The settings, the metrics and the task's report, once the harness's base class has
+        read the config (lmms-eval's task classes call it too); a bad setting is one line naming
+        the task."""
         try:
             self.read_settings(self.config.metadata or {})
         except InputError as exc:

@@ -10,27 +10,7 @@ adds its task folder to every ``TaskManager`` (judgecp's models come from the
 any failure is a warning, never a broken lmms-eval.
 """
 
-import _judgecp_startup_hook as _startup
+import _judgecp_startup_hook
 
-ENV = "JUDGECP_LMMS_EVAL_AUTOLOAD"
-
-
-class Finder(_startup.Finder):
-    """Wraps the loader of lmms-eval's watched modules so judgecp runs right after them."""
-
-    harness = "lmms-eval"
-    env = ENV
-    watched = (
-        ("lmms_eval.tasks", "after_task_manager"),
-    )
-    discovery = "judgecp.adapters.lmms_eval.discovery"
-    instead = "or pass --include_path $(judgecp lmms-eval-tasks-path)"
-
-
-def enabled():
-    return _startup.enabled(ENV)
-
-
-def install():
-    """Put the watcher first on ``sys.meta_path`` (once), unless disabled."""
-    _startup.install(Finder)
+ENV = _judgecp_startup_hook.HARNESSES["lmms_eval"][1]
+Finder, enabled, install = _judgecp_startup_hook.harness_hook("lmms_eval", __name__)

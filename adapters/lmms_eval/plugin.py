@@ -16,12 +16,11 @@ here imports lmms-eval until a command runs.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
+from judgecp.adapters.lm_eval.plugin import add_tasks_path_command, first_line_object
 from judgecp.adapters.lm_eval.plugin import read_samples as read_lm_eval_samples
 from judgecp.adapters.lmms_eval import tasks_path
 from judgecp.base.hookspecs import hookimpl
@@ -30,9 +29,7 @@ from judgecp.data.formats import RecordBatch, RecordFormat
 
 @hookimpl
 def register_commands(commands: Any, benchmarks: Any) -> None:
-    p = commands.add_parser("lmms-eval-tasks-path",
-                            help="print the folder of judgecp's lmms-eval tasks (for --include_path)")
-    p.set_defaults(func=print_tasks_path)
+    add_tasks_path_command(commands, "lmms-eval-tasks-path", "lmms-eval", tasks_path)
 
 
 @hookimpl
@@ -41,19 +38,10 @@ def register_record_formats() -> list[RecordFormat]:
                          read=read_samples, sniff=is_samples_file)]
 
 
-def print_tasks_path(args: argparse.Namespace | None = None) -> int:
-    print(tasks_path())
-    return 0
-
-
 def is_samples_file(path: Path) -> bool:
     """An lmms-eval samples file: a JSONL whose first line has ``doc_id`` and ``doc_hash`` and no ``doc``."""
-    try:
-        with path.open(encoding="utf-8") as handle:
-            first = json.loads(handle.readline())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(first, dict) and "doc_id" in first and "doc_hash" in first and "doc" not in first
+    first = first_line_object(path)
+    return first is not None and "doc_id" in first and "doc_hash" in first and "doc" not in first
 
 
 def read_samples(path: Path, *, kind: str | None = None, **options: Any) -> RecordBatch:

@@ -44,13 +44,11 @@ from lmms_eval.api.task import ConfigurableTask
 
 from judgecp.adapters.lm_eval.choice_task import MultipleChoiceTask
 from judgecp.adapters.lm_eval.ensemble_task import PromptEnsembleTask
-from judgecp.adapters.lm_eval.metrics import TaskReport, aggregations
 from judgecp.adapters.lm_eval.task import JudgeReportTask, LikertJudgeTask
 from judgecp.adapters.lmms_eval import METADATA_ENV
 from judgecp.base.errors import InputError
 from judgecp.base.scale import LikertScale
 from judgecp.data.prompts import choice_seed_prompt
-from judgecp.workflows.results import calibrated_metrics
 
 logger = logging.getLogger("lmms_eval.judgecp")
 
@@ -99,14 +97,7 @@ class JudgeTask(ConfigurableTask):  # type: ignore[misc]
         config.pop("class", None)  # the factory's marker; not a TaskConfig field
         config["metadata"] = run_settings(config.get("metadata"))
         super().__init__(config=config, **kwargs)
-        try:
-            self.read_settings(self.config.metadata or {})
-        except InputError as exc:
-            raise InputError(f"task {self.config.task}: {exc}") from None
-        metrics = self.metrics() if self.calibrator is None else calibrated_metrics(self.KIND)
-        self._judgecp_metrics = metrics
-        self.judgecp_report = TaskReport(self.report, task=str(self.config.task))
-        self._judgecp_aggregations = aggregations(metrics, self.judgecp_report.of)
+        self.set_up_judge_report()
 
     #: The documents: ``LOADER(**settings, **dataset_kwargs)`` returns a ``DatasetDict`` (the lm-eval task
     #: folders' loaders, their ``custom_dataset``); ``None``: lmms-eval's own ``dataset_path`` download.
@@ -134,6 +125,7 @@ class JudgeTask(ConfigurableTask):  # type: ignore[misc]
         return JudgeReportTask.process_results(self, doc, results)  # type: ignore[no-any-return]
 
     # -- the lm-eval task class's judge-report methods (module docstring) --------------
+    set_up_judge_report = JudgeReportTask.set_up_judge_report
     read_settings = JudgeReportTask.read_settings
     check_output_type = JudgeReportTask.check_output_type
     metrics = JudgeReportTask.metrics

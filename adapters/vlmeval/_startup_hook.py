@@ -14,29 +14,7 @@ nothing; any failure is a warning, never a broken VLMEvalKit. Uninstalling
 judgecp removes both files.
 """
 
-import _judgecp_startup_hook as _startup
+import _judgecp_startup_hook
 
-ENV = "JUDGECP_VLMEVAL_AUTOLOAD"
-
-
-class Finder(_startup.Finder):
-    """Wraps the loader of VLMEvalKit's watched modules so judgecp runs right after them."""
-
-    harness = "VLMEvalKit"
-    env = ENV
-    watched = (
-        ("vlmeval.dataset", "after_dataset_registry"),
-        ("vlmeval.config", "after_model_registry"),
-        ("vlmeval.inference", "after_inference"),
-    )
-    discovery = "judgecp.adapters.vlmeval.discovery"
-    instead = "or use `judgecp vlmeval ...`"
-
-
-def enabled():
-    return _startup.enabled(ENV)
-
-
-def install():
-    """Put the watcher first on ``sys.meta_path`` (once), unless disabled."""
-    _startup.install(Finder)
+ENV = _judgecp_startup_hook.HARNESSES["vlmeval"][1]
+Finder, enabled, install = _judgecp_startup_hook.harness_hook("vlmeval", __name__)

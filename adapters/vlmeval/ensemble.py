@@ -69,6 +69,7 @@ from judgecp.kinds.ensemble.study import (
 )
 from judgecp.kinds.metrics import flatten
 from judgecp.workflows.headline import report_headline
+from judgecp.workflows.results import with_digest
 
 DATASET_PREFIX = ENSEMBLE_PREFIX
 KIND = "ensemble"
@@ -267,7 +268,7 @@ def evaluate_file(
         atomic_write_text(records_out, "".join(json.dumps(r) + "\n" for r in records))
     report = study_report(records, s, excluded=table.excluded)
     report["vlmeval"] = table.summary()
-    atomic_write_text(metric_path(prediction_file), json.dumps(report, indent=1) + "\n")
+    atomic_write_text(metric_path(prediction_file), json.dumps(with_digest(report), indent=1) + "\n")
     # the kind's headline (<method>|<score>, n_items, n_prompts) and its primary metrics again
     # as |overall keys (bpe|accuracy|overall, bpe|nll|overall) for VLMEvalKit's summary
     return flatten(with_overall(report_headline(report), KIND))

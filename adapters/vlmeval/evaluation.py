@@ -91,7 +91,7 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
 
 
-def metric_path(prediction_file: str | Path, kind: str = "likert") -> Path:
+def metric_path(prediction_file: str | Path, kind: str) -> Path:
     """``<stem><suffix>.json`` beside the prediction file: ``_cp`` (Likert), ``_selective``, ``_reliability``."""
     p = Path(prediction_file)
     return p.with_name(p.stem + vlmeval_kind(kind).metric_suffix + ".json")
@@ -103,7 +103,9 @@ def headline(report: Mapping[str, Any], protocol: Protocol | None = None) -> dic
     and the primary metrics as ``...|overall`` keys (:func:`~judgecp.adapters.vlmeval.summary.with_overall`)."""
     built = (report.get("vlmeval") or {}).get("excluded_at_build")
     extra = None if built is None else {"excluded_at_build": sum(int(e["count"]) for e in built)}
-    return with_overall(report_headline(report, protocol, extra), str(report.get("kind", "likert")))
+    kind = report.get("kind")
+    head = report_headline(report, protocol, extra)
+    return with_overall(head, str(kind)) if kind is not None else head  # an error report names no kind: no primary metric
 
 
 def _reasons(excluded: Exclusions) -> str:

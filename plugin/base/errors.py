@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judgecp.base.exclusions import Exclusions
@@ -70,3 +70,20 @@ def unknown(what: str, name: str, candidates: Iterable[str]) -> InputError:
     options = sorted(str(c) for c in candidates)
     shown = ", ".join(options[:40]) + (" ..." if len(options) > 40 else "")
     return InputError(f"unknown {what} {name!r}{did_you_mean(name, options)}; available: {shown or 'none'}")
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr`` of a value for a message, numpy scalars as Python's, cut to ``limit`` characters."""
+    item = getattr(value, "item", None)
+    if callable(item) and type(value).__module__ == "numpy":
+        try:
+            value = item()
+        except (TypeError, ValueError):
+            pass
+    return clip(repr(value), limit)
+
+
+def clip(text: str, limit: int = 200) -> str:
+    """``text`` for a one-line message: whitespace folded, cut to about ``limit`` characters (its length said)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else f"{text[: max(limit - 30, 10)]}... ({len(text)} characters)"

@@ -20,6 +20,9 @@ class Exclusions:
 
     counts: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
+    #: A hint per reason for the commands' output (``label_off_scale``: the scale the labels look like); not in
+    #: :meth:`to_json`, which reports keep as they are.
+    notes: dict[str, str] = field(default_factory=dict)
 
     def add(self, reason: str, example: object | None = None, count: int = 1) -> None:
         # Reasons may come from data (an adapter's ``exclude`` cell): one line, whitespace folded,
@@ -43,6 +46,8 @@ class Exclusions:
             self.add(reason, count=int(rows.size) - len(shown))
 
     def merge(self, other: Exclusions) -> None:
+        for reason, note in other.notes.items():
+            self.notes.setdefault(reason, note)
         for reason, count in other.counts.items():
             self.counts[reason] += count
             shown = self.examples.setdefault(reason, [])
@@ -62,3 +67,13 @@ class Exclusions:
             {key: reason, "count": count, "examples": self.examples.get(reason, [])}
             for reason, count in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
         ]
+
+
+def left_out_lines(excluded: list[dict[str, Any]], notes: dict[str, str] | None = None) -> list[str]:
+    """The commands' console lines for rows left out: ``left out: label_off_scale 148; labels look like 0..1:
+    --label-scale 0:1?`` (one line per reason, with its hint)."""
+    out = []
+    for e in excluded:
+        note = (notes or {}).get(str(e["reason"]))
+        out.append(f"left out: {e['reason']} {e['count']}" + (f"; {note}" if note else ""))
+    return out

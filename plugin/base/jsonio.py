@@ -41,6 +41,9 @@ def to_strict(obj: Any) -> Any:
 
 def dumps(report: Mapping[str, Any]) -> str:
     """Strict JSON text (``allow_nan=False``), stable key order as built; a result with its ``schema``."""
-    to_json = getattr(report, "to_json", None)  # a typed result writes its body with its schema
-    obj = to_json() if callable(to_json) else report
+    own = getattr(report, "dumps", None)  # a typed result writes itself, with its schema and digest
+    if callable(own) and isinstance(getattr(report, "schema", None), str):
+        text: str = own()
+        return text
+    obj = report
     return json.dumps(to_strict(obj), indent=2, allow_nan=False) + "\n"

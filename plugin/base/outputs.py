@@ -81,7 +81,10 @@ def atomic_writer(path: PathLike, mode: str = "w", *, encoding: str | None = "ut
         raise ValueError(f"atomic_writer writes with mode 'w' or 'wb', not {mode!r}")
     target = Path(os.path.realpath(path))
     tmp = target.parent / _temp_name(target.name)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:  # the message names the file asked for, not judgecp's temporary one
+        raise _about(exc, path) from None
     try:
         try:
             mode_bits = stat.S_IMODE(os.stat(target).st_mode)
@@ -100,13 +103,20 @@ def atomic_writer(path: PathLike, mode: str = "w", *, encoding: str | None = "ut
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         if fd >= 0:
             os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is not None and TEMP_MARK in os.fspath(exc.filename):
+            raise _about(exc, path) from None
         raise
     _fsync_dir(target.parent)
+
+
+def _about(exc: OSError, path: PathLike) -> OSError:
+    """The same error, naming ``path`` (the file a command was asked to write) instead of a temporary file."""
+    return type(exc)(exc.errno, exc.strerror or str(exc), os.fspath(path))
 
 
 def atomic_write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> None:
@@ -174,8 +184,11 @@ def building_directory(path: PathLike, *, last: str | None = None) -> Iterator[P
                 os.rename(tmp, target)
             else:
                 _move_entries(tmp, target, last)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        inside = os.fspath(exc.filename) if isinstance(exc, OSError) and exc.filename is not None else ""
+        if isinstance(exc, OSError) and inside.startswith(os.fspath(tmp)):  # name the output, not the build folder
+            raise type(exc)(exc.errno, exc.strerror or str(exc), os.fspath(path) + inside[len(os.fspath(tmp)):]) from None
         raise
     _fsync_dir(target.parent)
 
@@ -232,6 +245,9 @@ def _check_file(flag: str, path: PathLike) -> None:
     target = Path(path)
     if target.is_dir():
         raise InputError(f"{flag} {path}: a directory; give a file name")
+    if str(path).endswith(("/", os.sep)) or os.path.basename(os.fspath(path)) in ("", ".", ".."):
+        raise InputError(f"{flag} {path}: names a folder; give a file name (an output file's folder must exist, "
+                         "an output folder is created)")
     resolved = Path(os.path.realpath(target))
     _writable_folder(flag, path, resolved.parent)
     if resolved.exists() and not os.access(resolved, os.W_OK):
@@ -253,14 +269,20 @@ def _check_folder(flag: str, path: PathLike) -> None:
 
 
 def check_outputs(outputs: Mapping[str, PathLike | Folder | None], *,
-                  inputs: Iterable[PathLike | None] = ()) -> None:
+                  inputs: Iterable[PathLike | tuple[str, PathLike] | None] = ()) -> None:
     """Refuse, before any work, outputs that cannot be written or would replace an input.
 
     ``outputs`` maps a flag (``"-o"``, ``"--json"``) to a file path, or to a
-    :class:`Folder`; ``None`` values are skipped. Each problem is an
+    :class:`Folder`; ``None`` values are skipped. ``inputs``: paths, or ``(what, path)`` pairs where ``what``
+    names the flag in a message (``"--join"``; a bare path, or ``"the input"``: a positional argument). Each problem is an
     :class:`~judgecp.base.errors.InputError` of one line naming the flag and the path.
+
+    One rule for every command: an output *file* goes into a folder that exists (a missing folder is
+    refused, and so is a path that names a folder, ``out/``); an output *folder* is created, with its parents.
     """
-    given = [str(i) for i in inputs if i is not None and str(i) != ""]
+    named = [item if isinstance(item, tuple) else ("the input", item) for item in inputs if item is not None]
+    given = [str(i) for _, i in named if str(i) != ""]
+    label = {str(i): what for what, i in named}
     files: list[tuple[str, PathLike]] = []
     for flag, value in outputs.items():
         if value is None:
@@ -278,7 +300,8 @@ def check_outputs(outputs: Mapping[str, PathLike | Folder | None], *,
         _check_file(flag, value)
         hit = next((i for i in given if _same(value, i)), None)
         if hit is not None:
-            raise InputError(f"{flag} {value}: the same file as the input {hit}; choose another output")
+            what = "" if label[hit] == "the input" else f" ({label[hit]})"
+            raise InputError(f"{flag} {value}: the same file as the input {hit}{what}; choose another output")
         twin = next((f for f, p in files if _same(value, p)), None)
         if twin is not None:
             raise InputError(f"{flag} {value}: the same file as {twin}; give two different files")

@@ -15,11 +15,11 @@ from typing import Any
 
 #: Schema name (without its version) -> what a file of it is.
 FILES: dict[str, str] = {
-    "judgecp.present.console": "a judgecp evaluate report",
+    "judgecp.report": "a judgecp evaluate report",
     "judgecp.apply": "an apply summary (judgecp apply --json)",
     "judgecp.estimate": "an estimate (judgecp estimate --json)",
-    "judgecp.workflows.nightly.compare": "a comparison (judgecp compare --json)",
-    "judgecp.stats.plan": "a label plan (judgecp plan --json)",
+    "judgecp.compare": "a comparison (judgecp compare --json)",
+    "judgecp.plan": "a label plan (judgecp plan --json)",
     "judgecp.select": "a selection summary (judgecp select --json)",
     "judgecp.calibrator": "a calibrator (judgecp calibrate -o)",
     "judgecp.history": "a drift history (judgecp apply --history)",
@@ -54,3 +54,29 @@ def describe_file(path: str | Path) -> str | None:
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     return describe(obj)
+
+
+#: Bytes of a file's first line :func:`describe_lines` reads at most (a history night holds a run's values).
+_FIRST_LINE_MAX_BYTES = 64 << 20
+
+
+def describe_lines(path: str | Path) -> str | None:
+    """What a JSON-lines file of judgecp's is, by its first line ("a drift history (judgecp apply --history),
+    JSON lines"; the items ``judgecp select -o`` wrote), else ``None``: for the errors given when a result
+    is expected."""
+    try:
+        with Path(path).open("rb") as handle:
+            first = handle.readline(_FIRST_LINE_MAX_BYTES)
+            while first and not first.strip():
+                first = handle.readline(_FIRST_LINE_MAX_BYTES)
+        obj = json.loads(first.decode("utf-8"), parse_constant=lambda name: None)
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(obj, Mapping):
+        return None
+    if "sampling_probability" in obj:
+        return "items to label (judgecp select -o; JSON lines)"
+    if str(obj.get("schema", "")).startswith("judgecp.record/"):
+        return "judgecp records (JSON lines)"
+    what = describe(obj)
+    return None if what is None else f"{what} (JSON lines)"

@@ -37,6 +37,17 @@ from judgecp.base.errors import InputError, MissingDependencyError
 from judgecp.base.plugins import get_plugin_manager
 from judgecp.base.threads import pinned, runs_a_model
 from judgecp.base.version import __version__
+from judgecp.cli import (
+    bench_fitted,
+    calibrators,
+    commands,
+    estimate,
+    evaluate,
+    gate,
+    nightly,
+    parc_build,
+    report,
+)
 
 #: Exit statuses of an interrupted command (128 + the signal's number, as a shell reports them).
 EXIT_INTERRUPTED = 130
@@ -78,30 +89,50 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+#: Characters of a path an error line shows (a 3 MB item id in a file name is cut, its length said).
+PATH_SHOWN = 240
+
+
 def _os_error_line(exc: OSError) -> str:
-    where = ": ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    where = ": ".join(_clip_path(str(f)) for f in (exc.filename, exc.filename2) if f is not None)
     what = exc.strerror or type(exc).__name__
     return f"{where}: {what}" if where else f"{what} ({exc})"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from judgecp.cli import commands, evaluate, report
+#: Characters of an error message shown (a message that quotes a huge cell is cut in the middle).
+MESSAGE_SHOWN = 4000
 
+
+def _clip_message(text: str) -> str:
+    if len(text) <= MESSAGE_SHOWN:
+        return text
+    return f"{text[: MESSAGE_SHOWN - 600]} ... {text[-400:]} (a message of {len(text)} characters, cut)"
+
+
+def _clip_path(text: str) -> str:
+    if len(text) <= PATH_SHOWN:
+        return text
+    return f"{text[: PATH_SHOWN // 2]}...{text[-PATH_SHOWN // 4:]} (a path of {len(text)} characters)"
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="judgecp", description="How far can a model judge be trusted? Conformal reliability metrics for judges."
     )
     parser.add_argument("--version", action="version", version=f"judgecp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluate.add_parser(sub)
-    __import__("judgecp.cli.calibrators", fromlist=["add_parser"]).add_parser(sub)
-    __import__("judgecp.cli.nightly", fromlist=["add_parser"]).add_parser(sub)  # compare, plan, select
+    calibrators.add_parser(sub)  # calibrate, apply
+    gate.add_parser(sub)
+    estimate.add_parser(sub)
+    nightly.add_parser(sub)  # compare, plan, select
     commands.add_records(sub)
     commands.add_example(sub)
     commands.add_methods(sub)
     report.add_parser(sub)
     bench = commands.add_bench(sub)
-    __import__("judgecp.cli.bench_fitted", fromlist=["add_parser"]).add_parser(bench)  # judgecp bench fitted
-    __import__("judgecp.cli.parc_build", fromlist=["add_parser"]).add_parser(sub)  # judgecp parc build
+    bench_fitted.add_parser(bench)  # judgecp bench fitted
+    parc_build.add_parser(sub)  # judgecp parc build
     get_plugin_manager().hook.register_commands(commands=sub, benchmarks=bench)
     return parser
 
@@ -146,8 +177,14 @@ def summarised_warnings() -> Iterator[None]:
                 print(f"judgecp: note: {origin} warned{times}: {category}: {text}", file=sys.stderr)
 
 
+#: How many :func:`main` calls are running (the console script's early signal handler leaves SIGINT to them).
+running = 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    global running
     argv = list(sys.argv[1:] if argv is None else argv)
+    running += 1
     try:
         with _sigterm_raises():
             args = build_parser().parse_args(argv)
@@ -156,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with summarised_warnings(), pinned(), progress_lines(args):
                 return int(args.func(args))
     except (InputError, MissingDependencyError) as exc:
-        print(f"judgecp: error: {exc}", file=sys.stderr)
+        print(f"judgecp: error: {_clip_message(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         print("judgecp: interrupted", file=sys.stderr)
@@ -164,6 +201,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # the last resort: the checks before work should have said it already
         print(f"judgecp: error: {_os_error_line(exc)}", file=sys.stderr)
         return 2
+    except MemoryError:  # an input too large for the memory this process may use (a limit, a huge file)
+        print("judgecp: error: out of memory: the input is too large for the memory this process may use "
+              "(a memory limit, or a file far larger than it looks)", file=sys.stderr)
+        return 2
+    finally:
+        running -= 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""``judgecp calibrate``, ``judgecp apply`` and ``judgecp estimate`` (``judgecp gate``: :mod:`judgecp.cli.gate`).
+"""``judgecp calibrate`` and ``judgecp apply`` (``judgecp estimate``: :mod:`judgecp.cli.estimate`; ``judgecp gate``: :mod:`judgecp.cli.gate`).
 
 Calibrate once on labeled records, apply the saved calibrator to every
 unlabeled run, estimate the human-scale mean with PPI++, and turn any of
@@ -9,7 +9,6 @@ docs/calibrators.md.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,12 +16,27 @@ from typing import Any
 
 from judgecp.base.errors import InputError
 from judgecp.base.flags import level, whole
-from judgecp.cli.evaluate import LABEL_SCALE_HELP
+from judgecp.base.jsonio import dumps
+from judgecp.base.outputs import atomic_write_text
+from judgecp.base.records import SCHEMA
+from judgecp.base.scale import LabelScale, LikertScale
+from judgecp.cli.evaluate import LABEL_SCALE_HELP, check_output, read_input
+from judgecp.data import Fields
+from judgecp.data.formats import record_format, sniff_format
+from judgecp.data.judge import name_judge_in_records
+from judgecp.data.pair import ORDERS_FWD, ORDERS_REV
+from judgecp.data.tables import read_jsonl, read_table, write_records
+from judgecp.kinds import get_kind, table_kinds
+from judgecp.workflows.calibrators import Calibrator, annotate, apply, calibrate
 from judgecp.workflows.nightly.history import DEFAULT_HORIZON
+from judgecp.workflows.results import ApplyResult
+
+#: ``--cluster``'s help (estimate, compare, plan, select).
+CLUSTER_HELP = ("a field whose equal values are one cluster (the answers to one prompt, the turns of one "
+                "conversation): cluster-robust intervals (labels of a cluster are not independent)")
 
 
 def _input_flags(p: argparse.ArgumentParser) -> None:
-    from judgecp.kinds import table_kinds
 
     p.add_argument("--kind", choices=table_kinds(),
                    help="the records' kind (default: their shape, else likert)")
@@ -44,9 +58,6 @@ def _input_flags(p: argparse.ArgumentParser) -> None:
 
 def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
     """The validated data of ``args.input`` (any kind, any registered format)."""
-    from judgecp.base.scale import LabelScale, LikertScale
-    from judgecp.cli.evaluate import read_input
-    from judgecp.data import Fields
 
     fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
                     group=args.group, joins=tuple(args.join), features=getattr(args, "features", None))
@@ -60,8 +71,6 @@ def read_data(args: argparse.Namespace, *, require_label: bool) -> Any:
 
 
 def _write_json(path: str | None, obj: Mapping[str, Any]) -> None:
-    from judgecp.base.jsonio import dumps
-    from judgecp.base.outputs import atomic_write_text
 
     if path:
         atomic_write_text(path, dumps(obj) + "\n")
@@ -92,8 +101,6 @@ def add_calibrate(sub: Any) -> None:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from judgecp.cli.evaluate import check_output
-    from judgecp.workflows.calibrators import calibrate
 
     check_output(args, {"--output": args.output})
     if args.method and "," in args.method and "(" not in args.method:
@@ -139,11 +146,10 @@ def add_apply(sub: Any) -> None:
 
 
 def run_apply(args: argparse.Namespace) -> int:
-    from judgecp.cli.evaluate import check_output
-    from judgecp.data.tables import write_records
-    from judgecp.workflows.calibrators import Calibrator, annotate, apply
 
-    check_output(args, {"--output": args.output, "--json": args.json})
+    # --history is read and appended to: checked as an output (writable; not another output's file)
+    check_output(args, {"--history": args.history, "--output": args.output, "--json": args.json},
+                 appended=("history",))
     cal = Calibrator.load(args.calibrator)
     if args.label_scale is None and cal.extra.get("label_scale"):  # the calibration labels' scale, by default
         args.label_scale = ":".join(repr(float(v)) for v in cal.extra["label_scale"])
@@ -154,11 +160,9 @@ def run_apply(args: argparse.Namespace) -> int:
     if args.output:
         raw = raw_records(args)
         if raw is not None and args.judge is not None:
-            from judgecp.data.judge import name_judge_in_records
 
             name_judge_in_records(raw, args.judge)
-        write_records(args.output, applied.records() if raw is None else annotate(raw, applied))
-    from judgecp.workflows.results import ApplyResult
+        write_records(args.output, table_records(args, applied) if raw is None else annotate(raw, applied))
 
     _write_json(args.json, ApplyResult(summary))
     _warn(summary)
@@ -170,10 +174,41 @@ def run_apply(args: argparse.Namespace) -> int:
     return 1 if args.strict and summary["warnings"] and any(w["kind"] != "compatibility" for w in summary["warnings"]) else 0
 
 
+def table_records(args: argparse.Namespace, applied: Any) -> list[dict[str, Any]]:
+    """A table's rows as applied records, one per row in the table's order: a row judgecp used is its record
+    with ``set`` (``interval``) or ``accept``; a row it left out (no usable score logprobs, a label off the scale,
+    ..., counted in the summary) is a record of its id with the output that claims nothing (the whole scale,
+    every option, abstain) and ``"applied": false``, so a join by id downstream loses no item."""
+
+    kind = get_kind(applied.data.kind)
+    records: list[dict[str, Any]] = applied.records()
+    by_key = {kind.calibration.record_key(r): r for r in records}
+    table = read_table(args.input)
+    id_col = (getattr(applied.data, "columns", None) or {}).get("id") or ("id" if "id" in table.columns else None)
+    shape = (records[0].get("shape") if records else None) or kind.reader.record_shape or None
+    out: list[dict[str, Any]] = []
+    matched = 0
+    for i in range(table.n_rows):
+        row = table.row(i)
+        cell = row.get(id_col) if id_col else None
+        rid = str(cell).strip() if cell is not None and str(cell).strip() else str(i)
+        key: dict[str, Any] = {"id": rid}
+        if "pair_id" in row:
+            order = str(row.get("order") or "fwd").strip().lower()
+            key.update(pair_id=row["pair_id"], order="rev" if order in ORDERS_REV else
+                       "fwd" if order in ORDERS_FWD else order)
+        found = by_key.pop(kind.calibration.record_key(key), None)
+        matched += found is not None
+        out.append(found if found is not None else
+                   {"schema": SCHEMA, "shape": shape, **key, **applied.parts.unused, "applied": False})
+    if not matched:  # the table's rows cannot be told apart by the records' keys (a kind of a plugin's): as read
+        return records
+    out += by_key.values()  # never lose an applied item (a key the table spells otherwise)
+    return out
+
+
 def raw_records(args: argparse.Namespace) -> list[dict[str, Any]] | None:
     """The input's records as read (a records file, or a harness file's records); ``None`` for a plain table."""
-    from judgecp.data.formats import record_format, sniff_format
-    from judgecp.data.tables import read_jsonl
 
     path = Path(args.input)
     fmt = sniff_format(path) if args.format == "auto" else args.format
@@ -251,77 +286,9 @@ def _num(value: Any) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-# -- estimate ----------------------------------------------------------------------------------
-
-
-def add_estimate(sub: Any) -> None:
-    p = sub.add_parser("estimate", help="prediction-powered (PPI++) mean with a valid interval from a few labels",
-                       description="Records with a label are the labeled sample, records without one the unlabeled "
-                       "sample (or give them as two files with --labeled/--unlabeled). Prints the PPI++ estimate of "
-                       "the human mean (Likert), win rate (pairwise) or accuracy (multiple choice) with its interval, "
-                       "next to the judge-only and labeled-only intervals. Rows with a label but no judge proxy are "
-                       "their own stratum; labels drawn by `judgecp select` are weighted by their sampling_probability.")
-    p.add_argument("input", nargs="?", help="records, labeled and unlabeled together")
-    p.add_argument("--labeled", metavar="FILE", help="labeled records (with --unlabeled, instead of INPUT)")
-    p.add_argument("--unlabeled", metavar="FILE", help="unlabeled records (their labels, if any, are ignored); with "
-                   "labels from `judgecp select`, the whole run they were drawn from")
-    p.add_argument("--json", metavar="OUT", help="write the estimate as JSON")
-    p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the intervals (default 0.1)")
-    p.add_argument("--stratify", choices=("auto", "yes", "no"), default="auto",
-                   help="stratify by --group (default: task when present): auto when every stratum has 10 labels "
-                   "(smaller ones merged), yes, or no")
-    p.add_argument("--proxy", choices=("auto", "judge", "crossfit"), default="auto",
-                   help="the judge's own proxy, or one cross-fitted on the labeled items with the row features and "
-                   "groups (auto: cross-fitted with --features and 100 labels)")
-    p.add_argument("--features", metavar="GLOB", help="extra numeric columns for the cross-fitted proxy")
-    _input_flags(p)
-    p.set_defaults(func=run_estimate)
-
-
-def run_estimate(args: argparse.Namespace) -> int:
-    from judgecp.cli.evaluate import check_output
-    from judgecp.stats.ppi import estimate
-
-    check_output(args, {"--json": args.json})
-    if bool(args.input) == bool(args.labeled or args.unlabeled):
-        raise InputError("give INPUT (labeled and unlabeled records together) or --labeled and --unlabeled")
-    if args.input:
-        out = estimate(read_data(args, require_label=False), alpha=args.alpha, groups=args.group,
-                       stratify=args.stratify, proxy=args.proxy)
-    else:
-        if not (args.labeled and args.unlabeled):
-            raise InputError("--labeled and --unlabeled go together")
-        from judgecp.cli.nightly import estimate_two_files
-
-        out = estimate_two_files(args)
-    from judgecp.workflows.results import EstimateResult, with_degenerate
-
-    out = with_degenerate(out)
-    _write_json(args.json, EstimateResult(out))
-    est = out["estimate"]
-    print(f"{out['target']} ({out['kind']}), {out['n_labeled']} labeled + {out['n_unlabeled']} unlabeled items, "
-          f"{1 - out['alpha']:.0%} intervals:")
-    for name in ("ppi", "labeled_only", "judge_only"):
-        e = est[name]
-        print(f"  {name:<13} {e['mean']:.4f}  [{e['lower']:.4f}, {e['upper']:.4f}]  width {e['upper'] - e['lower']:.4f}")
-    ess = out["effective_sample_size"]
-    print(f"  effective sample size {ess:.0f} labeled items; judge bias (judge - PPI) {out['judge_bias']:+.4f}"
-          if math.isfinite(ess) else "  effective sample size: unbounded")
-    strata = out.get("stratification") or {}
-    if strata.get("stratified") and "strata" in strata:
-        print(f"  stratified by {out['groups']} ({len(strata['strata'])} strata)")
-    if out.get("estimand"):
-        print(f"  estimand: {out['estimand']}")
-    for reason in out["degenerate"]:
-        print(f"judgecp: warning: degenerate estimate: {reason} (judgecp gate fails it)", file=sys.stderr)
-    return 0
-
-
 def add_parser(sub: Any) -> None:
     add_calibrate(sub)
     add_apply(sub)
-    add_estimate(sub)
-    __import__("judgecp.cli.gate", fromlist=["add_parser"]).add_parser(sub)
 
 
 def history_line(history: Mapping[str, Any]) -> str:

@@ -117,28 +117,32 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run_evaluate)
 
 
-#: argparse dests that name files a command reads (its outputs must not replace them).
-INPUT_DESTS = ("input", "calibrator", "labeled", "unlabeled", "sidecar", "join", "embeddings", "prompt_set", "a", "b",
-               "pilot", "history")
+#: argparse dests that name files a command reads (its outputs must not replace them), and how a message
+#: names each (a positional argument: "the input").
+INPUT_DESTS = {"input": "the input", "calibrator": "the input", "labeled": "--labeled", "unlabeled": "--unlabeled",
+               "sidecar": "--sidecar", "join": "--join", "embeddings": "--embeddings", "prompt_set": "--prompt-set",
+               "a": "the input", "b": "the input", "pilot": "--pilot", "history": "--history"}
 
 
-def input_paths(args: argparse.Namespace) -> list[str]:
-    """The files ``args`` names as inputs (``--join FILE:PREFIX``: the file)."""
+def input_paths(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """The files ``args`` names as inputs, each with how a message names it (``--join FILE:PREFIX``: the file);
+    ``skip``: dests checked as outputs instead (``history``, which apply appends to)."""
 
     paths = []
-    for dest in INPUT_DESTS:
-        value = getattr(args, dest, None)
+    for dest, what in INPUT_DESTS.items():
+        value = getattr(args, dest, None) if dest not in skip else None
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str) and item:
-                paths.append(_parse_join(item)[0] if dest == "join" else item)
+                paths.append((what, _parse_join(item)[0] if dest == "join" else item))
     return paths
 
 
-def check_output(args: argparse.Namespace, outputs: dict[str, str | None]) -> None:
+def check_output(args: argparse.Namespace, outputs: dict[str, str | None], *, appended: tuple[str, ...] = ()) -> None:
     """Outputs that cannot be written, or would replace an input, are an error before any work
-    (:func:`judgecp.base.outputs.check_outputs`; ``outputs``: flag -> path)."""
+    (:func:`judgecp.base.outputs.check_outputs`; ``outputs``: flag -> path). ``appended``: the dests of files the
+    command reads and writes (apply's ``history``): checked as outputs, not inputs."""
 
-    check_outputs(outputs, inputs=input_paths(args))
+    check_outputs(outputs, inputs=input_paths(args, skip=appended))
 
 
 def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

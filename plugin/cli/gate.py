@@ -14,13 +14,13 @@ number, a metric the file does not have: the message lists the ones it has).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from judgecp.base.errors import InputError
+from judgecp.base.errors import InputError, did_you_mean
+from judgecp.workflows.results import load_result, read_json_file
 
 #: Metric names listed in an error before "... and N more".
 SHOWN = 40
@@ -92,26 +92,18 @@ def resolve(metric: str, values: Mapping[str, float | None], where: str, harness
             return found[0]
     names = list(values)
     shown = ", ".join(names[:SHOWN]) + (f" ... and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
-    from judgecp.base.errors import did_you_mean
 
     raise InputError(f"metric {metric!r} is not in {where}{did_you_mean(metric, names)}; it has: {shown or 'no metrics'}")
 
 
 def read_gated(path: Path) -> tuple[dict[str, float | None], dict[str, str], str, bool]:
     """The file's metrics, the untrustworthy ones with why, what the file is, and whether it is lm-eval's."""
-    from judgecp.workflows.results import load_result
-
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"), parse_constant=lambda name: None)  # bare NaN: lm-eval
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise InputError(f"{path}: not JSON ({type(exc).__name__})") from None
+    obj = read_json_file(path, "not JSON")  # a bare NaN (lm-eval writes them) reads as null
     if isinstance(obj, Mapping):
         harness = harness_metrics(obj)
         if harness is not None:
             return harness, {}, f"{path} (lm-eval results)", True
-    result = load_result(obj, str(path))
+    result = load_result(obj, str(path), require_digest=True)  # an edited or undigested result is refused
     return result.scalars(), result.untrusted(), f"{path} ({result.description})", False
 
 

@@ -11,7 +11,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,109 +19,24 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
+from judgecp.base.exclusions import left_out_lines
 from judgecp.base.flags import level, number, whole
-from judgecp.cli.calibrators import _input_flags, _write_json, read_data
+from judgecp.cli.calibrators import CLUSTER_HELP, _input_flags, _write_json, raw_records, read_data
+from judgecp.cli.compare import add_compare
+from judgecp.cli.evaluate import check_output
+from judgecp.data.tables import read_table, write_records
 from judgecp.kinds import calibration_kind
-from judgecp.stats.active import select
 from judgecp.stats.plan import plan
-from judgecp.stats.ppi import proxy_and_target
 from judgecp.workflows.calibrators import Calibrator
-
-# -- compare -----------------------------------------------------------------------------------
-
-
-def add_compare(sub: Any) -> None:
-    p = sub.add_parser("compare", help="the judge-corrected difference of two runs' means (B - A) with valid intervals",
-                       description="Two runs judged by the same judge, each with zero or more human labels (rows with an "
-                       "empty label are unlabeled): PPI++, labeled-only and judge-only intervals for the difference of "
-                       "the mean human score (win rate, accuracy), B - A; paired by id when the runs share items; per "
-                       "group (task, --group) and pooled.")
-    p.add_argument("a", metavar="A", help="run A (the baseline): a table, records, a harness output file or folder")
-    p.add_argument("b", metavar="B", help="run B (the candidate), as A")
-    p.add_argument("--json", metavar="OUT", help="write the comparison as JSON (difference.ppi.lower, ...)")
-    p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the intervals (default 0.1)")
-    p.add_argument("--paired", choices=("auto", "yes", "no"), default="auto",
-                   help="pair items by id (auto: when at least half of each run's items are shared)")
-    p.add_argument("--stratify", choices=("auto", "yes", "no"), default="auto",
-                   help="stratify the pooled estimate by the group (auto: when every stratum has 10 labels)")
-    _input_flags(p)
-    p.set_defaults(func=run_compare)
-
-
-def run_compare(args: argparse.Namespace) -> int:
-    from judgecp.cli.evaluate import check_output
-    from judgecp.workflows.nightly.compare import compare
-
-    check_output(args, {"--json": args.json})
-    a, b = read_run(args, args.a), read_run(args, args.b)
-    out = compare(a, b, alpha=args.alpha, group=args.group, paired=args.paired, stratify=args.stratify)
-    from judgecp.workflows.results import CompareResult
-
-    _write_json(args.json, CompareResult(out))
-    print(format_compare(out))
-    return 0
-
-
-def read_run(args: argparse.Namespace, path: str) -> Any:
-    """One run: a file as every command reads it, or a harness results folder (the files directly in it that a
-    registered format recognises: lm-eval samples files, VLMEvalKit prediction files), their records together.
-
-    With several files, an item's id is prefixed by its task (or its file's name), as doc ids repeat across tasks.
-    """
-    folder = Path(path)
-    if not folder.is_dir():
-        args.input = path
-        return read_data(args, require_label=False)
-    from judgecp.base.exclusions import Exclusions
-    from judgecp.base.scale import LikertScale
-    from judgecp.data import Fields
-    from judgecp.data.formats import record_formats
-    from judgecp.data.tables import table_from_rows
-    from judgecp.kinds.reading import from_table
-
-    formats = record_formats()
-    batches = []
-    for file in sorted(p for p in folder.iterdir() if p.is_file()):
-        fmt = next((f for f in formats.values() if f.sniff(file)), None)
-        if fmt is not None:
-            batches.append((file, fmt.read(file, kind=args.kind)))
-    if not batches:
-        raise InputError(f"{folder}: no harness output in this folder ({', '.join(formats)} files: "
-                         f"{', '.join(f.description for f in formats.values())})")
-    records, excluded = [], Exclusions()
-    for file, batch in batches:
-        excluded.merge(batch.excluded)
-        for rec in batch.records:
-            key = "pair_id" if "pair_id" in rec else "id"
-            prefix = f"{rec.get('task') or file.stem}/" if len(batches) > 1 else ""
-            records.append({**rec, key: f"{prefix}{rec.get(key)}"})
-    table = table_from_rows(records, source=str(folder), excluded=excluded,
-                            n_read=sum(b.n_read or len(b.records) for _, b in batches))
-    fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
-                    group=args.group, joins=tuple(args.join))
-    options: dict[str, Any] = {"scale": LikertScale.parse(args.scale)} if args.scale else {}
-    return from_table(table, args.kind or batches[0][1].kind, fields, require_label=False, **options)
-
-
-def format_compare(out: dict[str, Any]) -> str:
-    d = out["difference"]
-    lines = [f"{out['target']}, {out['design']}, {1 - out['alpha']:.0%} intervals:"]
-    for name in ("ppi", "labeled_only", "judge_only"):
-        e = d[name]
-        lines.append(f"  {name:<13} {e['mean']:+.4f}  [{e['lower']:+.4f}, {e['upper']:+.4f}]")
-    lines.append(f"  {d['n_labels']} labels, worth {d['effective_labels']:.0f} without the judge"
-                 if math.isfinite(d["effective_labels"]) else f"  {d['n_labels']} labels")
-    for name, res in (out.get("by_group") or {}).items():
-        if "error" in res:
-            lines.append(f"  {out['group']}={name}: no interval ({res['error']})")
-        else:
-            e = res["difference"]["ppi"]
-            lines.append(f"  {out['group']}={name}: PPI++ {e['mean']:+.4f} [{e['lower']:+.4f}, {e['upper']:+.4f}]")
-    for run, names in (out.get("groups_only_in") or {}).items():
-        if names:
-            lines.append(f"  {out['group']} only in run {run.upper()} (not compared): {', '.join(names)}")
-    return "\n".join(lines)
-
+from judgecp.workflows.nightly.runs import (
+    cluster_keys,
+    item_ids,
+    label_hint,
+    off_scale_note,
+    proxy_and_target,
+)
+from judgecp.workflows.nightly.select import select
+from judgecp.workflows.results import PlanResult, SelectResult
 
 # -- plan --------------------------------------------------------------------------------------
 
@@ -143,6 +58,9 @@ def add_plan(sub: Any) -> None:
                    help="plan at this confidence bound of the pilot's label sd and correlation (their sampling error "
                    "only; default 0.9)")
     p.add_argument("--json", metavar="OUT", help="write the plan as JSON (labels.ppi, labels.labeled_only, assumed)")
+    p.add_argument("--cluster", metavar="FIELD", help=CLUSTER_HELP + "; a pilot's clusters give the design effect "
+                   "(the run's labels assumed to come in clusters like the pilot's); with --run, the run's clusters "
+                   "give its proxy's, and both files' clusters count in the check")
     _input_flags(p)
     p.set_defaults(func=run_plan)
 
@@ -156,12 +74,19 @@ class LabeledPairs:
     source: str  #: what they are, for messages: "calibrator X (600 labeled items)"
     kind: str  #: the calibration kind of the judge they come from
     unlabeled_rows: int  #: a pilot's rows without a label (0 for a calibrator)
+    excluded: list[dict[str, Any]] = field(default_factory=list)  #: a pilot's rows left out, counted
+    label_hint: str = ""  #: a pilot's labels left out off the scale: what scale they look like
+    clusters: NDArray[Any] | None = None  #: a pilot's labeled items' clusters (``cluster``)
 
 
-def labeled_pairs(args: argparse.Namespace) -> LabeledPairs:
-    """Labels and proxies of a calibrator's PPI pairs or of a pilot's labeled rows (``args.input``)."""
+def labeled_pairs(args: argparse.Namespace, cluster: str | None = None, minimum: int = 0) -> LabeledPairs:
+    """Labels and proxies of a calibrator's PPI pairs or of a pilot's labeled rows (``args.input``), and what else
+    a pilot says: its rows left out, its labeled items' clusters (``cluster``). Fewer than ``minimum`` labels (a
+    plan's 4), or labels without spread while others were left out off the scale, are errors that name them."""
     path = Path(args.input)
     if is_calibrator(path):
+        if cluster is not None:
+            raise InputError(f"--cluster {cluster}: a calibrator keeps no clusters; give a pilot table with the field")
         cal = Calibrator.load(path)
         if cal.ppi_labels is None or cal.ppi_proxy is None:
             raise InputError(f"{path}: the calibrator stores no labeled PPI pairs (recalibrate with this version)")
@@ -170,8 +95,17 @@ def labeled_pairs(args: argparse.Namespace) -> LabeledPairs:
     data = read_data(args, require_label=False)
     f, y, _ = proxy_and_target(data)
     labeled = ~np.isnan(y)
+    note = off_scale_note(data)
+    if labeled.sum() < minimum:
+        raise InputError(f"{path}: a plan needs at least {minimum} labeled items with a judge proxy, got "
+                         f"{int(labeled.sum())}{note}")
+    if note and labeled.any() and float(np.ptp(y[labeled])) == 0.0:
+        raise InputError(f"{path}: every label is {y[labeled][0]:g}{note}: labels without spread say nothing of the "
+                         "label's variance or the judge's error")
     return LabeledPairs(y[labeled], f[labeled], f"pilot {path} ({int(labeled.sum())} labeled rows)",
-                        calibration_kind(data.kind).name, int((~labeled).sum()))
+                        calibration_kind(data.kind).name, int((~labeled).sum()), data.excluded.to_json(),
+                        label_hint(data).get("label_hint", ""),
+                        None if cluster is None else cluster_keys(data, cluster)[0][labeled])
 
 
 def same_kind(pairs: LabeledPairs, run: Any, what: str) -> None:
@@ -192,29 +126,33 @@ def is_calibrator(path: Path) -> bool:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from judgecp.cli.evaluate import check_output
-    from judgecp.workflows.results import PlanResult
 
     check_output(args, {"--json": args.json})
     if args.run and args.unlabeled is not None:
         raise InputError("give --run or --unlabeled, not both (--run counts the run's unlabeled items)")
-    pairs = labeled_pairs(args)
-    run_proxy, run_source, n_unlabeled = None, "the run", args.unlabeled
+    pairs = labeled_pairs(args, args.cluster, minimum=4)
+    run_proxy, run_clusters, run_source, n_unlabeled = None, None, "the run", args.unlabeled
     if args.run:
         args.input = args.run
         run = read_data(args, require_label=False)
         same_kind(pairs, run, "--run")
         run_proxy, labels, _ = proxy_and_target(run)
         run_source, n_unlabeled = f"run {args.run}", int(np.isnan(labels).sum()) or math.inf
+        run_clusters = None if args.cluster is None else cluster_keys(run, args.cluster)[0]
     if n_unlabeled is None:
         n_unlabeled = pairs.unlabeled_rows or math.inf
     out = plan(pairs.labels, pairs.proxies, args.half_width, alpha=args.alpha, n_unlabeled=n_unlabeled,
                confidence=args.confidence, source=pairs.source, run_proxy=run_proxy, run_source=run_source,
-               mismatch=args.mismatch)
+               mismatch=args.mismatch, clusters=pairs.clusters, run_clusters=run_clusters)
+    out.update(excluded=pairs.excluded, cluster=args.cluster)
+    if pairs.label_hint:
+        out["label_hint"] = pairs.label_hint
     _write_json(args.json, PlanResult(out))
     print(format_plan(out))
     for warning in out["warnings"]:
         print(f"judgecp: warning: {warning}", file=sys.stderr)
+    for reason in out["degenerate"]:
+        print(f"judgecp: warning: degenerate plan: {reason} (judgecp gate fails it)", file=sys.stderr)
     return 0
 
 
@@ -234,6 +172,13 @@ def format_plan(out: dict[str, Any]) -> str:
         lines.append(f"  {run['from']}: {run['n_items']} items, judge score sd {run['sd_proxy']:.3f}; "
                      + ("its judge scores are unlike the pilot's" if check["mismatch"] else
                         "the pilot's judge scores are like it") + f" ({check['message']})")
+    deff = rel.get("design_effect")
+    if deff:
+        lines.append(f"  clustered by {out['cluster']} ({deff['n_clusters']} clusters of {deff['mean_cluster_size']:.1f} "
+                     f"labeled items on average): design effect {deff['labels']:.2f} for labels alone, "
+                     f"{deff['residual']:.2f} for PPI++")
+    lines += [f"  {line}" for line in left_out_lines(out.get("excluded") or [],
+                                                     {"label_off_scale": out.get("label_hint") or ""})]
     return "\n".join(lines)
 
 
@@ -260,6 +205,7 @@ def add_select(sub: Any) -> None:
     p.add_argument("--alpha", type=level, default=0.1, help="miscoverage of the expected intervals (default 0.1)")
     p.add_argument("--random-state", dest="random_state", type=whole(at_least=0), default=0)
     p.add_argument("--json", metavar="OUT", help="write the selection summary as JSON")
+    p.add_argument("--cluster", metavar="FIELD", help=CLUSTER_HELP + " (for the expected widths)")
     _input_flags(p)
     p.set_defaults(func=run_select)
 
@@ -275,10 +221,6 @@ def mix_flag(text: str) -> float | None:
 
 
 def run_select(args: argparse.Namespace) -> int:
-    from judgecp.cli.evaluate import check_output
-    from judgecp.data.tables import write_records
-    from judgecp.workflows.nightly.compare import item_ids
-    from judgecp.workflows.results import SelectResult
 
     check_output(args, {"--output": args.output, "--json": args.json})
     if args.calibrator and args.pilot:
@@ -297,17 +239,28 @@ def run_select(args: argparse.Namespace) -> int:
         same_kind(pairs, data, f"--{'calibrator' if args.calibrator else 'pilot'}")
     res = select(data, args.budget, mix=args.mix, alpha=args.alpha, random_state=args.random_state,
                  labeled_pairs=None if pairs is None else (pairs.labels, pairs.proxies),
-                 pairs_source=pairs.source if pairs else "")
+                 pairs_source=pairs.source if pairs else "",
+                 clusters=None if args.cluster is None else cluster_keys(data, args.cluster)[0])
     ids = item_ids(data)
-    chosen = {str(ids[i]): float(res["probability"][i]) for i in res["selected"].tolist()}
+    chosen = {str(ids[i]): float(res.probability[i]) for i in res.selected.tolist()}
     rows, label = selected_rows(args, data, chosen)
     count = write_records(args.output, rows)
-    summary = res["summary"]
-    summary.update(output=args.output, n_written=count, label_field=label, source=str(data.source))
+    summary = res.summary
+    summary.update(output=args.output, n_written=count, label_field=label, source=str(data.source),
+                   excluded=data.excluded.to_json(), cluster=args.cluster, **label_hint(data))
+    if pairs is not None and pairs.excluded:
+        summary["pilot_excluded"] = pairs.excluded
     _write_json(args.json, SelectResult(summary))
     print(format_select(summary, args.budget, label), file=sys.stderr)
+    for line in left_out_lines(summary["excluded"], {"label_off_scale": summary.get("label_hint") or ""}):
+        print(f"  {line}", file=sys.stderr)
+    for line in left_out_lines(summary.get("pilot_excluded") or [],
+                               {"label_off_scale": pairs.label_hint if pairs else ""}):
+        print(f"  pilot {line}", file=sys.stderr)
     if summary.get("warning"):
         print(f"judgecp: warning: {summary['warning']}", file=sys.stderr)
+    for reason in summary["degenerate"]:
+        print(f"judgecp: warning: degenerate selection: {reason} (judgecp gate fails it)", file=sys.stderr)
     return 0
 
 
@@ -329,7 +282,6 @@ def format_select(summary: dict[str, Any], budget: float, label: str) -> str:
 def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float]) -> tuple[list[dict[str, Any]], str]:
     """The input's own rows (a table's cells, or its records) of the chosen items, each with ``sampling_probability``,
     and the field the annotators fill in (the input's label column; ``label`` when it has none)."""
-    from judgecp.cli.calibrators import raw_records
 
     raw = raw_records(args)
     columns = getattr(data, "columns", None) or {}
@@ -340,7 +292,6 @@ def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float])
             if key in chosen:
                 out.append({**rec, "label": rec.get("label"), "sampling_probability": chosen[key]})
         return out, "label"
-    from judgecp.data.tables import read_table
 
     table = read_table(args.input)
     label = columns.get("label") or args.label or "label"
@@ -352,50 +303,6 @@ def selected_rows(args: argparse.Namespace, data: Any, chosen: dict[str, float])
             row.setdefault(label, None)
             out.append({**row, "sampling_probability": chosen[key]})
     return out, label
-
-
-def estimate_two_files(args: argparse.Namespace) -> dict[str, Any]:
-    """``judgecp estimate --labeled L --unlabeled U``: PPI++ of L's labels with U's proxies (U: the other items);
-    when L's items carry a ``sampling_probability`` (``judgecp select``), the active estimate over U's items."""
-    from judgecp.stats.ppi import (
-        add_no_proxy_stratum,
-        no_proxy_labels,
-        ppi_mean,
-        sampling_probabilities,
-    )
-    from judgecp.workflows.nightly.compare import item_ids
-
-    args.input = args.labeled
-    lab = read_data(args, require_label=False)
-    args.input = args.unlabeled
-    unl = read_data(args, require_label=False)
-    if lab.kind != unl.kind:
-        raise InputError(f"--labeled has {lab.kind} records, --unlabeled {unl.kind} records")
-    f_l, y_l, target = proxy_and_target(lab)
-    f_u, y_u, _ = proxy_and_target(unl)
-    excluded = lab.excluded.to_json() + unl.excluded.to_json()
-    common = {"kind": lab.kind, "target": target, "groups": args.group, "excluded": excluded}
-    pi = sampling_probabilities(lab)
-    if pi is not None:
-        from judgecp.stats.active import active_mean
-
-        rest = ~np.isin(item_ids(unl), item_ids(lab))  # the run's other items (the labeled file's are in it)
-        # The run's other items keep the labels it already had: known before the draw, they count with pi = 1.
-        y = np.concatenate([y_l, y_u[rest]])
-        out: dict[str, Any] = active_mean(y, np.concatenate([f_l, f_u[rest]]),
-                                          np.concatenate([pi, np.full(int(rest.sum()), np.nan)]), alpha=args.alpha)
-        out.update(common)
-        return out
-    args.input = args.labeled
-    lab = read_data(args, require_label=True)  # rows without a label are left out and counted, as before
-    f_l, y_l, _ = proxy_and_target(lab)
-    groups = (None, None)
-    if args.group:
-        groups = (lab.field(args.group, "--group field"), unl.field(args.group, "--group field"))
-    out = ppi_mean(y_l, f_l, f_u, alpha=args.alpha, groups_labeled=groups[0], groups_unlabeled=groups[1])
-    out.update(common, excluded=lab.excluded.to_json() + unl.excluded.to_json())
-    unl_np = no_proxy_labels(unl)
-    return add_no_proxy_stratum(out, np.concatenate([no_proxy_labels(lab), np.full(unl_np.size, np.nan)]), args.alpha)
 
 
 def add_parser(sub: Any) -> None:

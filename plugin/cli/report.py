@@ -7,6 +7,9 @@ import sys
 from typing import Any
 
 from judgecp.base.flags import levels
+from judgecp.base.outputs import Folder, check_outputs
+from judgecp.kinds.protocol import parse_settings
+from judgecp.workflows.reports import write_report
 
 #: What ``report -o DIR`` replaces in DIR (anything else there stays).
 REPORT_ENTRIES = ("report.md", "report.html", "figures")
@@ -33,9 +36,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from judgecp.base.outputs import Folder, check_outputs
-    from judgecp.kinds.protocol import parse_settings
-    from judgecp.workflows.reports import write_report
 
     check_outputs({"-o": Folder(args.output, REPORT_ENTRIES)}, inputs=args.reports)
     names = [n.strip() for n in args.names.split(",")] if args.names else None

@@ -75,10 +75,13 @@ class ScoreData(Rows):
     columns: dict[str, Any] = field(default_factory=dict)
     kind: Literal["likert"] = "likert"
     #: Rows left out only for want of a judge proxy (no score logprobs): their labels, NaN where unlabeled.
-    #: Not in the arrays above; PPI keeps them as their own stratum (:func:`judgecp.stats.ppi.estimate`).
+    #: Not in the arrays above; PPI keeps them as their own stratum (:func:`judgecp.workflows.nightly.estimate.estimate`).
     no_proxy_labels: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     #: The scale the labels were given on, when not the judge's (``labels`` are mapped onto ``scale``).
     label_scale: LabelScale | None = None
+    #: The ids and fields of the rows of ``no_proxy_labels`` (matching them across runs, their groups, clusters).
+    no_proxy_ids: NDArray[np.str_] | None = None
+    no_proxy_fields: Mapping[str, NDArray[Any]] = field(default_factory=dict)
 
     @property
     def labeled(self) -> NDArray[np.bool_]:
@@ -245,6 +248,18 @@ def _floor_logprobs(
     return np.where(finite, vals, np.maximum(vals, floor)), floored
 
 
+def looks_like_scale(labels: NDArray[np.float64], off_scale: int, scale: LikertScale) -> str:
+    """``labels look like 0..1: --label-scale 0:1?`` when a tenth or more of the numeric labels are off the
+    judge's scale and all of them fit a usual other scale (0..1, 0..10, 0..100); else nothing."""
+    y = labels[np.isfinite(labels)]
+    if not y.size or 10 * off_scale < y.size:
+        return ""
+    for low, high in ((0, 1), (0, 10), (0, 100)):
+        if y.min() >= low and y.max() <= high and (low, high) != (scale.minimum, scale.maximum):
+            return f"labels look like {low}..{high}: --label-scale {low}:{high}?"
+    return f"labels run from {y.min():g} to {y.max():g}: --label-scale {y.min():g}:{y.max():g}?"
+
+
 def _no_labels(n: int) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
     """A table without a label column read as unlabeled: every label blank."""
     return np.full(n, np.nan), np.full(n, BLANK, np.int8)
@@ -297,7 +312,11 @@ def score_data(
         else:
             on_scale = np.isfinite(y) & (y >= label_scale.low) & (y <= label_scale.high)
             y = np.clip(label_scale.to_judge(y, scale), scale.minimum, scale.maximum)
-    rows.mark((status == NUMBER) & ~on_scale, "label_off_scale")
+    off = rows.mark((status == NUMBER) & ~on_scale, "label_off_scale")
+    if label_scale is None and off.any():
+        hint = looks_like_scale(y[status == NUMBER], int(off.sum()), scale)
+        if hint:
+            excluded.notes["label_off_scale"] = hint
     before_logprobs = rows.open.copy()
     vals = _logprob_matrix(rows, table, lp, scale)
     if rows.open.any():
@@ -354,5 +373,7 @@ def score_data(
             "joins": join_info,
         },
         no_proxy_labels=np.where((status == NUMBER) & on_scale, y, np.nan)[no_proxy],
+        no_proxy_ids=text_array([ids[i] for i in np.flatnonzero(no_proxy).tolist()]),
+        no_proxy_fields=FieldColumns(col, np.flatnonzero(no_proxy), names),
         label_scale=label_scale,
     )

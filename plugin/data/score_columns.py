@@ -40,7 +40,7 @@ def logprob_columns(table: Table, fields: Fields, scale: LikertScale) -> Logprob
         wanted = {int(v) for v in scale.labels}
         candidates = [g for g in groups.values() if set(g) == wanted]
         if len(candidates) != 1:
-            raise InputError(_no_logprob_columns(scale, groups, flag, columns, several=bool(candidates)))
+            raise InputError(f"{table.source}: " + _no_logprob_columns(scale, groups, flag, columns, several=bool(candidates)))
         return LogprobColumns(by_token={str(v): candidates[0][int(v)] for v in scale.labels})
     matched = [c for c in columns if fnmatch.fnmatchcase(c, given)]
     if not matched:

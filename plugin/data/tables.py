@@ -24,6 +24,7 @@ import csv
 import io
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,8 @@ from judgecp.base.exclusions import Exclusions
 from judgecp.base.outputs import atomic_writer
 from judgecp.base.progress import progress
 from judgecp.base.records.schema import SCHEMA, flatten, problem
-from judgecp.base.schemas import describe_file
+from judgecp.base.schemas import describe_file, describe_lines
+from judgecp.base.textfiles import not_text, read_text, text_lines
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 CSV_SUFFIXES = {".csv": ",", ".tsv": "\t"}
@@ -139,16 +141,11 @@ def jsonl_objects(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
     """:func:`jsonl_objects` over a UTF-8 file (a byte-order mark allowed), read line by line."""
-    with Path(path).open(encoding="utf-8-sig") as handle:
-        yield from jsonl_objects(handle)
+    yield from jsonl_objects(text_lines(path))
 
 
 def _read_text(path: Path) -> str:
-    try:
-        # No newline translation: a quoted "\r" in a cell stays one. utf-8-sig: a byte-order mark is dropped.
-        raw = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not a UTF-8 text file ({exc.reason})") from exc
+    raw = read_text(path)
     if not raw.strip():
         raise InputError(f"{path}: the file is empty")
     return raw
@@ -343,6 +340,10 @@ def read_table(path: str | Path, *, engine: str = "auto") -> Table:
     check_readable(p)
     excluded = Exclusions()
     suffix = p.suffix.lower()
+    if suffix in CSV_SUFFIXES or suffix in JSONL_SUFFIXES:
+        problem = not_text(p)  # a gzip-compressed CSV, an .npz named .jsonl: what it is, in one line
+        if problem is not None:
+            raise problem
     if suffix in CSV_SUFFIXES:
         delimiter = CSV_SUFFIXES[suffix]
         _csv_header(p, delimiter)
@@ -358,7 +359,7 @@ def read_table(path: str | Path, *, engine: str = "auto") -> Table:
         raise InputError(f"{p}: unknown file type {suffix!r}; judgecp reads .csv, .tsv, .jsonl, .json, .parquet, .xlsx")
     if table.n_rows == 0:
 
-        what = describe_file(p) if suffix in JSONL_SUFFIXES else None
+        what = (describe_file(p) or describe_lines(p)) if suffix in JSONL_SUFFIXES else None
         if what is not None:
             raise InputError(f"{p}: {what}, not a table or records of judge outputs")
         reasons = ", ".join(f"{e['reason']}: {e['count']}" for e in excluded.to_json())
@@ -376,6 +377,12 @@ def check_readable(path: str | Path) -> None:
     if p.is_dir():
         raise InputError(f"{p}: a directory, not a file")
     try:
+        mode = p.stat().st_mode
+    except OSError as exc:
+        raise InputError(f"{p}: cannot be read ({exc.strerror or exc})") from exc
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero, /dev/urandom: endless bytes
+        raise InputError(f"{p}: a device, not a file")
+    try:
         with p.open("rb"):
             pass
     except OSError as exc:
@@ -383,14 +390,27 @@ def check_readable(path: str | Path) -> None:
 
 
 def write_records(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
-    """Write records as JSONL (strict JSON, one per line), atomically; returns how many."""
+    """Write records as JSONL (strict JSON, one per line), atomically; returns how many. A non-finite number
+    an input row held (a label of 1e400) is written as the records write one: ``"inf"``, ``"-inf"``, ``"nan"``."""
 
     count = 0
     with atomic_writer(path) as handle:
         for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+            try:
+                line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+            except ValueError:
+                line = json.dumps(_finite(record), ensure_ascii=False, allow_nan=False)
+            handle.write(line + "\n")
             count += 1
     return count
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not np.isfinite(value):
+        return repr(value)  # 'inf', '-inf', 'nan'
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    return [_finite(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def is_record_table(table: Table) -> bool:

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
-from judgecp.kinds.registry import build_method, saved_method_class
+from judgecp.kinds.registry import build_method, calibration_kind, saved_method_class
 from judgecp.stats.checks import GroupCount, beta_binomial_pvalue
 from judgecp.stats.conformal import conformal_rank, min_calibration_size
 from judgecp.stats.saved_state import StateReader, not_data
@@ -121,7 +121,8 @@ class ApplyParts:
     accept: NDArray[np.bool_] | None = None
     #: The fields added to each applied record, by its key (:meth:`judgecp.kinds.kind.Calibration.record_key`).
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The fields a record the calibrator could not use gets (``{"set": None}``), besides ``"applied": false``.
+    #: The fields a record the calibrator could not use gets besides ``"applied": false``: the kind's output
+    #: that claims nothing (the whole scale as the set, every option, abstain), so every input row has a line.
     unused: dict[str, Any] = field(default_factory=dict)
 
 
@@ -172,3 +173,11 @@ def coverage_result(counts: list[GroupCount] | None) -> dict[str, Any]:
     if counts is None:
         return {"test": None, "p_value": None, "reason": "the method sets two thresholds; no calibration-conditional law"}
     return beta_binomial_pvalue(counts)
+
+
+def proxy_and_target(data: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], str]:
+    """The judge's proxy of every item, the human target (NaN where unlabeled), and the target's name: the
+    data's calibration kind says what they are (:meth:`judgecp.kinds.kind.Calibration.proxy_and_target`)."""
+    kind = calibration_kind(data.kind)
+    f, y = kind.calibration.proxy_and_target(data)
+    return np.asarray(f, dtype=np.float64), np.asarray(y, dtype=np.float64), kind.calibration.ppi_target

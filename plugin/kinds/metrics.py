@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judgecp.base.errors import InputError
+from judgecp.base.errors import InputError, short_repr
 
 #: Point metrics of the judge's own score (no stderr: they use every valid row).
 POINT_METRICS = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae")
@@ -53,7 +53,7 @@ def scalar(value: Any, name: str) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if not isinstance(value, (int, float)):
-        raise MetricError(f"metric {name!r} is not a number ({value!r})")
+        raise MetricError(f"metric {name!r} is not a number ({short_repr(value)})")
     number = float(value)
     return number if math.isfinite(number) else None
 
@@ -74,16 +74,21 @@ class Metric:
 
 def metric_value(report: Mapping[str, Any], metric: Metric) -> float | None:
     """The metric's value: a float, ``None`` where undefined, a :class:`MetricError` where the key is missing."""
-    from judgecp.kinds.metrics import scalar
-
     if metric.always:
-        return float(metric.read(report) or 0)
+        try:
+            count = metric.read(report)
+        except MetricError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a count over a malformed list
+            raise MetricError(f"metric {metric.name!r} cannot be read ({type(exc).__name__}: {exc})") from None
+        return scalar(count, metric.name) or 0.0
     if "error" in report:
         return None
     try:
-        return scalar(metric.read(report), metric.name)
+        value = metric.read(report)
     except MetricError as exc:
         raise MetricError(f"metric {metric.name!r}: {exc}") from None
+    return scalar(value, metric.name)
 
 
 def read_metric(report: Mapping[str, Any], metric: Metric) -> float:

@@ -93,7 +93,7 @@ class Protocol:
             return base if self.alpha is None or self.alpha in base else tuple(sorted({*base, float(self.alpha)}))
         return self.alphas or (self.level,)
 
-    def split_seeds(self, kind: str = "likert") -> tuple[int, ...]:
+    def split_seeds(self, kind: str) -> tuple[int, ...]:
         """The seeds of the splits (``seeds``, or ``random_state .. random_state + splits - 1``)."""
         if self.seeds is not None:
             return self.seeds

@@ -11,9 +11,12 @@ with ``h_i = a + lam f_i`` a control variate built on the judge's proxy
 ``(a, lam)``; they are tuned to minimise the sample variance of the ``z_i``
 (least squares, the active form of PPI++'s power tuning; ``a`` matters
 because ``xi / pi`` does not average to 1 in a sample). The interval is
-``theta_hat +- z_{1-alpha/2} sd(z) / sqrt(N)`` (asymptotically valid;
-``pi`` only enters through the weights the labeled items carry). A label
-the run had before the draw enters with ``pi = 1`` (``z_i = Y_i``).
+``theta_hat +- t sd(z) / sqrt(N)``, Student's ``t`` with the labeled units
+less 1 degrees of freedom (asymptotically valid; ``pi`` only enters through
+the weights the labeled items carry; cluster-robust with clusters). A label
+the run had before the draw enters with ``pi = 1`` (``z_i = Y_i``). The
+estimate is :func:`active_mean` (:mod:`judgecp.stats.active_estimate`, imported
+here too).
 
 **The promise: never wider than uniform sampling at the same budget.**
 ``var(z) ~ lam^2 var(f) + mean_i e_i^2 / pi_i`` with ``e = Y - h`` the
@@ -49,12 +52,12 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import norm
 
 from judgecp.base.errors import InputError
-from judgecp.stats.conformal import check_alpha
+from judgecp.stats.active_estimate import active_mean as active_mean
 from judgecp.stats.plan import proxy_check
-from judgecp.stats.ppi import normal_interval, proxy_and_target
+from judgecp.stats.ppi import quantile
+from judgecp.stats.ppi_design import clustered_variance
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -251,20 +254,23 @@ def choose_mix(cv: CrossValidated) -> float:
     return best if margin.get(best, 0.0) > 0 else 1.0
 
 
-def expected_widths(slope: float, f_all: FloatArray, cv: CrossValidated, mix: float, alpha: float) -> dict[str, Any]:
+def expected_widths(slope: float, f_all: FloatArray, cv: CrossValidated, mix: float, alpha: float, *,
+                    df: float = math.inf, clusters: NDArray[Any] | None = None) -> dict[str, Any]:
     """The interval widths expected with ``mix`` and with uniform sampling (held-out estimates), and a 90% range.
 
     ``var(z) = (slope^2 var(f) N + sum_i e_i^2 + sum_pool e_i^2 (1 - pi_i) / pi_i) / N`` over the run's ``N``
-    items (a label the run already has: ``pi = 1``); the width is ``2 z_{1-alpha/2} sqrt(var(z) / N)``. The range
-    is that of the pairs' sampling error of the sums (+-1.645 standard errors): a few hundred pairs know the
-    error's variance to a few percent when its tails are light, to much less when they are heavy.
+    items (a label the run already has: ``pi = 1``); the width is ``2 t_df sqrt(var(z) / N)`` (``df``:
+    :func:`expected_df`). With ``clusters`` (every item's) the proxy's term is the cluster-robust variance of its
+    mean (the items of a cluster move together; each is still drawn on its own, so the sampling term keeps its
+    form). The range is that of the pairs' sampling error of the sums (+-1.645 standard errors): a few hundred
+    pairs know the error's variance to a few percent when its tails are light, to much less when they are heavy.
     """
     n = f_all.size
-    z = float(norm.ppf(1.0 - alpha / 2.0))
-    signal = slope**2 * float(np.var(f_all, ddof=1)) * n + cv.squared_error
+    q = quantile(alpha, df)
+    signal = slope**2 * clustered_variance(f_all, clusters) + cv.squared_error / n / n
 
     def width(sampling: float) -> float:
-        return 2.0 * z * math.sqrt(max(signal + sampling, 0.0) / n / n)
+        return 2.0 * q * math.sqrt(max(signal + sampling / n / n, 0.0))
 
     active, flat = width(cv.sampling(mix)), width(cv.sampling(1.0))
     spread = 1.645 * cv.total_se(mix)
@@ -272,52 +278,31 @@ def expected_widths(slope: float, f_all: FloatArray, cv: CrossValidated, mix: fl
             "range": [width(cv.sampling(mix) - spread), width(cv.sampling(mix) + spread)]}
 
 
-def select(data: Any, budget: float, *, mix: float | None = None, alpha: float = 0.1, random_state: int = 0,
-           labeled_pairs: tuple[FloatArray, FloatArray] | None = None,
-           pairs_source: str = "the labeled items") -> dict[str, Any]:
-    """Draw the items to label among the unlabeled rows of ``data`` (Poisson sampling, module docstring).
-
-    ``labeled_pairs`` (labels and proxies of a calibrator or a pilot, never
-    the run's) give the error model; without them the draw is uniform.
-    ``mix``: the share of uniform sampling (``None``: chosen by
-    cross-validation, :func:`choose_mix`). Returns ``selected`` (row
-    indices), ``probability`` (every row's ``pi``; NaN on rows already
-    labeled) and the summary (expected and drawn numbers, expected widths
-    against uniform sampling, the error model and why the mix).
-    """
-    alpha = check_alpha(alpha)
-    f, y, target = proxy_and_target(data)
-    pool = np.flatnonzero(np.isnan(y))
-    if pool.size == 0:
-        raise InputError("every item of the run has a label: nothing to select")
-    if mix is not None and not 0.0 <= mix <= 1.0:
-        raise InputError(f"--mix must be in [0, 1], got {mix}")
-    summary: dict[str, Any] = {"target": target, "n_items": int(pool.size), "budget": float(budget),
-                               "random_state": random_state, "alpha": alpha,
-                               "sampling": "Poisson: each item independently with its sampling_probability",
-                               "already_labeled": int(data.n - pool.size)}
-    pi, design = sampling_design(f, pool, budget, labeled_pairs=labeled_pairs, pairs_source=pairs_source, mix=mix,
-                                 alpha=alpha, random_state=random_state)
-    summary.update(design)
-    rng = np.random.default_rng(random_state)
-    drawn = rng.random(pool.size) < pi
-    probability = np.full(data.n, np.nan)
-    probability[pool] = pi
-    summary["n_selected"] = int(drawn.sum())
-    return {"selected": pool[drawn], "probability": probability, "summary": summary}
+def expected_df(pi: FloatArray, clusters: NDArray[Any] | None) -> float:
+    """The degrees of freedom :func:`active_mean` is expected to have with every item's sampling probability ``pi``
+    (1: labeled already): the expected number of labeled units (items, or clusters with a label) less 1."""
+    p = np.clip(np.asarray(pi, dtype=np.float64), 0.0, 1.0)
+    if clusters is None:
+        return max(float(p.sum()) - 1.0, 1.0)
+    _, inverse = np.unique(np.asarray(clusters), return_inverse=True)
+    inverse = inverse.ravel()
+    none = np.exp(np.bincount(inverse, weights=np.log(np.where(p < 1.0, 1.0 - p, 1.0))))  # P(no item drawn)
+    none[np.bincount(inverse, weights=(p >= 1.0).astype(np.float64)) > 0] = 0.0
+    return max(float((1.0 - none).sum()) - 1.0, 1.0)
 
 
 def sampling_design(f: FloatArray, pool: IntArray, budget: float, *,
                     labeled_pairs: tuple[FloatArray, FloatArray] | None = None, pairs_source: str = "the labeled items",
-                    mix: float | None = None, alpha: float = 0.1, random_state: int = 0) -> tuple[FloatArray, dict[str, Any]]:
+                    mix: float | None = None, alpha: float = 0.1, random_state: int = 0,
+                    clusters: NDArray[Any] | None = None) -> tuple[FloatArray, dict[str, Any]]:
     """The sampling probabilities of the items ``pool`` of a run whose proxies are ``f`` (all its items; the others
     are labeled already), and what the summary says of them: the mix and why, the error model, the check of its
-    items against the run's, the expected widths (module docstring; :func:`select`)."""
+    items against the run's, the expected widths (module docstring; :func:`select`; ``clusters``: every item's)."""
     f = np.asarray(f, dtype=np.float64)
     if labeled_pairs is None:
         return probabilities(np.ones(pool.size), budget, mix=1.0), {
             "mix": 1.0, "mix_chosen_by": "no error model", "error_model": None, "model_check": None,
-            "expected_width": None, "why": NO_MODEL}
+            "expected_width": None, "why": NO_MODEL, "degenerate": []}
     y_p, f_p = (np.asarray(v, dtype=np.float64) for v in labeled_pairs)
     check_pairs(y_p, f_p, pairs_source)
     model = error_model(y_p, f_p)
@@ -333,69 +318,20 @@ def sampling_design(f: FloatArray, pool: IntArray, budget: float, *,
         chosen = choose_mix(cv)
         why = ("cross-validated: " + ("no mix gains more than its noise over uniform sampling" if chosen == 1.0
                                       else f"mix {chosen:g} gains the most over uniform sampling beyond its noise"))
+    pi = probabilities(model.size(f[pool]), budget, mix=chosen)
+    every = np.ones(f.size)
+    every[pool] = pi
+    df = expected_df(every, clusters)
     info: dict[str, Any] = {
         "mix": chosen, "mix_chosen_by": why,
         "error_model": f"the error of the judge's proxy on {pairs_source}, by {model.rms.size} proxy bins",
-        "model_check": check, "expected_width": expected_widths(model.slope, f, cv, chosen, alpha),
-        "expected_ratio_by_mix": {f"{m:g}": expected_widths(model.slope, f, cv, m, alpha)["ratio"] for m in mixes},
-        "why": why}
+        "model_check": check,
+        "expected_width": expected_widths(model.slope, f, cv, chosen, alpha, df=df, clusters=clusters),
+        "expected_ratio_by_mix": {f"{m:g}": expected_widths(model.slope, f, cv, m, alpha, df=df,
+                                                            clusters=clusters)["ratio"] for m in mixes},
+        "why": why, "degenerate": [] if float(np.max(model.rms)) > 0 else [
+            "the error model gives every item error 0: the expected widths are the judge's alone"]}
     if check["mismatch"]:
         info["warning"] = (f"the error model's items are unlike the run's ({check['message']}): the expected width "
                            "assumes they are alike")
-    return probabilities(model.size(f[pool]), budget, mix=chosen), info
-
-
-def active_mean(y: FloatArray, f: FloatArray, pi: FloatArray, *, alpha: float = 0.1) -> dict[str, Any]:
-    """The inverse-probability-weighted estimate over all items (module docstring).
-
-    ``y`` is NaN on unlabeled items; a labeled item's ``pi`` is its sampling
-    probability in (0, 1], or NaN for a label the run had before the draw
-    (it was known for sure: ``pi = 1``, the item enters with its label). The
-    other items' ``pi`` is not used.
-    Returns the shape of :func:`judgecp.stats.ppi.ppi_mean`'s output: ``ppi`` (the
-    tuned control variate), ``labeled_only`` (the weighted labels with the
-    best constant only) and ``judge_only``.
-    """
-    alpha = check_alpha(alpha)
-    y, f, pi = (np.asarray(v, dtype=np.float64) for v in (y, f, pi))
-    labeled = ~np.isnan(y)
-    p = pi[labeled]
-    sure = int(np.isnan(p).sum())
-    missing = int((~labeled & np.isfinite(pi)).sum())
-    p = np.where(np.isnan(p), 1.0, p)
-    if ((p <= 0) | (p > 1)).any():
-        raise InputError("a sampling_probability is outside (0, 1]")
-    if labeled.sum() < 2:
-        raise InputError(f"active PPI needs at least 2 labeled items, got {int(labeled.sum())}")
-    n = y.size
-    weight = np.zeros(n)
-    weight[labeled] = 1.0 / p
-    a = np.where(labeled, y, 0.0) * weight
-    b = 1.0 - weight
-    tuned = _least_variance(a, np.column_stack([b, f * b]))
-    constant = _least_variance(a, b[:, None])
-    lam = float(tuned[1])
-    ppi, lab = a + np.column_stack([b, f * b]) @ tuned, a + b * constant[0]
-    est = {name: normal_interval(float(z.mean()), float(np.var(z, ddof=1)) / n, alpha)
-           for name, z in (("ppi", ppi), ("labeled_only", lab), ("judge_only", f))}
-    var_ppi, var_lab = est["ppi"].se ** 2, est["labeled_only"].se ** 2
-    return {
-        "alpha": alpha, "n_labeled": int(labeled.sum()), "n_unlabeled": int(n - labeled.sum()),
-        "estimate": {k: v.to_dict() for k, v in est.items()},
-        "lambda": lam, "intercept": float(tuned[0]),
-        "effective_sample_size": float(labeled.sum()) * var_lab / var_ppi if var_ppi > 0 else math.inf,
-        "judge_bias": est["judge_only"].mean - est["ppi"].mean,
-        "sampling": "active (inverse-probability weighted, judgecp select)", "n_labeled_before_the_draw": sure,
-        "selected_without_label": missing,
-        "estimand": f"mean over all {n} items of the run the labels were drawn from"
-        + (f"; {missing} selected items have no label and count as not drawn (valid only if they are missing at "
-           "random)" if missing else ""),
-    }
-
-
-def _least_variance(a: FloatArray, b: FloatArray) -> FloatArray:
-    """Coefficients ``c`` minimising the sample variance of ``a + b c`` (least squares on centred columns)."""
-    bc = b - b.mean(axis=0)
-    coef, *_ = np.linalg.lstsq(bc, -(a - a.mean()), rcond=None)
-    out: FloatArray = coef
-    return out
+    return pi, info

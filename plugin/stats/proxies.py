@@ -31,7 +31,7 @@ linear summary there, and stratification by task is what helps.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -48,17 +48,21 @@ CROSSFIT_FOLDS = 10
 CROSSFIT_MIN_LABELS = 100
 
 
-def choose_strata(groups: NDArray[Any], labeled: NDArray[np.bool_], *,
-                  min_labels: int = MIN_STRATUM_LABELS) -> tuple[NDArray[np.str_] | None, dict[str, Any]]:
+def choose_strata(groups: NDArray[Any], labeled: NDArray[np.bool_], *, min_labels: int = MIN_STRATUM_LABELS,
+                  units: NDArray[Any] | None = None) -> tuple[NDArray[np.str_] | None, dict[str, Any]]:
     """Strata from a group column, merged by label counts; ``None`` when one stratum is left.
 
     Returns the stratum of every item (merged names joined with ``+``) and a
     report: the strata kept, those merged, and why there is no
-    stratification when there is none.
+    stratification when there is none. With ``units`` (clusters), a group's
+    count is its labeled clusters (labels of one cluster are not independent).
     """
     col = np.asarray(groups).astype(str)
-    names, counts = np.unique(col[labeled], return_counts=True)
-    labels = dict(zip(names.tolist(), counts.tolist(), strict=True))
+    if units is None:
+        labels = Counter(col[labeled].tolist())
+    else:
+        labels = Counter(g for g, _ in set(zip(col[labeled].tolist(), np.asarray(units)[labeled].astype(str).tolist(),
+                                               strict=True)))
     for name in np.unique(col).tolist():
         labels.setdefault(name, 0)
     members = {name: [name] for name in labels}
@@ -92,14 +96,17 @@ def one_hot(values: NDArray[Any]) -> FloatArray:
 
 
 def crossfit_proxy(y: FloatArray, features: FloatArray, labeled: NDArray[np.bool_], *,
-                   folds: int = CROSSFIT_FOLDS, random_state: int = 0, ridge: float = 1.0) -> FloatArray:
+                   folds: int = CROSSFIT_FOLDS, random_state: int = 0, ridge: float = 1.0,
+                   clusters: NDArray[Any] | None = None) -> FloatArray:
     """The cross-fitted proxy of every item (module docstring): out-of-fold on labeled items, averaged elsewhere.
 
     The model is ridge regression on standardised features (``ridge`` its
-    penalty); ``y`` is read on the labeled items only.
+    penalty); ``y`` is read on the labeled items only. With ``clusters`` the
+    folds are whole clusters (a model never sees a label of its item's
+    cluster, whose labels are correlated with the item's).
     """
     from sklearn.linear_model import Ridge
-    from sklearn.model_selection import KFold
+    from sklearn.model_selection import GroupKFold, KFold
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
@@ -111,28 +118,15 @@ def crossfit_proxy(y: FloatArray, features: FloatArray, labeled: NDArray[np.bool
         raise InputError("a cross-fitted proxy needs finite features")
     out = np.zeros(X.shape[0])
     others = np.flatnonzero(~labeled)
-    split = KFold(folds, shuffle=True, random_state=random_state).split(rows)
+    if clusters is None:
+        split = KFold(folds, shuffle=True, random_state=random_state).split(rows)
+    elif np.unique(np.asarray(clusters)[rows]).size < folds:
+        raise InputError(f"a cross-fitted proxy with clusters needs labels in at least {folds} clusters")
+    else:
+        split = GroupKFold(folds).split(rows, groups=np.asarray(clusters)[rows])
     for train, test in split:
         model = make_pipeline(StandardScaler(), Ridge(alpha=ridge)).fit(X[rows[train]], y[rows[train]])
         out[rows[test]] = model.predict(X[rows[test]])
         if others.size:
             out[others] += model.predict(X[others]) / folds
-    return out
-
-
-def proxy_features(data: Any, proxy: FloatArray, groups: NDArray[Any] | Sequence[Any] | None) -> FloatArray:
-    """The features a cross-fitted proxy is fitted on: the kind's own (:func:`_likert_features`), the group."""
-    from judgecp.data import ScoreData
-
-    cols = [_likert_features(data)] if isinstance(data, ScoreData) else [proxy[:, None]]
-    if groups is not None:
-        cols.append(one_hot(np.asarray(groups)))
-    return np.hstack(cols)
-
-
-def _likert_features(data: Any) -> FloatArray:
-    """Likert: the judge's clipped log-softmax, expected score, spread, then any extra feature columns."""
-    from judgecp.stats.features import model_features
-
-    out: FloatArray = model_features(data.X, data.scale)
     return out

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.lm_eval.helpers import skip_without_lm_eval
-
-#: What the scripted tiny judges answer after a prompt that ends in ".".
-SCRIPT = " Fine Score: 3"
+from tests.lm_eval.scripted import (
+    SCRIPT,
+    script_judge,
+    tiny_llava,  # noqa: F401  (a fixture)
+)
 
 TEXT_TASK_UTILS = '''
 from judgecp.adapters.lm_eval.task import LikertJudgeTask
@@ -40,28 +42,20 @@ def _text_task_yaml(name: str, data: Path, cot: bool) -> str:
 
 
 @pytest.fixture(scope="session")
-def lm_eval_ready() -> None:
+def harness_ready() -> None:
+    """Skips a test that needs lm-eval's integration where it is not installed."""
     skip_without_lm_eval()
 
 
 @pytest.fixture(scope="session")
-def tiny_llama(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> Path:
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory, harness_ready: None) -> Path:
     from judgecp.bench.tiny_models import build_tiny_llama
-    from tests.lm_eval.scripted import script_judge
 
     return build_tiny_llama(tmp_path_factory.mktemp("models") / "llama", prepare=lambda m, t: script_judge(m, t, SCRIPT))
 
 
 @pytest.fixture(scope="session")
-def tiny_llava(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> Path:
-    from judgecp.bench.tiny_models import build_tiny_llava
-    from tests.lm_eval.scripted import script_judge
-
-    return build_tiny_llava(tmp_path_factory.mktemp("models") / "llava", prepare=lambda m, t: script_judge(m, t, SCRIPT))
-
-
-@pytest.fixture(scope="session")
-def text_tasks(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> Path:
+def text_tasks(tmp_path_factory: pytest.TempPathFactory, harness_ready: None) -> Path:
     """A text Likert task folder (``judge_text`` direct, ``judge_text_cot``), 40 documents, one label off the scale."""
     root = tmp_path_factory.mktemp("text_tasks")
     data = root / "docs.jsonl"
@@ -81,7 +75,7 @@ def text_tasks(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) ->
 
 
 @pytest.fixture(scope="session")
-def mllm_dir(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> Path:
+def mllm_dir(tmp_path_factory: pytest.TempPathFactory, harness_ready: None) -> Path:
     """All 14 categories, two documents each, with a corrupt image, a 0 label and a string label."""
     from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir
 
@@ -89,7 +83,7 @@ def mllm_dir(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> P
 
 
 @pytest.fixture(scope="session")
-def polaris_dir(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> Path:
+def polaris_dir(tmp_path_factory: pytest.TempPathFactory, harness_ready: None) -> Path:
     from tests.lm_eval.fixtures import build_polaris_dir
 
     return build_polaris_dir(tmp_path_factory.mktemp("polaris"), n=10)

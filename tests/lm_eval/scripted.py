@@ -3,11 +3,29 @@
 :func:`script_judge` makes a model built by
 :mod:`judgecp.bench.tiny_models` (``prepare=``) answer a fixed
 text, so the chain-of-thought tests have a score for the extractor to find.
+:func:`tiny_llava` is the scripted LLaVA of the lm-eval and the lmms-eval
+tests: each folder's conftest imports the fixture and defines the
+``harness_ready`` fixture it needs (skipping without that harness).
 """
 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
+
+import pytest
+
+from judgecp.bench.tiny_models import build_tiny_llava
+
+#: What the scripted tiny judges answer after a prompt that ends in ".".
+SCRIPT = " Fine Score: 3"
+
+
+@pytest.fixture(scope="session")
+def tiny_llava(tmp_path_factory: pytest.TempPathFactory, harness_ready: None) -> Path:
+    """A random 2-layer LLaVA (CLIP tower + Llama) built here, scripted to answer SCRIPT."""
+    folder = tmp_path_factory.mktemp("models") / "llava"
+    return build_tiny_llava(folder, prepare=lambda m, t: script_judge(m, t, SCRIPT))
 
 
 def script_judge(

@@ -29,7 +29,7 @@ skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval.metrics import task_protocol  # noqa: E402
 from judgecp.kinds.choice.parc_study import parc_metrics  # noqa: E402
-from judgecp.kinds.choice.study import mcq_metrics
+from judgecp.kinds.choice.study import mcq_metrics  # noqa: E402
 from tests.lm_eval.helpers import samples_records  # noqa: E402
 from tests.lm_eval.helpers import task_metrics as recomputed  # noqa: E402
 

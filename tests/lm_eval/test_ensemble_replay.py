@@ -83,7 +83,7 @@ def build(root: Path) -> tuple[Path, Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def replay_run(tmp_path_factory: pytest.TempPathFactory, lm_eval_ready: None) -> tuple[Path, Path, Path]:
+def replay_run(tmp_path_factory: pytest.TempPathFactory, harness_ready: None) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("ensemble_replay")
     hpdv2, recording, embeddings = build(root)
     metadata = {"prompts": ",".join(RELIABLE), "embeddings": str(embeddings), "validation": 80, "clusters": 2,

@@ -24,7 +24,7 @@ from tests.lm_eval.helpers import judge_run, results_file, samples, skip_without
 skip_without_lm_eval()
 
 from judgecp.adapters.lm_eval.ensemble_task import records_report  # noqa: E402
-from judgecp.kinds.ensemble.study import ensemble_metrics
+from judgecp.kinds.ensemble.study import ensemble_metrics  # noqa: E402
 from judgecp.kinds.metrics import metric_values  # noqa: E402
 from tests.lm_eval.helpers import samples_records  # noqa: E402
 

@@ -40,12 +40,12 @@ def report(records: list[dict], settings: dict) -> dict:
 
 def test_settings_defaults_and_metadata() -> None:
     s = task_protocol({"version": 1.0, "pretrained": "some/model"}, "likert")
-    assert (s.level, s.method_specs("likert"), s.split_seeds(), s.cal_fraction, s.mondrian) == (
+    assert (s.level, s.method_specs("likert"), s.split_seeds("likert"), s.cal_fraction, s.mondrian) == (
         0.1, ("naive", "lac"), tuple(range(10)), 0.5, None)
     s = task_protocol({"alpha": "0.2", "methods": "lac(probabilities=recalibrated),naive", "seeds": [3, 5], "mondrian": "group"}, "likert")
-    assert s.level == 0.2 and s.methods == ("lac(probabilities=recalibrated)", "naive") and s.split_seeds() == (3, 5)
+    assert s.level == 0.2 and s.methods == ("lac(probabilities=recalibrated)", "naive") and s.split_seeds("likert") == (3, 5)
     assert s.mondrian == "group"
-    assert task_protocol({"splits": 4, "random_state": 7}, "likert").split_seeds() == (7, 8, 9, 10)
+    assert task_protocol({"splits": 4, "random_state": 7}, "likert").split_seeds("likert") == (7, 8, 9, 10)
     # one --metadata goes to every task of a run: a pairwise setting is not a Likert task's error
     assert task_protocol({"controllers": "scope", "alphas": "0.1"}, "likert").controllers is None
 

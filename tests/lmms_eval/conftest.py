@@ -7,33 +7,24 @@ from pathlib import Path
 import pytest
 
 from judgecp.adapters.lm_eval.fixtures import build_mllm_judge_dir
-from judgecp.bench.tiny_models import build_tiny_llava
 from tests.lm_eval.fixtures import build_ai2d_dir
-from tests.lm_eval.scripted import script_judge
+from tests.lm_eval.scripted import tiny_llava  # noqa: F401  (a fixture: lm-eval's scripted LLaVA)
 from tests.lmms_eval.helpers import skip_without_lmms_eval
-
-#: What the scripted tiny judge answers after a prompt that ends in "." (tests/lm_eval/scripted.py).
-SCRIPT = " Fine Score: 3"
 
 
 @pytest.fixture(scope="session")
-def lmms_eval_ready() -> None:
+def harness_ready() -> None:
+    """Skips a test that needs lmms-eval's integration where it is not installed (fails in CI)."""
     skip_without_lmms_eval()
 
 
 @pytest.fixture(scope="session")
-def tiny_llava(tmp_path_factory: pytest.TempPathFactory, lmms_eval_ready: None) -> Path:
-    """A random 2-layer LLaVA (CLIP tower + Llama) built here, scripted to answer SCRIPT."""
-    return build_tiny_llava(tmp_path_factory.mktemp("models") / "llava", prepare=lambda m, t: script_judge(m, t, SCRIPT))
-
-
-@pytest.fixture(scope="session")
-def mllm_dir(tmp_path_factory: pytest.TempPathFactory, lmms_eval_ready: None) -> Path:
+def mllm_dir(tmp_path_factory: pytest.TempPathFactory, harness_ready: None) -> Path:
     """Two MLLM-as-a-Judge categories, four documents each: a corrupt image, a 0 label and a string label among them."""
     return build_mllm_judge_dir(tmp_path_factory.mktemp("mllm"), per_category=4, categories=2)
 
 
 @pytest.fixture(scope="session")
-def ai2d_dir(tmp_path_factory: pytest.TempPathFactory, lmms_eval_ready: None) -> Path:
+def ai2d_dir(tmp_path_factory: pytest.TempPathFactory, harness_ready: None) -> Path:
     """Ten AI2D questions in the hub's parquet layout (four options, images in the table)."""
     return build_ai2d_dir(tmp_path_factory.mktemp("ai2d"), n=10)

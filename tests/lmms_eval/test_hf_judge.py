@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import types
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.lmms_eval.helpers import (
+    build_tasks,
+    evaluate_matches_the_table,
     metric,
-    report_and_table,
     results_file,
     run_lmms_eval,
     samples,
-    samples_file,
     skip_without_lmms_eval,
 )
 
@@ -34,34 +33,22 @@ skip_without_lmms_eval()
 import torch  # noqa: E402  (after the skip: torch is part of what it checks)
 
 from judgecp.adapters.capture.logits import RatingVocabulary  # noqa: E402
-from judgecp.adapters.lmms_eval import METADATA_ENV, tasks_path  # noqa: E402
+from judgecp.adapters.lmms_eval import METADATA_ENV  # noqa: E402
 from judgecp.adapters.lmms_eval.models import HFJudge, with_prefix  # noqa: E402
 from judgecp.adapters.lmms_eval.replay import ReplayJudge  # noqa: E402
 from judgecp.adapters.lmms_eval.task import loglikelihood_pair  # noqa: E402
 from judgecp.base.records import parse_judge_output  # noqa: E402
 from judgecp.base.scale import LikertScale  # noqa: E402
-from judgecp.cli import main as judgecp_cli  # noqa: E402
+from tests.lm_eval.scripted import SCRIPT  # noqa: E402
+from tests.lmms_eval import by_hand  # noqa: E402
 
 DIRECT, COT = "mllm_judge_cp_all", "mllm_judge_cp_cot_all"
 
 
 @pytest.fixture(scope="module")
-def tasks(mllm_dir: Path) -> Iterator[dict[str, Any]]:
+def tasks(mllm_dir: Path) -> dict[str, Any]:
     """judgecp's two MLLM-as-a-Judge tasks as lmms-eval builds them, with their requests."""
-    from lmms_eval.tasks import TaskManager, get_task_dict
-
-    saved = os.environ.get(METADATA_ENV)
-    os.environ[METADATA_ENV] = json.dumps({"data_dir": str(mllm_dir)})
-    try:
-        built = get_task_dict([DIRECT, COT], TaskManager("ERROR", include_path=str(tasks_path())))
-    finally:
-        if saved is None:
-            os.environ.pop(METADATA_ENV)
-        else:
-            os.environ[METADATA_ENV] = saved
-    for task in built.values():
-        task.build_all_requests()
-    yield built
+    return build_tasks([DIRECT, COT], {METADATA_ENV: json.dumps({"data_dir": str(mllm_dir)})})
 
 
 @pytest.fixture(scope="module")
@@ -86,79 +73,69 @@ def manual_inputs(judge: Any, task: Any, request: Any, prefix: str | None) -> tu
     return dict(judge.processor(text=[text], images=visuals, return_tensors="pt")), text
 
 
-def manual_loglikelihood(judge: Any, task: Any, request: Any) -> tuple[float, bool]:
-    """log P(continuation | prompt, "Score:") by hand: one unbatched pass over prompt + continuation."""
-    encoding, text = manual_inputs(judge, task, request, "Score:")
-    tok = judge.tokenizer
-    continuation = tok(text + request.args[1], add_special_tokens=False)["input_ids"][len(tok(text, add_special_tokens=False)["input_ids"]):]
-    ids = torch.cat([encoding["input_ids"], torch.tensor([continuation])], dim=1)
+def manual_loglikelihood(
+    judge: Any, encoding: dict[str, Any], text: str, continuation: str
+) -> tuple[float, bool]:
+    """log P(continuation | text) by hand: one unbatched pass over the encoded ``text`` (its images
+    included) and the continuation's tokens."""
+    added = by_hand.continuation_ids(judge.tokenizer, text, continuation)
+    ids = torch.cat([encoding["input_ids"], torch.tensor([added])], dim=1)
     with torch.no_grad():
-        logits = judge.model(input_ids=ids, pixel_values=encoding["pixel_values"]).logits[0].float()
-    start = encoding["input_ids"].shape[1] - 1
-    logprobs = torch.log_softmax(logits[start : start + len(continuation)], -1)
-    total = sum(float(logprobs[k, t]) for k, t in enumerate(continuation))
-    greedy = all(int(logprobs[k].argmax()) == t for k, t in enumerate(continuation))
-    return total, greedy
+        logits = judge.model(input_ids=ids, pixel_values=encoding["pixel_values"]).logits[0]
+    return by_hand.continuation_loglikelihood(logits, encoding["input_ids"].shape[1], added)
 
 
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_direct_scoring_equals_a_manual_forward_pass(judge: Any, tasks: dict[str, Any], batch_size: int) -> None:
+    """log P(label | prompt, "Score:"): the prefix the task's metadata gives the model."""
     task = tasks[DIRECT]
     requests = task.instances
     assert len(requests) == 8 * 5  # eight documents, five labels each
-    judge.batch_size_per_gpu = batch_size
     calls, handle = forward_calls(judge.model)
     try:
-        results = judge.loglikelihood(requests)
+        with by_hand.in_batches_of(judge, batch_size):
+            results = judge.loglikelihood(requests)
     finally:
         handle.remove()
-        judge.batch_size_per_gpu = 1
     assert calls[0] == math.ceil(8 / batch_size)  # one row per document, batch_size rows a pass
     for request, result in zip(requests, results, strict=True):
         ll, greedy = loglikelihood_pair(str(result))  # lmms-eval stores the str() of each answer
-        want, want_greedy = manual_loglikelihood(judge, task, request)
+        encoding, text = manual_inputs(judge, task, request, "Score:")
+        want, want_greedy = manual_loglikelihood(judge, encoding, text, request.args[1])
         assert ll == pytest.approx(want, abs=1e-4) and greedy == want_greedy
         assert ll < 0
 
 
-def greedy_reference(judge: Any, encoding: dict[str, Any], steps: int) -> tuple[list[int], list[Any]]:
-    """Greedy decoding by hand, one full unpadded pass per step: the new ids and each step's log-softmax."""
+def next_logprobs(judge: Any, encoding: dict[str, Any]) -> Callable[[list[int]], Any]:
+    """``new ids -> log-softmax of the next token``: one full unpadded pass over the encoding and
+    ``new``."""
     ids = encoding["input_ids"]
-    new: list[int] = []
-    logprobs: list[Any] = []
-    with torch.no_grad():
-        for _ in range(steps):
-            full = torch.cat([ids, torch.tensor([new], dtype=ids.dtype)], dim=1)
-            lp = torch.log_softmax(judge.model(input_ids=full, pixel_values=encoding["pixel_values"]).logits[0, -1].float(), -1)
-            token = int(lp.argmax())
-            if token == judge.tokenizer.eos_token_id:
-                break
-            new.append(token)
-            logprobs.append(lp)
-    return new, logprobs
+
+    def step(new: list[int]) -> Any:
+        full = torch.cat([ids, torch.tensor([new], dtype=ids.dtype)], dim=1)
+        logits = judge.model(input_ids=full, pixel_values=encoding["pixel_values"]).logits[0, -1]
+        return torch.log_softmax(logits.float(), -1)
+
+    return step
 
 
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_cot_capture_equals_a_manual_forward_pass_at_the_score_position(judge: Any, tasks: dict[str, Any], batch_size: int) -> None:
     task = tasks[COT]
     requests = task.instances
-    judge.batch_size_per_gpu = batch_size
-    try:
+    with by_hand.in_batches_of(judge, batch_size):
         responses = [parse_judge_output(r, "score") for r in judge.generate_until(requests)]
-    finally:
-        judge.batch_size_per_gpu = 1
     vocab = RatingVocabulary(judge.tokenizer, LikertScale())
     assert len(responses) == 8
     for request, response in zip(requests, responses, strict=True):
-        assert response is not None and response["meta"]["text"] == " Fine Score: 3"
+        assert response is not None and response["meta"]["text"] == SCRIPT
         assert response["meta"]["stage"] == "anchored" and response["prediction"] == 3
         encoding, _text = manual_inputs(judge, task, request, None)
-        new, logprobs = greedy_reference(judge, encoding, 12)
+        eos = judge.tokenizer.eos_token_id
+        new, logprobs = by_hand.greedy_decoding(next_logprobs(judge, encoding), eos, 12)
         assert judge.tokenizer.decode(new, skip_special_tokens=True) == response["meta"]["text"]
         at = logprobs[response["meta"]["position"]]
-        for label in "12345":
-            ids = [i for i, t in zip(vocab.ids, vocab.tokens, strict=True) if t.lstrip("Ġ") == label]
-            assert response["logprobs"][label] == pytest.approx(float(torch.logsumexp(at[ids], 0)), abs=1e-4)
+        by_hand.assert_label_logprobs(response["logprobs"], at, vocab)
 
 
 def test_interleaved_images_stay_at_their_placeholders(judge: Any) -> None:
@@ -173,16 +150,10 @@ def test_interleaved_images_stay_at_their_placeholders(judge: Any) -> None:
     requests = [types.SimpleNamespace(args=(context, f" {g}", lambda doc: images, 0, "pair", "test"), metadata={})
                 for g in "AB"]
     results = judge.loglikelihood(requests)
-    encoding = judge.processor(text=[context], images=images, return_tensors="pt")
-    tok = judge.tokenizer
+    encoding = dict(judge.processor(text=[context], images=images, return_tensors="pt"))
     for request, (ll, _greedy) in zip(requests, results, strict=True):
-        cont = tok(context + request.args[1], add_special_tokens=False)["input_ids"][len(tok(context, add_special_tokens=False)["input_ids"]):]
-        ids = torch.cat([encoding["input_ids"], torch.tensor([cont])], dim=1)
-        with torch.no_grad():
-            logits = judge.model(input_ids=ids, pixel_values=encoding["pixel_values"]).logits[0].float()
-        start = encoding["input_ids"].shape[1] - 1
-        lp = torch.log_softmax(logits[start : start + len(cont)], -1)
-        assert ll == pytest.approx(sum(float(lp[k, t]) for k, t in enumerate(cont)), abs=1e-4)
+        want, _want_greedy = manual_loglikelihood(judge, encoding, context, request.args[1])
+        assert ll == pytest.approx(want, abs=1e-4)
 
 
 def test_a_recording_replays_to_the_same_answers(tiny_llava: Path, tasks: dict[str, Any], tmp_path: Path) -> None:
@@ -238,14 +209,9 @@ def test_image_judge_tasks_end_to_end_in_lmms_eval(tiny_llava: Path, mllm_dir: P
         assert len(lines) == n and len({line["n"]["id"] for line in lines}) == n
         assert all(line["n"]["judge"] == str(tiny_llava) for line in lines)
         assert metric(results, task, "n") == used and metric(results, task, "excluded") == n - used
-        report = tmp_path / f"{task}.json"
-        assert judgecp_cli(["evaluate", str(samples_file(out, task)), "--quiet", "--json", str(report)]) == 0
-        written = json.loads(report.read_text())
+        written, compared = evaluate_matches_the_table(out, task, tmp_path / f"{task}.json", kind)
         assert written["kind"] == kind and written["n"] == used
-        compared = report_and_table(written, results, task, kind)
-        assert {"coverage_lac", "n", "excluded"} <= compared.keys()
-        for name, (ours, theirs) in compared.items():
-            assert ours == pytest.approx(theirs, rel=1e-12, abs=1e-12, nan_ok=True), (task, name)
+        assert {"coverage_lac", "n", "excluded"} <= compared
     cot = samples(out, COT)[1]["n"]
     assert cot["prediction"] == 3 and cot["meta"]["stage"] == "anchored"
     choice = samples(out, "ai2d_cp")[0]["n"]

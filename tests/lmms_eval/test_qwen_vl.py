@@ -13,6 +13,7 @@ torchvision 0.29.1): passed, largest differences 1e-6.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,8 @@ from judgecp.adapters.lmms_eval.models import HFJudge, with_prefix  # noqa: E402
 from judgecp.base.records import parse_judge_output  # noqa: E402
 from judgecp.base.scale import LikertScale  # noqa: E402
 from judgecp.bench.tiny_models import train_tokenizer  # noqa: E402
-from tests.lm_eval.scripted import script_judge  # noqa: E402
+from tests.lm_eval.scripted import SCRIPT, script_judge  # noqa: E402
+from tests.lmms_eval import by_hand  # noqa: E402
 
 if not is_torchvision_available():
     pytest.skip("Qwen2-VL's processor needs torchvision (transformers 5), which judgecp's CPU environment does not "
@@ -45,7 +47,8 @@ TEMPLATE = ("{% for message in messages %}USER: {% for part in message['content'
 
 @pytest.fixture(scope="module")
 def qwen(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-layer Qwen2-VL (vision tower and language model) with a chat template, scripted to answer " Fine Score: 3"."""
+    """A 2-layer Qwen2-VL (vision tower and language model) with a chat template, scripted to
+    answer SCRIPT."""
     tok = train_tokenizer()
     tok.add_special_tokens({"additional_special_tokens": list(VISION)})
     tok.image_token = "<|image_pad|>"  # the processor's image token, now and (init_kwargs) after saving
@@ -65,7 +68,7 @@ def qwen(tmp_path_factory: pytest.TempPathFactory) -> Path:
         vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
     torch.manual_seed(0)
     model = transformers.Qwen2VLForConditionalGeneration(config)
-    script_judge(model, tok, " Fine Score: 3")
+    script_judge(model, tok, SCRIPT)
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
     path = tmp_path_factory.mktemp("qwen") / "qwen2vl"
@@ -101,48 +104,37 @@ def manual_logits(judge: Any, text: str, image: Any, extra: list[int]) -> Any:
     return logits, enc["input_ids"].shape[1]
 
 
+def next_logprobs(judge: Any, text: str, image: Any) -> Callable[[list[int]], Any]:
+    """``new ids -> log-softmax of the next token``: one unbatched, unpadded pass over ``text``,
+    ``image`` and ``new``."""
+    return lambda new: torch.log_softmax(manual_logits(judge, text, image, new)[0][-1], -1)
+
+
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_direct_scoring_equals_a_manual_pass(judge: Any, batch_size: int) -> None:
     requests = [request(judge, i, f" {k}", "Score:") for i in range(5) for k in "12345"]
-    judge.batch_size_per_gpu = batch_size
     before = judge.judgecp_stats["forward_passes"]
-    try:
+    with by_hand.in_batches_of(judge, batch_size):
         results = judge.loglikelihood(requests)
-    finally:
-        judge.batch_size_per_gpu = 1
     assert judge.judgecp_stats["forward_passes"] - before == -(-5 // batch_size)
-    tok = judge.tokenizer
     for req, (ll, _greedy) in zip(requests, results, strict=True):
         text = with_prefix(judge.prompt(req.args[0], 1), "Score:")
-        cont = tok(text + req.args[1], add_special_tokens=False)["input_ids"][len(tok(text, add_special_tokens=False)["input_ids"]):]
+        cont = by_hand.continuation_ids(judge.tokenizer, text, req.args[1])
         logits, start = manual_logits(judge, text, judge.task_dict["t"]["test"][req.args[3]]["img"], cont)
-        logprobs = torch.log_softmax(logits[start - 1 : start - 1 + len(cont)], -1)
-        assert ll == pytest.approx(sum(float(logprobs[k, t]) for k, t in enumerate(cont)), abs=1e-4)
+        want, _want_greedy = by_hand.continuation_loglikelihood(logits, start, cont)
+        assert ll == pytest.approx(want, abs=1e-4)
 
 
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_cot_capture_equals_a_manual_greedy_pass(judge: Any, batch_size: int) -> None:
     requests = [request(judge, i, {"until": [], "max_gen_toks": 12, "do_sample": False}, None) for i in range(5)]
-    judge.batch_size_per_gpu = batch_size
-    try:
+    with by_hand.in_batches_of(judge, batch_size):
         outputs = [parse_judge_output(o, "score") for o in judge.generate_until(requests)]
-    finally:
-        judge.batch_size_per_gpu = 1
     vocab = RatingVocabulary(judge.tokenizer, LikertScale())
     for req, out in zip(requests, outputs, strict=True):
         assert out is not None and out["logprobs"] is not None
         image = judge.task_dict["t"]["test"][req.args[3]]["img"]
-        new: list[int] = []
-        steps = []
-        for _ in range(12):
-            logits, _start = manual_logits(judge, judge.prompt(req.args[0], 1), image, new)
-            lp = torch.log_softmax(logits[-1], -1)
-            if int(lp.argmax()) == judge.tokenizer.eos_token_id:
-                break
-            new.append(int(lp.argmax()))
-            steps.append(lp)
+        step = next_logprobs(judge, judge.prompt(req.args[0], 1), image)
+        new, steps = by_hand.greedy_decoding(step, judge.tokenizer.eos_token_id, 12)
         assert out["meta"]["text"] == judge.tokenizer.decode(new, skip_special_tokens=True)
-        at = steps[out["meta"]["position"]]
-        for label in "12345":
-            ids = [i for i, t in zip(vocab.ids, vocab.tokens, strict=True) if t.lstrip("Ġ") == label]
-            assert out["logprobs"][label] == pytest.approx(float(torch.logsumexp(at[ids], 0)), abs=1e-4)
+        by_hand.assert_label_logprobs(out["logprobs"], steps[out["meta"]["position"]], vocab)

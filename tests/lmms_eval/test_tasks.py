@@ -10,14 +10,12 @@ and ``JUDGECP_LMMS_EVAL_METADATA``.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.lmms_eval.helpers import skip_without_lmms_eval
+from tests.lmms_eval.helpers import build_tasks, skip_without_lmms_eval
 
 skip_without_lmms_eval()
 
@@ -31,31 +29,15 @@ TASKS = ("polaris_cp", "polaris_cp_cot", "polaris_cp_continuous", "ai2d_cp", "sc
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, ai2d_dir: Path) -> Iterator[dict[str, Any]]:
-    from lmms_eval.tasks import TaskManager, get_task_dict
-
-
-    dirs = {
+def built(tmp_path_factory: pytest.TempPathFactory, ai2d_dir: Path) -> dict[str, Any]:
+    return build_tasks(TASKS, {
         "JUDGECP_POLARIS_DIR": build_polaris_dir(tmp_path_factory.mktemp("polaris"), n=10),
         "JUDGECP_SCIENCEQA_DIR": build_scienceqa_dir(tmp_path_factory.mktemp("sqa")),
         "JUDGECP_MMMU_DIR": build_mmmu_dir(tmp_path_factory.mktemp("mmmu")),
         "JUDGECP_AI2D_DIR": ai2d_dir,
         "JUDGECP_HPDV2_DIR": build_hpdv2_dir(tmp_path_factory.mktemp("hpdv2"), captions=4),
         METADATA_ENV: json.dumps({"prompts": 3}),  # a setting for the loader, as lm-eval's --metadata
-    }
-    saved = {k: os.environ.get(k) for k in dirs}
-    os.environ.update({k: str(v) for k, v in dirs.items()})
-    try:
-        tasks = get_task_dict(list(TASKS), TaskManager("ERROR", include_path=str(tasks_path())))
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key)
-            else:
-                os.environ[key] = value
-    for task in tasks.values():
-        task.build_all_requests()
-    yield tasks
+    })
 
 
 def answers(values: list[float]) -> list[str]:

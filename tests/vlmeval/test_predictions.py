@@ -125,7 +125,7 @@ def test_clean_run_metric_file_and_headline(tmp_path: Path) -> None:
     root = copy(tmp_path, "clean")
     pred = prediction(root)
     outcome = evaluate_prediction_file(pred, settings=FAST)
-    assert outcome.metric_file == metric_path(pred) == pred.with_name(f"{LP}_MLLMJudge_CP_cp.json")
+    assert outcome.metric_file == metric_path(pred, "likert") == pred.with_name(f"{LP}_MLLMJudge_CP_cp.json")
     report = json.loads(outcome.metric_file.read_text())
     assert report["n_read"] == 24 and set(report["methods"]) == {"naive", "lac"}
     assert set(report["groups"]) == {"coco", "ChartQA", "WIT", "mathvista"}  # per-category tables by default

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from judgecp.base.errors import InputError, MissingDependencyError, require
+from judgecp.base.errors import InputError, MissingDependencyError, clip, require
 from judgecp.base.outputs import atomic_writer
+from judgecp.base.textfiles import BINARY_MAGIC, not_text, text_lines
 from judgecp.data.ensemble.sources import read_hpdv2, read_mjbench
 
 FloatArray = NDArray[np.float64]
@@ -52,38 +54,72 @@ def read_embeddings(path: str | Path) -> dict[str, FloatArray]:
         raise InputError(f"{path}: no such embeddings file")
     table: dict[str, FloatArray] = {}
     if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as data:
-            missing = [k for k in ("item", "embedding") if k not in data.files]
-            if missing:
-                raise InputError(f"{path}: needs arrays 'item' and 'embedding', lacks {missing[0]!r}")
-            items, vectors = data["item"], np.asarray(data["embedding"], dtype=float)
-        if vectors.ndim != 2 or vectors.shape[0] != items.shape[0]:
+        items, vectors = _npz_arrays(path)
+        if vectors.ndim != 2 or items.ndim != 1 or vectors.shape[0] != items.shape[0]:
             raise InputError(f"{path}: 'embedding' must be (items x dim) with one row per 'item'")
         for item, vector in zip(items.tolist(), vectors, strict=True):
             if str(item) in table:
-                raise InputError(f"{path}: item {item!r} appears twice")
+                raise InputError(f"{path}: item {clip(str(item))!r} appears twice")
             table[str(item)] = vector
     elif path.suffix in (".jsonl", ".json"):
-        with path.open(encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    item, vector = str(row["item"]), np.asarray(row["embedding"], dtype=float)
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                    raise InputError(
-                        f"{path}:{line_no}: expected {{\"item\": ID, \"embedding\": [numbers]}} ({exc})"
-                    ) from exc
-                if item in table:
-                    raise InputError(f"{path}:{line_no}: item {item!r} appears twice")
-                table[item] = vector
+        for line_no, line in enumerate(text_lines(path, "a UTF-8 JSONL file of embeddings"), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                item, vector = str(row["item"]), np.asarray(row["embedding"], dtype=float)
+            except (KeyError, TypeError, ValueError, RecursionError) as exc:
+                raise InputError(
+                    f"{path}:{line_no}: expected {{\"item\": ID, \"embedding\": [numbers]}} "
+                    f"({type(exc).__name__}: {clip(str(exc))})"
+                ) from None
+            if item in table:
+                raise InputError(f"{path}:{line_no}: item {clip(item)!r} appears twice")
+            table[item] = vector
     else:
         raise InputError(f"{path}: embeddings must be a .npz or .jsonl file")
     dims = {v.shape for v in table.values()}
     if len(dims) > 1 or any(len(d) != 1 for d in dims):
-        raise InputError(f"{path}: embeddings must all be vectors of one length, got shapes {sorted(dims)}")
+        raise InputError(f"{path}: embeddings must all be vectors of one length, got shapes {sorted(dims)[:5]}")
+    bad = next((item for item, v in table.items() if not np.isfinite(v).all()), None)
+    if bad is not None:
+        raise InputError(f"{path}: the embedding of item {clip(bad)!r} is not finite (NaN or infinite values)")
     return table
+
+
+def _npz_arrays(path: Path) -> tuple[NDArray[Any], FloatArray]:
+    """The ``item`` and ``embedding`` arrays of an ``.npz``: plain arrays only (a pickled object array could run
+    code when loaded, so it is refused), each problem one line naming the file."""
+    device = not_text(path)
+    if device is not None and "device" in str(device):
+        raise device
+    with path.open("rb") as handle:
+        head = handle.read(8)
+    if not head.startswith(b"PK\x03\x04"):  # an .npz is a zip archive of .npy arrays
+        what = next((name for magic, name in BINARY_MAGIC if head.startswith(magic)), None)
+        if what is None and head[:1] == b"\x80":
+            what = "a Python pickle"
+        raise InputError(f"{path}: not a numpy .npz file" + (f" ({what})" if what else ""))
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise InputError(f"{path}: a single numpy array, not an .npz with arrays 'item' and 'embedding'")
+            missing = [k for k in ("item", "embedding") if k not in data.files]
+            if missing:
+                raise InputError(f"{path}: needs arrays 'item' and 'embedding', lacks {missing[0]!r}")
+            items, raw = data["item"], data["embedding"]
+    except InputError:
+        raise
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise InputError(f"{path}: holds pickled (object) arrays, which judgecp does not load (loading them "
+                             "can run code): save 'item' as strings and 'embedding' as numbers") from None
+        raise InputError(f"{path}: not a numpy .npz file ({clip(str(exc))})") from None
+    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        raise InputError(f"{path}: not a numpy .npz file ({type(exc).__name__}: {clip(str(exc))})") from None
+    if raw.dtype.kind not in "biuf":
+        raise InputError(f"{path}: 'embedding' must hold numbers, not {raw.dtype} values")
+    return items, np.asarray(raw, dtype=float)
 
 
 def write_embeddings(table: Mapping[str, Sequence[float] | FloatArray], path: str | Path) -> None:

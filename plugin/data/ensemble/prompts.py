@@ -32,8 +32,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from judgecp.base.errors import InputError
+from judgecp.base.errors import InputError, clip
 from judgecp.base.outputs import atomic_write_text
+from judgecp.base.schemas import describe_lines
+from judgecp.base.textfiles import read_text
+from judgecp.data.tables import check_readable
 
 PARTS_FILE = "pairwise_image_prompts.json"
 PROMPT_SET_SCHEMA = "judgecp.prompt-set/1"
@@ -196,10 +199,17 @@ def write_prompt_set(prompts: Sequence[JudgePrompt], path: str | Path) -> None:
 
 def read_prompt_set(path: str | Path) -> list[JudgePrompt]:
     """Read a prompt set written by :func:`write_prompt_set`."""
+    check_readable(path)
+    text = read_text(path, "a prompt set (a UTF-8 JSON file)")
     try:
-        payload = json.loads(Path(path).read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the prompt set ({exc})") from exc
+        payload = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        what = describe_lines(path)
+        if what is not None:
+            raise InputError(f"{path}: {what}, not a prompt set") from None
+        raise InputError(f"{path}: cannot read the prompt set ({type(exc).__name__}: {clip(str(exc))})") from None
+    if not isinstance(payload, dict):
+        raise InputError(f"{path}: not a prompt set (a JSON object with schema {PROMPT_SET_SCHEMA!r} is expected)")
     if payload.get("schema") != PROMPT_SET_SCHEMA:
         raise InputError(f"{path}: schema must be {PROMPT_SET_SCHEMA!r}, got {payload.get('schema')!r}")
     prompts = []

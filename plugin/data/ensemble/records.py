@@ -41,6 +41,7 @@ from scipy.special import logsumexp
 
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
+from judgecp.base.textfiles import text_lines
 from judgecp.data.ensemble.prompts import JudgePrompt
 
 FloatArray = NDArray[np.float64]
@@ -105,20 +106,19 @@ def _canonical_label(shape: str, label: Any, where: str) -> str | None:
 
 def iter_jsonl(path: str | Path, exclusions: Exclusions) -> Iterable[tuple[str, dict[str, Any]]]:
     """(``file:line``, record) for each JSON object line; malformed lines are counted."""
-    with Path(path).open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_no}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                exclusions.add("malformed JSON line", where)
-                continue
-            if not isinstance(record, dict):
-                exclusions.add("line is not a JSON object", where)
-                continue
-            yield where, record
+    for line_no, line in enumerate(text_lines(path, "a UTF-8 JSONL file of records"), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{line_no}"
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):  # RecursionError: a line nested thousands deep
+            exclusions.add("malformed JSON line", where)
+            continue
+        if not isinstance(record, dict):
+            exclusions.add("line is not a JSON object", where)
+            continue
+        yield where, record
 
 
 def read_ensemble_records(

@@ -86,8 +86,9 @@ class ChoiceCalibration(Calibration):
         labeled = data.labeled
         section = coverage_section(covered, labeled, cal.alpha, coverage_check(cal, data, covered)) \
             if labeled.any() else None
+        # A row the calibrator could not use gets every option it knows: a set that covers.
         return ApplyParts(set_summary(choice.size, data.n), section, sets=sets,
-                          outputs=set_outputs(data.ids, sets), unused={"set": None})
+                          outputs=set_outputs(data.ids, sets), unused={"set": list(cal.options or []) or None})
 
     def applied_metrics(self) -> list[Metric]:
         return set_summary_metrics()

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from judgecp.base.digest import with_digest
 from judgecp.base.errors import InputError
 from judgecp.base.exclusions import Exclusions
 from judgecp.base.outputs import atomic_write_text, atomic_writer
@@ -44,6 +45,7 @@ from judgecp.data.ensemble.embeddings import read_embeddings
 from judgecp.data.ensemble.prompts import read_prompt_set
 from judgecp.data.ensemble.records import EnsembleData, read_ensemble_records
 from judgecp.data.formats import record_format, sniff_format
+from judgecp.data.tables import check_readable
 from judgecp.stats.ensemble.clustering import Membership
 from judgecp.stats.ensemble.estimator import PromptEnsemble, uniform_proba
 from judgecp.stats.ensemble.metrics import calibration_summary, error_coverage_curve, top_label
@@ -242,8 +244,9 @@ def read_input_records(path: str | Path, fmt: str | None = "auto") -> tuple[list
     """
 
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"{path}: no such records file")
+    check_readable(path)  # a folder, a device: one line each
     name = sniff_format(path) if fmt in (None, "auto") else fmt
     if name in ("table", "records"):
         return path, Exclusions()
@@ -253,6 +256,9 @@ def read_input_records(path: str | Path, fmt: str | None = "auto") -> tuple[list
 
 def load_input(args: argparse.Namespace) -> EnsembleData:
     if args.example:
+        given = [flag for flag, value in (("--embeddings", args.embeddings), ("--prompt-set", args.prompt_set)) if value]
+        if given:  # the example has its own: a file given with it would be ignored
+            raise InputError(f"{' and '.join(given)} {'go' if len(given) > 1 else 'goes'} with a RECORDS file, not --example (it has its own)")
         sim = simulate_prompt_judge(2000, 20, 4, random_state=0)
         records, vectors = simulated_records(sim, labeled_fraction=0.8, random_state=0)
         return read_ensemble_records(records, embeddings=vectors)
@@ -311,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
         if data.exclusions:
             print(f"excluded: {data.exclusions.total} ({', '.join(data.exclusions.counts)})")
     if args.json:
-        text = json.dumps(report, indent=1)
+        text = json.dumps(with_digest(report), indent=1)  # strict JSON with its digest, as every result file
         if args.json == "-":
             print(text)
         else:

@@ -102,8 +102,12 @@ class LikertCalibration(Calibration):
             covered = np.zeros(data.n, bool)
             covered[labeled] = prediction.take(np.flatnonzero(labeled)).covers(data.labels[labeled])
             section = coverage_section(covered, labeled, cal.alpha, coverage_check(cal, data, covered, by))
+        # A row the calibrator could not use (no usable logprobs, ...) gets the whole scale: a set that covers.
+        whole: dict[str, Any] = {"set": data.scale.labels.tolist()}
+        if prediction.has_interval:
+            whole["interval"] = [float(data.scale.minimum), float(data.scale.maximum)]
         return ApplyParts(summary, section, sets=sets, lower=lower, upper=upper,
-                          outputs=set_outputs(data.ids, sets, lower, upper), unused={"set": None})
+                          outputs=set_outputs(data.ids, sets, lower, upper), unused=whole)
 
     def applied_metrics(self) -> list[Metric]:
         return set_summary_metrics()

@@ -68,7 +68,8 @@ class PairwiseCalibration(Calibration):
                        "risk_level": cal.alpha, "p_value_above_risk": check["p_value"], "check": check}
         outputs = {f"{pair}|{order}": {"accept": bool(ok)}
                    for pair, ok in zip(data.pair_ids.tolist(), accept.tolist(), strict=True) for order in ("fwd", "rev")}
-        return ApplyParts(summary, section, accept=accept, outputs=outputs, unused={"accept": None})
+        # A pair the calibrator could not use is abstained on (accept false), never accepted unchecked.
+        return ApplyParts(summary, section, accept=accept, outputs=outputs, unused={"accept": False})
 
     def record_key(self, record: Any) -> str:
         return f"{record.get('pair_id')}|{record.get('order')}"

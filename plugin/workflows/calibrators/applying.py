@@ -22,13 +22,12 @@ from numpy.typing import NDArray
 
 from judgecp.base.errors import InputError
 from judgecp.kinds import calibration_kind, get_kind
-from judgecp.kinds.calibration import ApplyParts
+from judgecp.kinds.calibration import ApplyParts, proxy_and_target
 from judgecp.kinds.reading import to_records
 from judgecp.stats.checks import (
     label_shift_test,
 )
 from judgecp.stats.drift import martingale_test
-from judgecp.stats.ppi import proxy_and_target
 from judgecp.workflows.calibrators.fileformat import SCHEMA, Calibrator
 from judgecp.workflows.calibrators.statistics import IDENTITY_FIELDS, _identity, drift_statistic
 from judgecp.workflows.calibrators.transport import calibrated_estimate, run_estimate
@@ -81,8 +80,9 @@ def annotate(raw: list[dict[str, Any]], applied: Applied) -> list[dict[str, Any]
     """Every input record (as read, in input order) with the calibrator's output added.
 
     A record judgecp used gets ``set`` (and ``interval``) or ``accept``; one it
-    could not use (excluded, counted in the summary) gets ``set`` / ``accept``
-    null and ``"applied": false``. Records are matched by the kind's key
+    could not use (excluded, counted in the summary) gets the output that claims
+    nothing (Likert: the whole scale as its set and interval; multiple choice:
+    every option; pairwise: abstain) and ``"applied": false``. Records are matched by the kind's key
     (``id``; pairs by ``pair_id`` and ``order``); a repeated id is applied once, at its first record.
     """
     done = dict(applied.parts.outputs)

@@ -12,7 +12,6 @@ See :mod:`judgecp.workflows.calibrators` and docs/calibrators.md; the JSON Schem
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+# Re-exported: the calibrator format's canonical text and digest (judgecp.workflows.calibrators.content_digest).
+from judgecp.base.digest import canonical_json as canonical_json
+from judgecp.base.digest import content_digest as content_digest
 from judgecp.base.errors import InputError
 from judgecp.base.jsonio import dumps, to_strict
 from judgecp.base.outputs import atomic_write_text
@@ -44,21 +46,6 @@ KNOWN_FIELDS = ("schema", "digest", "judgecp_version", "kind", "method", "alpha"
 def schema_path() -> Path:
     """The JSON Schema of the file format (package data)."""
     return Path(__file__).with_name("calibrator.schema.json")
-
-
-def canonical_json(obj: Any) -> bytes:
-    """The canonical text of a JSON value: sorted keys, no spaces, ASCII, floats as Python's ``repr``.
-
-    ``NaN`` and ``Infinity`` (which Python's reader accepts) are written as Python writes them, so an edit
-    that puts one in a file still gets a digest, and the field checks name it.
-    """
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
-
-
-def content_digest(obj: dict[str, Any]) -> str:
-    """``sha256:<hex>`` of the canonical JSON of a calibrator object without its ``digest`` field."""
-    body = {k: v for k, v in obj.items() if k != "digest"}
-    return "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()
 
 
 def _quantiles(values: NDArray[np.float64]) -> dict[str, float]:
@@ -92,7 +79,7 @@ class Calibrator:
     source: str = ""
     version: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
-    #: The calibration items' human target and judge proxy (:func:`judgecp.stats.ppi.proxy_and_target`), for PPI++.
+    #: The calibration items' human target and judge proxy (:func:`judgecp.workflows.nightly.runs.proxy_and_target`), for PPI++.
     ppi_labels: NDArray[np.float64] | None = None
     ppi_proxy: NDArray[np.float64] | None = None
     #: The calibration items' conformity scores (the scores that set the threshold), where the method has a

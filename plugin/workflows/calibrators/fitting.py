@@ -9,9 +9,9 @@ import numpy as np
 
 from judgecp.base.errors import InputError
 from judgecp.kinds import calibration_kind, get_kind
+from judgecp.kinds.calibration import proxy_and_target
 from judgecp.kinds.reading import load
 from judgecp.stats.conformal import check_alpha
-from judgecp.stats.ppi import proxy_and_target
 from judgecp.workflows.calibrators.fileformat import Calibrator
 from judgecp.workflows.calibrators.statistics import _identity, calibration_conformity
 

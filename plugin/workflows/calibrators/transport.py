@@ -32,6 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from judgecp.kinds.calibration import proxy_and_target
+from judgecp.stats.ppi import ppi_mean
+from judgecp.workflows.results import with_degenerate
+
 #: Run labels from which the run's PPI++ uses them alone (fewer: the interval's normal approximation
 #: under-covers, 0.84-0.86 at 10 labels on LLaVA-Critic nights).
 MIN_RUN_LABELS = 30
@@ -59,8 +63,6 @@ def run_estimate(cal: Any, data: Any, *, failed: Sequence[str] = (), alpha: floa
 
     ``failed`` are the kinds of the warnings the run raised (module docstring).
     """
-    from judgecp.stats.ppi import ppi_mean, proxy_and_target
-    from judgecp.workflows.results import with_degenerate
 
     level = cal.alpha if alpha is None else alpha
     proxy, target, name = proxy_and_target(data)

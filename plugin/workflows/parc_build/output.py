@@ -22,10 +22,15 @@ FORMAT = "judgecp.parc_build/1"
 FILE = "variations.jsonl"
 
 
+#: Characters of an item's id kept in its image file names (a file name has at most 255 bytes).
+STEM_CHARS = 120
+
+
 def stem(source_id: str) -> str:
+    """The file-name form of an item's id: safe characters, a hash of the id when it had others or was cut."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", source_id).strip("._") or "item"
-    if safe != source_id:
-        safe += "-" + hashlib.sha256(source_id.encode()).hexdigest()[:8]
+    if safe != source_id or len(safe) > STEM_CHARS:
+        safe = safe[:STEM_CHARS] + "-" + hashlib.sha256(source_id.encode()).hexdigest()[:8]
     return safe
 
 

@@ -21,8 +21,7 @@ Sources (:func:`load_originals`):
   val split, PARC A7.4); ``HuggingFaceM4/MMBench`` (split ``validation``)
   holds the same items with base64 images.
 
-A bare numeric id (MMBench's ``index``) becomes ``<dataset>-<n>``, so ids
-stay unique when several datasets share one variation directory.
+A bare numeric id (MMBench's ``index``) becomes ``<dataset>-<n>`` (ids stay unique across datasets).
 
 Items left out, counted by reason: ``malformed_json_line``,
 ``not_an_original``, ``question_missing``, ``options_invalid`` (fewer than two
@@ -44,6 +43,7 @@ from typing import Any, TypedDict
 
 from judgecp.base.errors import InputError, require
 from judgecp.base.exclusions import Exclusions
+from judgecp.base.textfiles import read_text
 from judgecp.data.choice import LETTERS, has_text
 from judgecp.data.datasources import from_the_hub
 from judgecp.data.tables import read_jsonl, read_table
@@ -303,7 +303,11 @@ def _rows_of_file(path: Path, excluded: Exclusions) -> list[dict[str, Any] | Non
     if suffix in (".jsonl", ".ndjson"):
         return [row for _, row in read_jsonl(path)]
     if suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = read_text(path)  # a compressed or binary file: what it is, in one line
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise InputError(f"{path}: not valid JSON ({type(exc).__name__})") from None
         if isinstance(data, list):
             return [row if isinstance(row, dict) else None for row in data]
     table = read_table(path)

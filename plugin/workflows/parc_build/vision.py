@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from judgecp.base.errors import InputError, require
+from judgecp.base.textfiles import read_text
+from judgecp.data.tables import check_readable
 
 VISION_REFORMULATIONS = ("VR-B", "VR-L", "VR-R")
 VISION_SEMANTIC = ("VS-S", "VS-E")
@@ -183,9 +185,10 @@ class ExchangeMap:
     def read(cls, path: str | Path, *, min_gap: float = 0.0) -> ExchangeMap:
         """A JSON list of entries, a JSONL file of entries, or ``{question: {image: [beaten images]}}``."""
         p = Path(path)
-        if not p.is_file():
+        if not p.exists():
             raise InputError(f"{p}: exchange map not found")
-        text = p.read_text(encoding="utf-8")
+        check_readable(p)
+        text = read_text(p, "an exchange map (UTF-8 JSON or JSONL)")
         try:
             data: Any = json.loads(text)
         except ValueError:

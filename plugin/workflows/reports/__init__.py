@@ -32,6 +32,7 @@ from judgecp.present.render import report_cell as fmt
 from judgecp.present.runs import Run
 from judgecp.workflows.reports.figures import Missing, Plot, _matplotlib, nightly
 from judgecp.workflows.reports.load import load_runs
+from judgecp.workflows.results import load_result
 from judgecp.workflows.results.study import report_kinds
 
 
@@ -105,6 +106,11 @@ def _nightly_section(doc: Document, runs: Sequence[Run]) -> list[Missing]:
                 "judgecp.apply/1": nightly.martingale_over_nights}
     missing: list[Missing] = []
     for run in runs:
+        untrusted = load_result(run.report, run.path).untrusted()
+        for why in dict.fromkeys(untrusted.values()):
+            names = [name for name, reason in untrusted.items() if reason == why]
+            doc.add("p", f"{run.name}: untrusted, and `judgecp gate` fails {len(names)} metric(s) of it "
+                    f"({', '.join(names[:4])}{' ...' if len(names) > 4 else ''}): {why}.")
         result = builders[run.report["schema"]](run.report)
         if isinstance(result, Plot):
             result = Plot(f"{result.id}_{len(doc.blocks)}", f"{result.title}: {run.name}", result.caption, result.figure)

@@ -35,6 +35,7 @@ from judgecp.data.formats import RecordBatch, record_format, sniff_format
 from judgecp.kinds import get_kind
 from judgecp.kinds.protocol import parse_settings
 from judgecp.kinds.reading import from_table
+from judgecp.workflows.results import verified
 from judgecp.workflows.results.study import infer_kind
 from judgecp.workflows.study import evaluate
 
@@ -47,12 +48,13 @@ HARNESS_SUFFIXES = (".jsonl", ".xlsx", ".tsv", ".csv")
 
 
 def is_report(path: Path) -> dict[str, Any] | None:
-    """The report in ``path`` if it is a judgecp report, else ``None``."""
+    """The report in ``path`` if it is a judgecp report (its digest checked: an edited one is an error), else
+    ``None``."""
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8 or JSON, nested too deep
         return None
-    return obj if isinstance(obj, dict) and infer_kind(obj) is not None else None
+    return verified(obj, path) if isinstance(obj, dict) and infer_kind(obj) is not None else None
 
 
 def harness_format(path: Path) -> str | None:

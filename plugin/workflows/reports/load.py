@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from judgecp.base.errors import InputError
 from judgecp.present.runs import NIGHTLY_SCHEMAS, Run
 from judgecp.workflows.reports.collect import collect
+from judgecp.workflows.results import read_json_file, verified
 from judgecp.workflows.results.study import infer_kind, other_file, report_kinds
 
 #: What ``judgecp report`` takes, for the messages that refuse anything else.
@@ -18,17 +18,16 @@ TAKES = ("judgecp report takes `judgecp evaluate --json` reports, harness output
 
 
 def read_report(path: Path) -> dict[str, Any]:
-    """A report file, checked: a JSON object that is a judgecp report (its ``kind`` filled in)."""
+    """A report file, checked: a JSON object that is a judgecp report (its ``kind`` filled in) whose digest
+    matches its content (:func:`verified`)."""
     if not path.is_file():
         raise InputError(f"{path}: no such file or folder")
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, an integer of 5000 digits, nested too deep
-        raise InputError(f"{path}: not a JSON report ({exc})") from exc
+    # not JSON, not UTF-8, an integer of 5000 digits, nested too deep; a JSON-lines file of judgecp's is named
+    report = read_json_file(path, "not a JSON report")
     if not isinstance(report, dict):
         raise InputError(f"{path}: not a judgecp report (a JSON object is expected)")
     if report.get("schema") in NIGHTLY_SCHEMAS and (report.get("history") or report["schema"] != "judgecp.apply/1"):
-        return report  # an apply summary is drawn for its history across nights; without one it has no figure
+        return verified(report, path)  # an apply summary is drawn for its history across nights; without one, nothing
     what = other_file(report)
     if what is not None:
         raise InputError(f"{path}: {what}, not a report; {TAKES}")
@@ -36,7 +35,8 @@ def read_report(path: Path) -> dict[str, Any]:
         if isinstance(report.get("kind"), str):
             raise InputError(f"{path}: a {report['kind']} report; judgecp report draws {', '.join(report_kinds())} reports")
         raise InputError(f"{path}: not a judgecp evaluate report (no kind, methods or controllers)")
-    return report
+    return verified(report, path)
+
 
 
 def load_runs(paths: Sequence[str | Path], names: Sequence[str] | None = None,

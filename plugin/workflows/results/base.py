@@ -1,12 +1,13 @@
-"""The base of every result type: frozen JSON objects with a schema and flat scalars (docs/results.md)."""
+"""The base of every result type: frozen JSON objects with a schema, a digest and flat scalars (docs/results.md)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from judgecp.base.errors import InputError
-from judgecp.base.jsonio import dumps
+from judgecp.base.digest import DIGEST_FIELD, content_digest, with_digest
+from judgecp.base.errors import InputError, clip
 from judgecp.kinds.metrics import MetricError
 
 
@@ -62,15 +63,19 @@ class Result(FrozenDict):
 
     A ``dict`` that refuses changes, so ``json.dumps(result)`` writes it and
     every reader that takes a report dict takes it. Subclasses set
-    :attr:`schema` and implement :meth:`scalars`; :data:`judgecp.workflows.results.SCHEMAS` lists them.
+    :attr:`schema` and implement :meth:`scalars`; :func:`register_schema`
+    registers them by their schema name.
     """
 
     schema: ClassVar[str] = ""
     #: What a file of this schema is, for messages ("an apply summary").
     description: ClassVar[str] = "a judgecp result"
+    #: The command that writes it, for the hint of a refused file.
+    command: ClassVar[str] = "the judgecp command that wrote it"
 
     def __init__(self, body: Mapping[str, Any]) -> None:
-        frozen = freeze({k: v for k, v in body.items() if k != "schema"})
+        # The digest belongs to a file, not to the result: checked when read (from_json), written by dumps().
+        frozen = freeze({k: v for k, v in body.items() if k not in ("schema", DIGEST_FIELD)})
         dict.__init__(self, {"schema": self.schema, **frozen})
 
     def __reduce__(self) -> Any:
@@ -99,14 +104,20 @@ class Result(FrozenDict):
         return out
 
     def dumps(self) -> str:
-        """Strict JSON text (no NaN or Infinity: undefined values are ``null``)."""
-        return dumps(self.to_json())
+        """Strict JSON text (no NaN or Infinity: undefined values are ``null``), with its ``digest``."""
+        return json.dumps(with_digest(self), indent=2, allow_nan=False) + "\n"
 
     @classmethod
-    def from_json(cls, obj: Any, source: str = "result") -> Result:
-        """The result a JSON object holds, checked: its schema is this class's, and every scalar reads."""
+    def from_json(cls, obj: Any, source: str = "result", *, require_digest: bool = False) -> Result:
+        """The result a JSON object holds, checked: its digest (when it has one, or ``require_digest``)
+        matches its content, its schema is this class's, and every scalar reads."""
         if not isinstance(obj, Mapping):
             raise InputError(f"{source}: not {cls.description} (a JSON object is expected)")
+        check_digest(obj, source, required=require_digest, command=cls.command)
+        return cls._from_checked(obj, source)
+
+    @classmethod
+    def _from_checked(cls, obj: Mapping[str, Any], source: str) -> Result:
         found = obj.get("schema")
         if found is not None and found != cls.schema:
             raise InputError(f"{source}: schema {found!r}, expected {cls.schema!r} ({cls.description})")
@@ -118,8 +129,12 @@ class Result(FrozenDict):
         """Refuse a body whose metrics cannot all be read (a missing key names itself)."""
         try:
             self.scalars()
+            self.untrusted()
         except MetricError as exc:
             raise MetricError(f"{source}: {exc}") from None
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:  # a value of the wrong type
+            raise MetricError(f"{source}: malformed {self.description} ({type(exc).__name__}: "
+                              f"{clip(str(exc), 200)})") from None
 
     # -- scalars --------------------------------------------------------------------------------
     def scalars(self) -> dict[str, float | None]:
@@ -129,3 +144,19 @@ class Result(FrozenDict):
     def untrusted(self) -> dict[str, str]:
         """Metrics a gate must fail whatever their value, with why (degenerate or withheld estimates)."""
         return {}
+
+
+# -- digests -----------------------------------------------------------------------------------
+
+
+def check_digest(obj: Mapping[str, Any], source: str, *, required: bool, command: str) -> None:
+    """Refuse an object whose ``digest`` does not match its content, or (``required``: a file) that has none."""
+    found = obj.get(DIGEST_FIELD)
+    if found is None and DIGEST_FIELD not in obj:
+        if required:
+            raise InputError(f"{source}: no digest, so its numbers cannot be verified (a result written before "
+                             f"judgecp digested them, or by hand); re-run `{command}` to write it again")
+        return
+    if not isinstance(found, str) or found != content_digest(obj):
+        raise InputError(f"{source}: the digest does not match the content: the file was edited or corrupted "
+                         f"(re-run `{command}` to write it again)")

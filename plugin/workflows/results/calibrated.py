@@ -9,7 +9,9 @@ Both hold a PPI++ estimate (``estimate``: ``ppi``, ``labeled_only`` and
 its labeled sample has no variance, or its effective sample size is
 unbounded or below :data:`MIN_EFFECTIVE_LABELS`: the JSON says so
 (``degenerate``) and ``judgecp gate`` fails any of its metrics unless
-``--allow-degenerate``.
+``--allow-degenerate``. A comparison, a plan and a selection say so too
+(``degenerate``: a run's, a pilot's labels or proxies without spread), and
+gate fails their metrics the same way.
 """
 
 from __future__ import annotations
@@ -51,8 +53,12 @@ def degenerate_reasons(block: Mapping[str, Any] | None) -> list[str]:
     lower, upper = ppi.get("lower"), ppi.get("upper")
     if lower is None or upper is None or not (math.isfinite(lower) and math.isfinite(upper)):
         reasons.append("the interval is undefined")
-    elif upper - lower <= 0:
+    elif upper < lower:
+        reasons.append(f"reversed interval [{lower:g}, {upper:g}] (its lower bound above its upper)")
+    elif upper == lower:
         reasons.append(f"zero-width interval [{lower:g}, {upper:g}]")
+    elif isinstance(mean := ppi.get("mean"), (int, float)) and not lower <= mean <= upper:
+        reasons.append(f"the estimate {mean:g} is outside its interval [{lower:g}, {upper:g}]")
     if labeled.get("se") is not None and labeled["se"] == 0:
         reasons.append("the labeled sample has no variance (every label equal)")
     ess = block.get("effective_sample_size")
@@ -60,7 +66,8 @@ def degenerate_reasons(block: Mapping[str, Any] | None) -> list[str]:
         reasons.append("effective sample size unbounded")
     elif ess < MIN_EFFECTIVE_LABELS:
         reasons.append(f"effective sample size {ess:.1f} below {MIN_EFFECTIVE_LABELS:g} labeled items")
-    return reasons
+    noted = [str(why) for why in block.get("degenerate") or ()]  # what the estimate itself noted (or earlier calls)
+    return noted + [why for why in reasons if why not in noted]
 
 
 def with_degenerate(block: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +94,7 @@ class EstimateResult(Result):
 
     schema = "judgecp.estimate/1"
     description = describe_schema(schema) or ""
+    command = "judgecp estimate --json"
 
     def metric_list(self) -> list[Metric]:
         return [Metric("n", pick("n"), None, always=True), Metric("excluded", excluded_count, False, always=True),
@@ -104,6 +112,7 @@ class ApplyResult(Result):
 
     schema = "judgecp.apply/1"
     description = describe_schema(schema) or ""
+    command = "judgecp apply --json"
 
     def metric_list(self) -> list[Metric]:
         return calibrated_metrics(self.kind) + (history_metrics() if self.get("history") else [])

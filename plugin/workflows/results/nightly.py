@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from judgecp.base.schemas import describe_schema
 from judgecp.kinds.metrics import Entry, Metric, metric_value, pick
 from judgecp.workflows.results.base import Result
@@ -27,6 +30,7 @@ class CompareResult(Result):
 
     schema = "judgecp.compare/1"
     description = describe_schema(schema) or ""
+    command = "judgecp compare --json"
 
     def metric_list(self) -> list[Metric]:
         metrics = _difference_metrics((), "")
@@ -39,13 +43,26 @@ class CompareResult(Result):
         return {m.name: metric_value(self, m) for m in self.metric_list()}
 
     def untrusted(self) -> dict[str, str]:
-        difference = self.get("difference") or {}
-        block = {"estimate": difference, "effective_sample_size": difference.get("effective_labels")}
-        reasons = degenerate_reasons(block)
+        reasons = compare_degenerate(self)
         if not reasons:
             return {}
         why = "degenerate difference: " + "; ".join(reasons)
         return {m.name: why for m in self.metric_list() if m.name.startswith("difference.")}
+
+
+def compare_degenerate(out: Mapping[str, Any]) -> list[str]:
+    """Why a comparison's pooled difference cannot be trusted: :func:`degenerate_reasons` of its difference, and
+    what the comparison noted (a run's labels or proxies without spread)."""
+    difference = out.get("difference") or {}
+    block = {"estimate": difference, "effective_sample_size": difference.get("effective_labels"),
+             "degenerate": out.get("degenerate") or []}
+    return degenerate_reasons(block)
+
+
+def _flagged(result: Mapping[str, Any], names: list[str], what: str) -> dict[str, str]:
+    """Every metric of ``names`` untrusted when the result says it is degenerate (a plan, a selection)."""
+    reasons = [str(why) for why in result.get("degenerate") or ()]
+    return {name: f"degenerate {what}: " + "; ".join(reasons) for name in names} if reasons else {}
 
 
 class PlanResult(Result):
@@ -54,6 +71,7 @@ class PlanResult(Result):
 
     schema = "judgecp.plan/1"
     description = describe_schema(schema) or ""
+    command = "judgecp plan --json"
 
     def scalars(self) -> dict[str, float | None]:
         metrics = [Metric("half_width", pick("half_width"), None)]
@@ -61,12 +79,16 @@ class PlanResult(Result):
                     for section in ("labels", "labels_at_estimates") for key in ("ppi", "labeled_only")]
         return {m.name: metric_value(self, m) for m in metrics}
 
+    def untrusted(self) -> dict[str, str]:
+        return _flagged(self, [name for name in self.scalars() if name != "half_width"], "plan")
+
 
 class SelectResult(Result):
     """``judgecp select``: the items drawn to label and the width expected (``judgecp.select/1``)."""
 
     schema = "judgecp.select/1"
     description = describe_schema(schema) or ""
+    command = "judgecp select --json"
 
     def scalars(self) -> dict[str, float | None]:
         metrics = [Metric("n_items", pick("n_items"), None), Metric("n_selected", pick("n_selected"), None),
@@ -75,4 +97,5 @@ class SelectResult(Result):
                     for key in ("active", "uniform", "ratio")]
         return {m.name: metric_value(self, m) for m in metrics}
 
-
+    def untrusted(self) -> dict[str, str]:
+        return _flagged(self, [name for name in self.scalars() if name.startswith("expected_width.")], "selection")

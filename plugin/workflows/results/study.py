@@ -20,6 +20,7 @@ class StudyResult(Result):
 
     schema = "judgecp.report/1"
     description = describe_schema(schema) or ""
+    command = "judgecp evaluate --json"
 
     def metric_list(self) -> list[Any]:
         if not self.kind:
@@ -27,17 +28,16 @@ class StudyResult(Result):
         return get_kind(self.kind, flag="report kind").study.metrics(Protocol(), self)
 
     def scalars(self) -> dict[str, float | None]:
-
         return {m.name: metric_value(self, m) for m in self.metric_list()}
 
     @classmethod
-    def from_json(cls, obj: Any, source: str = "report") -> Result:
-        if isinstance(obj, Mapping) and obj.get("schema") is None and "kind" not in obj:
+    def _from_checked(cls, obj: Mapping[str, Any], source: str) -> Result:
+        if obj.get("schema") is None and "kind" not in obj:
             kind = infer_kind(dict(obj))
             if kind is None:
                 raise InputError(f"{source}: not a judgecp evaluate report (no schema, kind, methods or controllers)")
             obj = {**obj, "kind": kind}
-        return super().from_json(obj, source)
+        return super()._from_checked(obj, source)
 
 
 def report_kinds() -> list[str]:

@@ -58,10 +58,10 @@ def measure_script() -> Any:
     return sys.modules[name]
 
 
-def coverage_floor(level: float, draws: int, z: float = 3.09) -> float:
-    """The lowest coverage a valid interval shows over ``draws`` draws but with probability 1e-3 (``z`` 3.09
-    binomial standard errors below ``level``, one-sided)."""
-    return float(level - z * np.sqrt(level * (1 - level) / draws))
+def coverage_floor(level: float, draws: int, false_failure: float = FALSE_FAILURE) -> float:
+    """The lowest coverage rate an interval of coverage ``level`` shows over ``draws`` independent draws but with
+    probability at most ``false_failure``: :func:`binomial_at_least` as a rate (``rate >= coverage_floor(...)``)."""
+    return binomial_at_least(level, draws, false_failure) / draws
 
 
 def shared_file(*parts: str) -> Path:

@@ -8,13 +8,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 
 from judgecp import Fields, load
 from judgecp.base.errors import InputError
 from judgecp.cli import main
 from judgecp.data import ScoreData
 from judgecp.kinds.reading import to_records
+from judgecp.stats.ppi import ppi_mean
 from judgecp.workflows.nightly.compare import compare
+from judgecp.workflows.nightly.runs import proxy_and_target
 from tests.helpers import FALSE_FAILURE, SHARED_DATA, coverage_floor, measure_script, shared_file
 
 ALPHA = 0.1
@@ -366,3 +369,60 @@ def test_group_field_stratifies_compare_as_estimate(tmp_path: Path, capsys: pyte
     assert "paired on the 1200 items both runs judged" in printed
     assert "800 labels (A 400, B 400; 400 items labeled in both runs)" in printed
     assert "run A stratified by category (3 strata)" in printed and "category=math: PPI++" in printed
+
+
+def test_paired_difference_against_references_computed_another_way() -> None:
+    """compare's paired difference from outside the code under test (issue 37): the labeled-only interval is the
+    paired t interval of the labeled items' differences (scipy); the PPI++ point estimate is each run's labeled mean
+    corrected by its reported lambda times its proxies' unlabeled-minus-labeled gap; its variance, summed item by
+    item from the paper's formula (labeled items: the difference of the two runs' residuals y - lam f, ddof 1, over
+    n; unlabeled items: the difference of lam g, ddof 1, over N), is what compare reports, with Student's t on n - 2
+    degrees of freedom (n labeled pairs less the two tuned lambdas); and no lambda inside [0, 1] near the reported
+    pair gives a smaller variance (power tuning)."""
+    a, b, _ = paired_draw(7, n=1000, n_labeled=120, noise=0.3)
+    out = compare(a, b, alpha=ALPHA, stratify="no")
+    fa, ya, _ = proxy_and_target(a)
+    fb, yb, _ = proxy_and_target(b)
+    lab = ~np.isnan(ya)
+    assert (lab == ~np.isnan(yb)).all() and out["n_labeled_pairs"] == lab.sum() == 120
+    n, m = int(lab.sum()), int((~lab).sum())
+    d = yb[lab] - ya[lab]
+    low, high = student_t.interval(1 - ALPHA, n - 1, loc=d.mean(), scale=d.std(ddof=1) / np.sqrt(n))
+    lab_only = out["difference"]["labeled_only"]
+    assert (lab_only["mean"], lab_only["lower"], lab_only["upper"]) == pytest.approx((d.mean(), low, high), rel=1e-10)
+
+    def variance(lam_a: float, lam_b: float) -> float:
+        ra = ya[lab] - ya[lab].mean() - lam_a * (fa[lab] - fa[lab].mean())
+        rb = yb[lab] - yb[lab].mean() - lam_b * (fb[lab] - fb[lab].mean())
+        u = lam_b * (fb[~lab] - fb[~lab].mean()) - lam_a * (fa[~lab] - fa[~lab].mean())
+        return float(np.var(rb - ra, ddof=1) / n + np.var(u, ddof=1) / m)
+
+    lam_a, lam_b = out["lambda"]["a"], out["lambda"]["b"]
+    assert 0 < lam_a < 1 and 0 < lam_b < 1  # tuned inside the box: the minimum is a stationary point
+    point = (yb[lab].mean() + lam_b * (fb[~lab].mean() - fb[lab].mean())
+             - ya[lab].mean() - lam_a * (fa[~lab].mean() - fa[lab].mean()))
+    se = np.sqrt(variance(lam_a, lam_b))
+    ppi = out["difference"]["ppi"]
+    assert (ppi["mean"], ppi["se"]) == pytest.approx((point, se), rel=1e-10)
+    assert ppi["upper"] - ppi["mean"] == pytest.approx(student_t.ppf(1 - ALPHA / 2, n - 2) * se, rel=1e-10)
+    for step_a, step_b in ((0.02, 0), (-0.02, 0), (0, 0.02), (0, -0.02), (0.02, 0.02), (-0.02, -0.02)):
+        assert variance(lam_a + step_a, lam_b + step_b) > se**2, (step_a, step_b)
+
+
+def test_two_sample_difference_is_the_difference_of_the_runs_own_estimates() -> None:
+    """Runs on different items share no unit: the difference is B's PPI++ estimate less A's, each as ppi_mean
+    computes it alone (pinned by enumeration in tests/test_ppi_reference.py), its variance the sum of theirs, and
+    the degrees of freedom the smaller run's labeled items less its lambda."""
+    a, b, _ = two_sample_draw(3, n=800, n_labeled=60)
+    out = compare(a, b, alpha=ALPHA, stratify="no")
+    alone = []
+    for run in (a, b):
+        f, y, _ = proxy_and_target(run)
+        lab = ~np.isnan(y)
+        alone.append(ppi_mean(y[lab], f[lab], f[~lab], alpha=ALPHA))
+    ppi = out["difference"]["ppi"]
+    ea, eb = alone[0]["estimate"]["ppi"], alone[1]["estimate"]["ppi"]
+    assert ppi["mean"] == pytest.approx(eb["mean"] - ea["mean"], rel=1e-10)
+    assert ppi["se"] == pytest.approx(np.hypot(ea["se"], eb["se"]), rel=1e-10)
+    assert (out["lambda"]["a"], out["lambda"]["b"]) == pytest.approx((alone[0]["lambda"], alone[1]["lambda"]), rel=1e-9)
+    assert ppi["upper"] - ppi["mean"] == pytest.approx(student_t.ppf(1 - ALPHA / 2, 60 - 2) * ppi["se"], rel=1e-10)

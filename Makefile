@@ -52,9 +52,10 @@ report: install
 	$(BIN)/judgecp evaluate --example --methods naive,lac --mondrian group --alphas 0.05,0.2 --json out/report-mondrian/mondrian.json --quiet
 	$(BIN)/judgecp report out/report/likert.json out/report-mondrian/mondrian.json --names pooled,Mondrian -o out/report-mondrian
 
-# Two workers, a test file's tests on one worker (its tiny models and lm_eval runs are built once).
+# Two workers, a test file's tests on one worker (its tiny models and lm_eval runs are built once);
+# hypothesis derandomized (tests/conftest.py: the same examples on every run of a commit).
 test: install
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile
+	OMP_NUM_THREADS=1 JUDGECP_HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # The suite plus the documentation's full-size benchmark blocks (`doc-test: skip (bench)`: minutes each);
 # docs/benchmarks.md has the last run's date and times.

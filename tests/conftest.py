@@ -5,6 +5,24 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis in CI (`make test` sets JUDGECP_HYPOTHESIS_PROFILE=ci): derandomized, so two runs of one commit
+# try the same examples (each test's seed is a digest of the test itself, fixed until its code changes), and
+# without the example database, whose stored failures would change what runs. A failure prints its example
+# and @reproduce_failure blob. Elsewhere hypothesis draws new examples each run (and keeps failures locally).
+# Loaded here, before the test modules: their @settings inherit the profile.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+HYPOTHESIS_PROFILE = os.environ.get("JUDGECP_HYPOTHESIS_PROFILE", "default")
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The hypothesis profile and how its examples were seeded, at the end of every run (-q included)."""
+    current = settings.default
+    seeding = ("derandomized: each test's seed is a digest of its own code" if current is not None and current.derandomize
+               else "random seeds (JUDGECP_HYPOTHESIS_PROFILE=ci fixes them, as make test does)")
+    terminalreporter.write_line(f"hypothesis: profile {HYPOTHESIS_PROFILE!r}, {seeding}")
 
 # One thread per test process, before anything loads OpenMP or BLAS: `make test` runs two
 # pytest workers on two cores, and scikit-learn's boosting with a thread per core in each worker

@@ -11,12 +11,39 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy.stats import binom
+from scipy.stats import t as student_t
 
 from judgecp.base.scale import LikertScale
 from judgecp.data import ScoreData
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("JUDGECP_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+#: The most a Monte-Carlo check may fail on a correct implementation (issue 37): each check's band is set so that
+#: its false-failure probability is at most this (a test with several checks splits it among them).
+FALSE_FAILURE = 1e-3
+
+
+def binomial_at_most(rate: float, draws: int, false_failure: float = FALSE_FAILURE) -> int:
+    """The count of events out of ``draws`` that a true ``rate`` exceeds with probability at most ``false_failure``
+    (the Binomial(draws, rate) quantile at ``1 - false_failure``): ``count <= binomial_at_most(...)`` is the check."""
+    return int(binom.ppf(1.0 - false_failure, draws, rate))
+
+
+def binomial_at_least(rate: float, draws: int, false_failure: float = FALSE_FAILURE) -> int:
+    """The count a true ``rate`` falls below with probability at most ``false_failure``:
+    ``count >= binomial_at_least(...)`` is the check (e.g. a coverage rate of ``1 - alpha`` over ``draws``)."""
+    return int(binom.ppf(false_failure, draws, rate))
+
+
+def mean_margin(values: Any, false_failure: float = FALSE_FAILURE) -> float:
+    """One-sided Monte-Carlo margin of the mean of ``values`` (independent draws): Student's t quantile at
+    ``1 - false_failure`` with ``n - 1`` degrees of freedom times the standard error (the mean of the tens to
+    hundreds of draws here is close to normal; t, not z, for the estimated standard deviation)."""
+    v = np.asarray(values, dtype=np.float64)
+    return float(student_t.ppf(1.0 - false_failure, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
 
 
 def measure_script() -> Any:
@@ -31,10 +58,10 @@ def measure_script() -> Any:
     return sys.modules[name]
 
 
-def coverage_floor(level: float, draws: int, z: float = 3.09) -> float:
-    """The lowest coverage a valid interval shows over ``draws`` draws but with probability 1e-3 (``z`` 3.09
-    binomial standard errors below ``level``, one-sided)."""
-    return float(level - z * np.sqrt(level * (1 - level) / draws))
+def coverage_floor(level: float, draws: int, false_failure: float = FALSE_FAILURE) -> float:
+    """The lowest coverage rate an interval of coverage ``level`` shows over ``draws`` independent draws but with
+    probability at most ``false_failure``: :func:`binomial_at_least` as a rate (``rate >= coverage_floor(...)``)."""
+    return binomial_at_least(level, draws, false_failure) / draws
 
 
 def shared_file(*parts: str) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -49,6 +50,35 @@ def test_too_few_points_give_infinity() -> None:
     assert conformal_quantile([], 0.1) == math.inf
     assert min_calibration_size(0.1) == 9
     assert min_calibration_size(0.05) == 19
+
+
+def test_min_calibration_size_is_the_smallest_finite_rank_by_search() -> None:
+    """The closed form's start and the two correcting loops (mutation testing, docs/testing.md): against a plain
+    upward search for the smallest n with ceil((n + 1)(1 - alpha)) <= n, counted here with exact rationals (no
+    float, no judgecp code), at levels whose answer is 1, 2 or a few hundred; and a tiny level answers at once
+    with 1/alpha to the 1e-9 the rank's tolerance takes off (a start of 1 would count for 1e20 steps)."""
+
+    def search(alpha: float) -> int:
+        a, n = Fraction(alpha), 1
+        while math.ceil((n + 1) * (1 - a) - Fraction(1, 10**9)) > n:
+            n += 1
+        return n
+
+    for alpha in (0.999, 0.6, 0.5, 0.4, 1 / 3, 0.26, 0.25, 0.2, 0.1, 0.05, 0.011, 0.01, 0.0033):
+        assert min_calibration_size(alpha) == search(alpha), alpha
+    assert min_calibration_size(1e-20) == pytest.approx(1e20 * (1 - 1e-9), rel=1e-12)
+
+
+def test_fit_size_splits_the_calibration_rows_as_documented() -> None:
+    """``fit_size(n)``: ``round(fit_fraction * n)`` rows fit the model, kept within 1 .. n - 1 so that both parts
+    have a row; 0 or 1 rows are given to the fit as they are (a method without a model fits on none). The table
+    is worked by hand (Python's round: halves to even)."""
+    expected = {0.5: {0: 0, 1: 1, 2: 1, 3: 2, 4: 2, 5: 2, 7: 4}, 0.1: {2: 1, 3: 1, 9: 1, 15: 2},
+                0.9: {2: 1, 3: 2, 9: 8, 30: 27}}
+    for fraction, table in expected.items():
+        method = method_classes()["cqr"](alpha=0.1, fit_fraction=fraction)
+        assert {n: method.fit_size(n) for n in table} == table, fraction
+    assert method_classes()["lac"](alpha=0.1).fit_size(100) == 0
 
 
 def test_nan_scores_are_an_error() -> None:
@@ -161,15 +191,31 @@ def test_set_methods_need_integer_labels(name: str) -> None:
         build_method(spec(name), alpha=0.1, scale=SCALE).calibrate(X, y + 0.5 * (y < 5))
 
 
+#: Methods that read only the judge's probabilities: extra columns change nothing.
+PROBABILITY_ONLY = {"naive", "ordinal_aps", "lac", "aps", "raps", "ordinal_set", "margin"}
+#: Methods whose fitted model changes with them here (the others' models, fitted on 75 rows, barely split on them).
+FEATURE_MODELS = {"chr", "lvd", "boosted_lcp"}
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_extra_feature_columns_are_accepted(name: str) -> None:
-    """Multi-judge fusion: columns after the K logprobs feed the fitted models."""
+    """Multi-judge fusion: columns after the K logprobs feed the fitted models, and only them."""
     rng = np.random.default_rng(6)
     X, y = judge_draw(200, rng)
     X2, _ = judge_draw(200, rng)
     fused = np.hstack([X, X2])
-    pred = build_method(spec(name), alpha=0.1, scale=SCALE, random_state=0).calibrate(fused[:150], y[:150]).predict(fused[150:])
-    assert pred.sets.shape == (50, 5)
+
+    def predict(X: np.ndarray) -> Prediction:
+        return build_method(spec(name), alpha=0.1, scale=SCALE, random_state=0).calibrate(X[:150], y[:150]).predict(X[150:])
+
+    pred, alone = predict(fused), predict(X)
+    assert pred.sets.shape == (50, 5) and pred.sets.any(axis=1).all()
+    same = bool((pred.sets == alone.sets).all()) and (
+        not pred.has_interval or (np.array_equal(pred.lower, alone.lower) and np.array_equal(pred.upper, alone.upper)))
+    if name in PROBABILITY_ONLY:
+        assert same, f"{name} reads only probabilities, yet the extra columns changed its prediction"
+    if name in FEATURE_MODELS:
+        assert not same, f"{name}'s model did not see the extra columns"
 
 
 def test_other_scales() -> None:

@@ -6,7 +6,7 @@ they are not integers. Only interval methods apply (a label set holds
 integers); their coverage is tested here through the whole study
 (:func:`judgecp.evaluate`) against the split-conformal band on many seeded
 splits, and through ``calibrate``/``apply``. The method-level band on
-continuous labels is ``tests/test_coverage.py::test_band_given_fit``.
+continuous labels is ``tests/test_coverage.py::test_exact_coverage_given_fit``.
 """
 
 from __future__ import annotations

@@ -89,6 +89,17 @@ def documents() -> list[Path]:
     return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
+def runnable_blocks(path: Path) -> list[Block]:
+    """A page's command blocks (bash and python, not output)."""
+    return [b for b in blocks(path) if b.language in RUN and not b.output]
+
+
+def command_pages() -> list[Path]:
+    """The pages with a command block: a test each (a page of prose and tables has nothing to run, and a test
+    that can only skip is not a test)."""
+    return [path for path in documents() if runnable_blocks(path)]
+
+
 def scratch_checkout(tmp: Path) -> Path:
     """A folder laid out like a checkout beside the real ``shared`` folder; returns its root."""
     (tmp / "shared").symlink_to(REPO.parent / "shared")
@@ -120,11 +131,9 @@ def run_block(block: Block, root: Path, env: dict[str, str], namespace: dict[str
         pytest.fail(f"{where}: exit {done.returncode}\n--- block ---\n{block.text}\n--- output (tail) ---\n{tail}")
 
 
-@pytest.mark.parametrize("path", documents(), ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", command_pages(), ids=lambda p: str(p.relative_to(REPO)))
 def test_every_block_runs_verbatim(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    runnable = [b for b in blocks(path) if b.language in RUN and not b.output]
-    if not runnable:
-        pytest.skip(f"{path.name} has no command blocks")
+    runnable = runnable_blocks(path)
     root = scratch_checkout(tmp_path)
     env = {**os.environ, "PATH": f"{REPO / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0",

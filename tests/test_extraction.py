@@ -182,11 +182,15 @@ def test_openai_wire_format() -> None:
 
 
 def test_other_scale() -> None:
+    """A 1-10 scale reads "10" as one token and fills its labels; "10" split into digits is not a score of 1."""
     scale = LikertScale(1, 10)
-    tokens = ["Score", ":", " 1", "0"]  # "10" split into digits is not a 1
-    pos = [{}, {}, {" 1": -0.1}, {"0": -0.1}]
-    r = extract(tokens, pos, scale=scale)
-    assert not r.ok
+    r = extract(["Score", ":", " 10"], [{}, {}, {" 10": -0.1, " 9": -2.3, " 1": -4.0}], scale=scale)
+    assert r.ok and r.parsed == 10 and r.position == 2
+    assert r.logprobs is not None and list(r.logprobs) == [str(k) for k in range(1, 11)]
+    assert (r.logprobs["10"], r.logprobs["9"], r.logprobs["1"]) == (-0.1, -2.3, -4.0)
+    assert r.floored == tuple(str(k) for k in range(2, 9)) and r.logprobs["5"] == DEFAULT_FLOOR
+    split = extract(["Score", ":", " 1", "0"], [{}, {}, {" 1": -0.1}, {"0": -0.1}], scale=scale)
+    assert not split.ok and split.logprobs is None and split.parsed is None and split.flags == ("no_score",)
 
 
 def test_length_mismatch_is_an_error() -> None:

@@ -117,11 +117,23 @@ def test_aps_matches_mapie(split: tuple[np.ndarray, ...], alpha: float) -> None:
     np.testing.assert_array_equal(ours, sets[:, :, 0])
 
 
-def test_aps_class_is_the_same_procedure(split: tuple[np.ndarray, ...]) -> None:
-    """The APS class uses exactly these score functions (its own uniforms)."""
-    Xc, yc, Xt, _yt = split
-    m = APS(0.1, random_state=0).conformalize(Xc, yc)
-    rng = np.random.default_rng(m._predict_seed_)
-    u = rng.uniform(size=Xt.shape[0])
-    expected = sets_at(aps_scores(judge_probabilities(Xt, SCALE), u), m.threshold_)
-    np.testing.assert_array_equal(m.predict(Xt).sets, expected)
+@pytest.mark.parametrize("alpha", [0.1, 0.25])
+def test_aps_class_with_mapies_uniforms_gives_mapies_sets(split: tuple[np.ndarray, ...], alpha: float) -> None:
+    """The APS class itself (not its score functions), handed MAPIE's uniforms where it draws its own, predicts
+    MAPIE's randomised sets: the expectation comes from MAPIE, not from the class's threshold or seed."""
+    from mapie.classification import SplitConformalClassifier
+
+    Xc, yc, Xt, _ = split
+    seed = 7
+    ref = SplitConformalClassifier(
+        JudgeSoftmax(), confidence_level=1 - alpha, conformity_score="aps", prefit=True, random_state=seed
+    )
+    ref.conformalize(Xc, yc)
+    _, sets = ref.predict_set(Xt, conformity_score_params={"include_last_label": "randomized"})
+    draws = [np.random.RandomState(seed).uniform(size=yc.size),
+             np.random.RandomState(seed).uniform(size=(Xt.shape[0], 1))[:, 0]]
+    method = APS(alpha, random_state=0)
+    method._uniforms = lambda n, rng: draws.pop(0)  # type: ignore[method-assign]
+    ours = method.conformalize(Xc, yc).predict(Xt).sets
+    assert not draws  # both draws were taken: one to conformalize, one to predict
+    np.testing.assert_array_equal(ours, sets[:, :, 0])

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from judgecp.base.errors import InputError
 from judgecp.data import PairData
@@ -31,6 +32,7 @@ from judgecp.stats.selective import ClopperPearson, apply
 from judgecp.stats.signals import signals
 from judgecp.synthetic.judges import simulate_pairwise_judge
 from judgecp.workflows.study import evaluate
+from tests.helpers import FALSE_FAILURE, binomial_at_most, mean_margin
 
 ALPHAS = (0.05, 0.10, 0.15, 0.20, 0.25)
 POPULATION = 1_000_000
@@ -79,8 +81,8 @@ def test_scope_controls_risk_over_splits(pool: int) -> None:
     data = simulate_pairwise_judge(2000, seed=pool)
     for alpha in ALPHAS:
         _, risk, cov, _ = run(data, "scope", alpha, seed=pool)
-        se = risk.std(ddof=1) / np.sqrt(risk.size)
-        assert risk.mean() <= alpha + 3 * se, (alpha, risk.mean())
+        # a one-sided t margin, the test's false-failure probability split over the levels (tests/helpers.py)
+        assert risk.mean() <= alpha + mean_margin(risk, FALSE_FAILURE / len(ALPHAS)), (alpha, risk.mean())
         assert cov.mean() > 0.2  # it accepts something: the check is not vacuous
 
 
@@ -95,7 +97,8 @@ def test_scope_theorem_over_calibration_draws(population: tuple[np.ndarray, np.n
         # delta-method standard error of the ratio of means, plus the population's sampling error
         se = np.sqrt(np.var(errors - ratio * accept, ddof=1) / thr.size) / accept.mean()
         se_population = np.sqrt(alpha * (1 - alpha) / (accept.mean() * POPULATION))
-        assert ratio <= alpha + 3 * np.hypot(se, se_population), (alpha, ratio)
+        z = float(norm.ppf(1 - FALSE_FAILURE / len(ALPHAS)))  # one-sided, the ratio of means close to normal
+        assert ratio <= alpha + z * np.hypot(se, se_population), (alpha, ratio)
         assert accept.mean() > 0.2
 
 
@@ -104,10 +107,9 @@ def test_naive_calibration_can_exceed_alpha() -> None:
     """Without the finite-sample correction the chosen threshold overfits small calibration sets."""
     data = simulate_pairwise_judge(300, seed=4)
     _, risk, _, _ = run(data, "naive", 0.05, splits=2000, seed=4)
-    se = risk.std(ddof=1) / np.sqrt(risk.size)
-    assert risk.mean() > 0.05 + 3 * se
+    assert risk.mean() > 0.05 + mean_margin(risk, FALSE_FAILURE / 2)  # beyond Monte-Carlo error: a real excess
     _, risk_scope, _, _ = run(data, "scope", 0.05, splits=2000, seed=4)
-    assert risk_scope.mean() <= 0.05 + 3 * risk_scope.std(ddof=1) / np.sqrt(risk_scope.size)
+    assert risk_scope.mean() <= 0.05 + mean_margin(risk_scope, FALSE_FAILURE / 2)
 
 
 def test_no_feasible_threshold_means_abstain_on_everything() -> None:
@@ -129,9 +131,8 @@ def test_clopper_pearson_holds_at_its_confidence(population: tuple[np.ndarray, n
         for alpha in ALPHAS:
             thr = independent_thresholds("clopper_pearson", alpha, delta=delta)
             fdr, accept = true_risk(thr, population)
-            exceed = float(np.mean(fdr > alpha))
-            se = np.sqrt(delta * (1 - delta) / thr.size)
-            assert exceed <= delta + 3 * se, (alpha, delta, exceed)
+            exceed = int(np.sum(fdr > alpha))  # Binomial(draws, <= delta): each check at its share of 1e-3
+            assert exceed <= binomial_at_most(delta, thr.size, FALSE_FAILURE / (2 * len(ALPHAS))), (alpha, delta, exceed)
             assert accept.mean() > 0.2
 
 

@@ -88,10 +88,42 @@ def shipped_config(name: str, model: str, model_dir: Path, max_new_tokens: int) 
     return config
 
 
-def test_launcher_runs_mllm_judge_end_to_end(ws: Workspace) -> None:
+@pytest.fixture(scope="module")
+def mllm_run(ws: Workspace) -> tuple[Path, str]:
+    """The launcher's MLLMJudge_CP run with the tiny judge (``out_cli``) and its log: made once, for every test that
+    reads it (a fixture, so a test run alone or first still has it, instead of skipping)."""
     ok(ws.build_tsv("mllm_judge"))
     work = ws.root / "out_cli"
-    log = ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, work_dir=work))
+    return work, ok(ws.vlmeval("--data", "MLLMJudge_CP", "--model", LP, work_dir=work))
+
+
+@pytest.fixture(scope="module")
+def pair_run(ws: Workspace) -> Path:
+    """The launcher's pairwise run in both orders with the letters judge (``out_pair``), made once."""
+    ok(ws.build_tsv("mllm_judge_pair"))
+    work = ws.root / "out_pair"
+    ok(ws.vlmeval("--data", PAIR, "--model", LLP, work_dir=work))
+    return work
+
+
+@pytest.fixture(scope="module")
+def calibrator(ws: Workspace, tiny_model: Path) -> tuple[Path, dict[str, Any]]:
+    """A calibrator made from one run's prediction file (``judge.cal.json``) and the shipped config that ran it."""
+    ok(ws.build_tsv("mllm_judge"))
+    config = shipped_config("vlmeval_mllm_judge_cp.json", "tiny-cal-lp", tiny_model, 12)
+    config["data"]["MLLMJudge_CP"]["seeds"] = 3
+    first = ws.root / "cal_config.json"
+    first.write_text(json.dumps(config))
+    ok(ws.vlmeval("--config", str(first), work_dir=ws.root / "out_cal_1"))
+    (run,) = run_dir(ws.root / "out_cal_1", "tiny-cal-lp")
+    cal = ws.root / "judge.cal.json"
+    ok(ws.run("calibrate", str(run / "tiny-cal-lp_MLLMJudge_CP.xlsx"), "--format", "vlmeval", "--method", "lac",
+              "-o", str(cal)))
+    return cal, config
+
+
+def test_launcher_runs_mllm_judge_end_to_end(mllm_run: tuple[Path, str]) -> None:
+    work, log = mllm_run
     assert "Run Summary Report" in log
     (run,) = run_dir(work, LP)
     pred = run / f"{LP}_MLLMJudge_CP.xlsx"
@@ -154,14 +186,11 @@ def test_plain_run_py_builds_judgecp_datasets_through_the_startup_hook(ws: Works
     assert entry["primary_metric"] == ["naive|coverage|overall", "naive|set_width|overall"]
 
 
-def launcher_judge(ws: Workspace, work: str, model: str, model_dir: Path, max_new_tokens: int,
-                   needs: str) -> tuple[Any, Path]:
-    """VLMEvalKit's DOCLING on ``model_dir``, and the run folder of ``model`` that the test ``needs`` made in ``work``."""
-    if not (ws.root / work).exists():
-        pytest.skip(f"needs {needs}")
+def launcher_judge(work: Path, model: str, model_dir: Path, max_new_tokens: int) -> tuple[Any, Path]:
+    """VLMEvalKit's DOCLING on ``model_dir``, and the run folder of ``model`` in the launcher run ``work``."""
     from vlmeval.vlm import DOCLING
 
-    (run,) = run_dir(ws.root / work, model)
+    (run,) = run_dir(work, model)
     return DOCLING(model_path=str(model_dir), max_new_tokens=max_new_tokens), run
 
 
@@ -207,11 +236,12 @@ def records_match_a_forward_pass(ws: Workspace, run: Path, model: str, dataset: 
     return checked
 
 
-def test_captured_logprobs_equal_a_manual_forward_pass(ws: Workspace, tiny_model: Path) -> None:
+def test_captured_logprobs_equal_a_manual_forward_pass(ws: Workspace, tiny_model: Path,
+                                                       mllm_run: tuple[Path, str]) -> None:
     """The sidecar of the launcher run against a forward pass of the same model over the same tokens."""
     from judgecp.base.scale import LikertScale
 
-    judge, run = launcher_judge(ws, "out_cli", LP, tiny_model, 12, "test_launcher_runs_mllm_judge_end_to_end")
+    judge, run = launcher_judge(mllm_run[0], LP, tiny_model, 12)
     scale = list(LikertScale().tokens)
     assert records_match_a_forward_pass(ws, run, LP, "MLLMJudge_CP", judge, MLLM_JUDGE, scale,
                                          lambda t: t.lstrip("Ġ▁ ")) >= 20
@@ -355,10 +385,8 @@ def test_a_model_that_does_not_build_exits_1_in_both_modes_without_tracebacks(ws
     assert not (ws.root / "out_vllm").exists()
 
 
-def test_post_hoc_evaluate_on_a_launcher_run(ws: Workspace) -> None:
-    work = ws.root / "out_cli"
-    if not work.exists():
-        pytest.skip("needs test_launcher_runs_mllm_judge_end_to_end")
+def test_post_hoc_evaluate_on_a_launcher_run(ws: Workspace, mllm_run: tuple[Path, str]) -> None:
+    work = mllm_run[0]
     pred = work / LP / f"{LP}_MLLMJudge_CP.xlsx"  # the model folder's link to the latest run
     out = ws.root / "posthoc.json"
     proc = ws.run("evaluate", "--format", "vlmeval", str(pred), "--methods", "naive,lac", "--seeds", "3",
@@ -369,11 +397,9 @@ def test_post_hoc_evaluate_on_a_launcher_run(ws: Workspace) -> None:
     assert report["vlmeval"]["record_sources"]["embedded"] == 24
 
 
-def test_reuse_of_a_complete_run_takes_the_records_from_the_sidecar(ws: Workspace) -> None:
+def test_reuse_of_a_complete_run_takes_the_records_from_the_sidecar(ws: Workspace, mllm_run: tuple[Path, str]) -> None:
     """--reuse of a finished run keeps the predictions but drops extra_records; the sidecar still has them."""
-    source = ws.root / "out_cli"
-    if not source.exists():
-        pytest.skip("needs test_launcher_runs_mllm_judge_end_to_end")
+    source = mllm_run[0]
     ok(ws.build_tsv("mllm_judge"))
     work = ws.root / "out_reuse_complete"
     shutil.copytree(source, work, symlinks=True)
@@ -387,11 +413,8 @@ def test_reuse_of_a_complete_run_takes_the_records_from_the_sidecar(ws: Workspac
     assert metrics["vlmeval"]["excluded_by_reader"] == [] and metrics["n_read"] == 24
 
 
-def test_pairwise_judging_in_both_orders_end_to_end(ws: Workspace) -> None:
-    ok(ws.build_tsv("mllm_judge_pair"))
-    work = ws.root / "out_pair"
-    ok(ws.vlmeval("--data", PAIR, "--model", LLP, work_dir=work))
-    (run,) = run_dir(work, LLP)
+def test_pairwise_judging_in_both_orders_end_to_end(pair_run: Path) -> None:
+    (run,) = run_dir(pair_run, LLP)
     columns, rows = read_xlsx(run / f"{LLP}_{PAIR}.xlsx")
     assert {"pair_id", "order", "response_a", "response_b", "preference", "prediction", "extra_records"} <= set(columns)
     assert len(rows) == 24 and {r["order"] for r in rows} == {"fwd", "rev"}
@@ -416,11 +439,11 @@ def test_pairwise_judging_in_both_orders_end_to_end(ws: Workspace) -> None:
     assert accepted or m.get("scope|risk") is None
 
 
-def test_letter_logprobs_equal_a_manual_forward_pass(ws: Workspace, letters_model: Path) -> None:
+def test_letter_logprobs_equal_a_manual_forward_pass(ws: Workspace, letters_model: Path, pair_run: Path) -> None:
     """The pairwise run's records against a forward pass of the same model over the same tokens."""
     from judgecp.data.extraction import token_letter
 
-    judge, run = launcher_judge(ws, "out_pair", LLP, letters_model, 4, "test_pairwise_judging_in_both_orders_end_to_end")
+    judge, run = launcher_judge(pair_run, LLP, letters_model, 4)
     assert records_match_a_forward_pass(ws, run, LLP, PAIR, judge, MLLM_JUDGE_PAIR, ["A", "B"], token_letter) == 24
 
 
@@ -463,11 +486,10 @@ def summarize(ws: Workspace, model_dir: Path, autoload: bool) -> list[dict[str, 
     return list(csv.DictReader(csv_part.splitlines()))
 
 
-def test_vlmevalkit_summary_shows_judgecp_primary_metric_with_and_without_judgecp(ws: Workspace) -> None:
+def test_vlmevalkit_summary_shows_judgecp_primary_metric_with_and_without_judgecp(
+        ws: Workspace, mllm_run: tuple[Path, str], pair_run: Path) -> None:
     """Issue 29, item 12: scripts/summarize.py showed exact_accuracy / bpe|accuracy (judgecp not registered)."""
-    likert, pairs = ws.root / "out_cli" / LP, ws.root / "out_pair" / LLP
-    if not likert.exists() or not pairs.exists():
-        pytest.skip("needs test_launcher_runs_mllm_judge_end_to_end and test_pairwise_judging_in_both_orders_end_to_end")
+    likert, pairs = mllm_run[0] / LP, pair_run / LLP
     for model_dir, dataset, model in ((likert, "MLLMJudge_CP", LP), (pairs, PAIR, LLP)):
         (run,) = run_dir(model_dir.parent, model)
         entry = json.loads((run / "status.json").read_text())["datasets"][dataset]
@@ -526,18 +548,10 @@ def test_vlmeval_multiple_choice_with_an_lp_model_gets_conformal_sets_post_hoc(w
     assert "Traceback" not in proc.stderr
 
 
-def test_calibrator_setting_in_a_real_run(ws: Workspace, tiny_model: Path) -> None:
+def test_calibrator_setting_in_a_real_run(ws: Workspace, calibrator: tuple[Path, dict[str, Any]]) -> None:
     """Calibrate on one run's prediction file, then a second run with the `calibrator` dataset setting."""
     ok(ws.build_tsv("mllm_judge"))
-    config = shipped_config("vlmeval_mllm_judge_cp.json", "tiny-cal-lp", tiny_model, 12)
-    config["data"]["MLLMJudge_CP"]["seeds"] = 3
-    first = ws.root / "cal_config.json"
-    first.write_text(json.dumps(config))
-    ok(ws.vlmeval("--config", str(first), work_dir=ws.root / "out_cal_1"))
-    (run,) = run_dir(ws.root / "out_cal_1", "tiny-cal-lp")
-    cal = ws.root / "judge.cal.json"
-    ok(ws.run("calibrate", str(run / "tiny-cal-lp_MLLMJudge_CP.xlsx"), "--format", "vlmeval", "--method", "lac",
-              "-o", str(cal)))
+    cal, config = calibrator[0], json.loads(json.dumps(calibrator[1]))
     config["data"]["MLLMJudge_CP"]["calibrator"] = str(cal)
     second = ws.root / "cal_config_2.json"
     second.write_text(json.dumps(config))
@@ -551,11 +565,10 @@ def test_calibrator_setting_in_a_real_run(ws: Workspace, tiny_model: Path) -> No
     assert status["primary_metric"] == ["coverage_labeled|overall", "set_size|overall"]
 
 
-def test_calibrator_of_another_dataset_is_refused_naming_force_then_forced(ws: Workspace, tiny_model: Path) -> None:
+def test_calibrator_of_another_dataset_is_refused_naming_force_then_forced(
+        ws: Workspace, tiny_model: Path, calibrator: tuple[Path, dict[str, Any]]) -> None:
     """Issue 29, items 11 and 13: "force": true in the data config applies a calibrator of another task."""
-    cal = ws.root / "judge.cal.json"
-    if not cal.exists():
-        pytest.skip("needs test_calibrator_setting_in_a_real_run")
+    cal = calibrator[0]
     ok(ws.build_tsv("polaris"))
     config = shipped_config("vlmeval_polaris_cp.json", "tiny-cal-lp", tiny_model, 12)
     config["data"]["Polaris_CP"].update(seeds=3, calibrator=str(cal))

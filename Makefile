@@ -60,7 +60,7 @@ test: install
 # The suite plus the documentation's full-size benchmark blocks (`doc-test: skip (bench)`: minutes each);
 # docs/benchmarks.md has the last run's date and times.
 test-full: install
-	OMP_NUM_THREADS=1 JUDGECP_DOC_BENCH=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile
+	OMP_NUM_THREADS=1 JUDGECP_HYPOTHESIS_PROFILE=ci JUDGECP_DOC_BENCH=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: install
 	$(BIN)/judgecp bench protocol

@@ -523,7 +523,9 @@ def _cases() -> Iterator[Case]:
                           ("eval_undigested", ("no digest",)), ("cmp_text", ("not a number",)),
                           ("nan_literal", ("nan_literal",)), ("truncated", ("truncated",))):
         yield Case(f"report {name}", ("report", f"{w}/{name}.json", *rep), "error", needles)
-    for name, needles in (("h.jsonl", ("drift history",)), ("to_label.jsonl", ("items to label",)),
+    yield Case("report h.jsonl", ("report", f"{w}/h.jsonl", *rep), "ok", (),  # a history: its nights (issue 35)
+               report_says("The nightly loop across nights"))
+    for name, needles in (("to_label.jsonl", ("items to label",)),
                           ("cal.json", ("calibrator",)), ("est.json", ("estimate",)), ("sel.json", ("selection",)),
                           ("zero.jsonl", ("zero.jsonl",))):
         yield Case(f"report {name}", ("report", f"{w}/{name}", *rep), "error", needles)
@@ -531,8 +533,8 @@ def _cases() -> Iterator[Case]:
                         ("cmp_mean_out", ("outside",)), ("plan_curve_text", ("not drawn",)),
                         ("plan_curve_short", ("not drawn",)), ("plan_curve_negative", ("not drawn",)),
                         ("apply_capital_nan", ("not drawn",)), ("cmp", ("Difference B - A",)),
-                        ("plan", ("half-width",)), ("b.apply", ("Evidence of drift",)),
-                        ("a.apply", ("Evidence of drift",))):
+                        ("plan", ("half-width",)), ("b.apply", ("The nightly loop across nights",)),
+                        ("a.apply", ("The nightly loop across nights",))):
         yield Case(f"report {name}", ("report", f"{w}/{name}.json", *rep), "ok", (), report_says(*words))
     yield Case("report apply_capital_text", ("report", f"{w}/apply_capital_text.json", *rep), "ok", (),
                report_says("not drawn"))

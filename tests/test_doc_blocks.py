@@ -148,7 +148,7 @@ def test_every_block_runs_verbatim(path: Path, tmp_path: Path, monkeypatch: pyte
             run_block(block, root, env, namespace)
             ran += 1
     if path.name == "README.md":  # a new user's first commands leave the checkout's `git status` clean
-        left = [p.name for p in root.iterdir() if not p.is_symlink()]
+        left = [p.name + "/" * p.is_dir() for p in root.iterdir() if not p.is_symlink()]  # out/: a folder
         untracked = [name for name in left if subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", name],
                                                              check=False).returncode != 0]
         assert not untracked, f"README's blocks leave files git would show as untracked: {untracked}"

@@ -450,20 +450,19 @@ def test_an_lm_eval_folder_names_judges_by_model_and_task_and_groups_subtasks(tm
     assert [r.name for r in runs_] == ["llava-critic-7b: demo", "org/other-judge: solo"]
     grouped = runs_[0].report
     assert grouped["n"] == 600  # demo_all holds the subtasks' items: none counted twice
-    assert set(grouped["groups"]) == {"easy", "medium", "hard"} and grouped["protocol"]["group"] == "subtask"
+    assert set(grouped["groups"]) == {"easy", "medium", "hard"} and grouped["protocol"]["mondrian"] == "subtask"
     assert {g: e["n"] for g, e in grouped["groups"].items()} == {g: len(rs) for g, rs in by_group.items()}
     assert grouped["lm_eval"]["subtasks"] == ["demo_easy", "demo_medium", "demo_hard", "demo_all"]
     written = write_report([out], tmp_path / "report", alphas=(0.05, 0.2))
     md = written.markdown.read_text()
     assert "| llava-critic-7b: demo | likert |" in md and "eh27apdj" not in md.split("## ")[1]
     assert (tmp_path / "report" / "figures" / "group_coverage.png").is_file()
-    # A single samples file is named the same way; the same model and task twice get their files in the name.
+    # A single samples file is named the same way; the same model and task twice get their dates in the name.
     assert load_runs([out / "eh27apdj" / "samples_solo_2026-01-02T00-00-00.000001.jsonl"])[0].name == "org/other-judge: solo"
     write_lm_eval_run(out / "second", "2026-01-03T00-00-00.000001", "pretrained=org/other-judge",
                       {"solo": to_records(simulate_likert_judge(300, seed=6))}, {})
     names = [r.name for r in load_runs([out])]
-    assert names[1:] == ["org/other-judge: solo (eh27apdj/samples_solo_2026-01-02T00-00-00.000001)",
-                         "org/other-judge: solo (second/samples_solo_2026-01-03T00-00-00.000001)"]
+    assert names[1:] == ["org/other-judge: solo, 2026-01-02 00:00", "org/other-judge: solo, 2026-01-03 00:00"]
 
 
 def test_subtasks_without_a_covering_task_are_put_together() -> None:

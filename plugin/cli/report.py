@@ -19,12 +19,15 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "report",
         help="report.md, a self-contained report.html and PNG/SVG figures from evaluate --json reports",
-        description="Draw the figures of one or more `judgecp evaluate --json` reports (several: side by side). "
+        description="Draw the figures of one or more `judgecp evaluate --json` reports (several: side by side), "
+        "and of the nightly loop (across nights: a history or the apply summaries of its nights). "
         "Needs matplotlib: pip install judgecp[report].",
     )
     p.add_argument("reports", nargs="+", metavar="REPORT.json|DIR",
                    help="reports of judgecp evaluate --json (any kind); an lm-eval samples file or a VLMEvalKit "
-                   "prediction file (evaluated first); or an output folder (every such file in it)")
+                   "prediction file (evaluated first); the nightly loop's results: compare and plan --json, an "
+                   "apply --history file or the apply summaries of its nights (one figure across nights); or an "
+                   "output folder (every such file in it)")
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="output folder (created; built aside and moved into place at the end)")
     p.add_argument("--names", help="comma-separated display names, one per report (default: the file names)")

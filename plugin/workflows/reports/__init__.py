@@ -51,6 +51,11 @@ def _runs_table(runs: Sequence[Run]) -> Table:
     for r in runs:
         src = r.report.get("input", {}).get("source") if isinstance(r.report.get("input"), dict) else None
         src = src or r.report.get("source") or "–"
+        if r.report.get("schema") == nights.HISTORY_SCHEMA:  # a history: its nights and their items
+            lines = r.report["nights"]
+            rows.append([r.name, r.kind, f"{len(lines)} nights of apply --history", fmt(sum(n["n"] for n in lines)),
+                         f"{lines[0]['level']:g} (drift)", Path(r.path).name])
+            continue
         alpha = r.report.get("alpha")
         alpha = f"{alpha:g}" if isinstance(alpha, (int, float)) else ", ".join(f"{a:g}" for a in r.report.get("alphas", []))
         rows.append([r.name, r.kind, str(src), fmt(r.report.get("n")), fmt(alpha), Path(r.path).name])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -62,6 +62,7 @@ class Nights:
     alpha: float | None
     level: float | None = None  #: the detector's level: P(a false alarm within the horizon) at most this
     horizon: int | None = None
+    unreadable: str | None = None  #: why the evidence cannot be drawn (a malformed apply summary)
 
 
 def _applied(info: Mapping[str, Any]) -> dict[str, Any]:
@@ -129,7 +130,11 @@ def from_applies(runs: Sequence[Run], drawn: Sequence[str] = ()) -> list[Nights]
     out = []
     for (file, _), members in groups.items():
         latest = max(members, key=lambda r: int(r.report["history"].get("nights") or 0)).report["history"]
-        evidence = latest.get("evidence_by_night") or latest.get("capital_by_night") or []
+        field = "evidence_by_night" if "evidence_by_night" in latest else "capital_by_night"
+        evidence = latest.get(field)
+        values = [_number(v) for v in evidence] if isinstance(evidence, list) and evidence else [None]
+        unreadable = (None if all(v is not None and v >= 0 for v in values) else
+                      f"its `history.{field}` is not a list of non-negative numbers")
         level = _number(latest.get("level")) or 0.01
         threshold = _number(latest.get("threshold")) or 1.0 / level
         per_night: dict[int, dict[str, Any]] = {}
@@ -142,8 +147,10 @@ def from_applies(runs: Sequence[Run], drawn: Sequence[str] = ()) -> list[Nights]
                 sources[night] = run.name
         since = latest.get("since_night")
         name = ", ".join(r.name for r in members) if len(members) <= 3 else f"{len(members)} apply summaries"
-        out.append(_nights(f"{name} (history {PurePath(file).name})", threshold, [_number(v) for v in evidence], per_night, sources,
-                           since if isinstance(since, int) else None, level, latest.get("horizon")))
+        found = _nights(f"{name} (history {PurePath(file).name})", threshold, values if unreadable is None else
+                        [None] * max(per_night, default=1), per_night, sources,
+                        since if isinstance(since, int) else None, level, latest.get("horizon"))
+        out.append(replace(found, unreadable=unreadable))
     return out
 
 
@@ -174,6 +181,8 @@ def across_nights(series: Nights, index: int = 0) -> Result:
     nights = series.nights
     if not nights:
         return Missing(fid, title, "no night in the history")
+    if series.unreadable:
+        return Missing(fid, title, series.unreadable)
     palette = colors(3)
     fig = new_figure(WIDTH, 7.4)
     ax_drift, ax_est, ax_size = fig.subplots(3, 1, sharex=True)

@@ -104,7 +104,12 @@ def test_calibrate_conformalizes_on_the_rows_it_did_not_fit() -> None:
     pred = method.predict(X[:3])
     assert np.isfinite(pred.lower).all() and np.isfinite(pred.upper).all() and not pred.full_range.any()
     short = method_classes()["naive"](alpha=0.1, predictor="regressor").calibrate(X[:16], y[:16])
-    assert short.n_conformalize_ == 8 and short.insufficient_ and short.predict(X[:3]).full_range.all()
+    assert short.n_conformalize_ == 8 and short.insufficient_ and short.model_skipped_
+    full = short.predict(X[:3])  # no model was fitted: the whole scale, flagged, never the model's interval
+    assert full.has_interval and full.full_range.all() and full.lower.shape == (3,)
+    assert (full.lower == SCALE.minimum).all() and (full.upper == SCALE.maximum).all()
+    sets = method_classes()["lac"](alpha=0.1, probabilities="recalibrated").calibrate(X[:16], y[:16])
+    assert sets.model_skipped_ and sets.predict(X[:3]).sets.all() and sets.predict(X[:3]).full_range.all()
 
 
 def test_nan_scores_are_an_error() -> None:

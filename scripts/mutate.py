@@ -30,6 +30,7 @@ import fnmatch
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import subprocess
@@ -97,8 +98,9 @@ def prepare(fresh: bool) -> None:
     if fresh and WORK.exists():
         shutil.rmtree(WORK)
     WORK.mkdir(parents=True, exist_ok=True)
-    if not (WORK / "judgecp").exists():
-        (WORK / "judgecp").symlink_to(REPO / "plugin")
+    for name, target in (("judgecp", "plugin"), ("scripts", "scripts")):  # tests load scripts/measure_*.py
+        if not (WORK / name).exists():
+            (WORK / name).symlink_to(REPO / target)
     shutil.rmtree(WORK / "tests", ignore_errors=True)
     # The harness folders' tests are not selected, but tests/vlmeval/fixtures hold files test_compare.py reads.
     shutil.copytree(REPO / "tests", WORK / "tests", ignore=shutil.ignore_patterns("__pycache__", "lm_eval", "lmms_eval",
@@ -118,6 +120,22 @@ def results() -> dict[str, dict[str, int | None]]:
         out[key] = {name: code for name, code in codes.items()
                     if any(fnmatch.fnmatchcase(name, f"{prefix}{f}__mutmut_*") for f in functions)}
     return out
+
+
+def sample(modules: list[str], size: int, seed: int) -> list[str]:
+    """``size`` mutants of each module drawn uniformly without replacement (sorted names, ``random.Random(seed)``)."""
+    rng = random.Random(seed)
+    picked: list[str] = []
+    for key in modules:
+        path, functions = SCOPE[key]
+        meta = WORK / "mutants" / "judgecp" / (path + ".meta")
+        if not meta.exists():
+            sys.exit(f"--sample: {meta} is missing: run once without --sample (mutmut generates the mutants first)")
+        prefix = module_name(path) + "."
+        names = sorted(n for n in json.loads(meta.read_text())["exit_code_by_key"]
+                       if any(fnmatch.fnmatchcase(n, f"{prefix}{f}__mutmut_*") for f in functions))
+        picked += rng.sample(names, min(size, len(names)))
+    return picked
 
 
 def diff(name: str) -> str:
@@ -169,6 +187,10 @@ def main() -> None:
                    "second folder lets two runs of different modules go at once)")
     p.add_argument("--report-only", action="store_true", help="count the last run's results, run nothing")
     p.add_argument("--fresh", action="store_true", help="forget every earlier result (build/mutate) first")
+    p.add_argument("--sample", type=int, default=0, help="run a uniform random sample of this many mutants of each "
+                   "module (seeded by --seed) instead of all: an estimate of the kill rate when a full run does not "
+                   "fit the time (mutmut must have generated the mutants once: build/<work>/mutants/**/*.meta)")
+    p.add_argument("--seed", type=int, default=37, help="the sample's seed")
     p.add_argument("--mutants", default="", help="comma-separated mutant names or globs: re-run only these "
                    "(after a test was added), keeping the other results")
     args = p.parse_args()
@@ -185,6 +207,8 @@ def main() -> None:
             (WORK / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
         start = time.monotonic()
         names = args.mutants.split(",") if args.mutants else patterns(modules)
+        if args.sample:
+            names = sample(modules, args.sample, args.seed)
         env = {**os.environ, "OMP_NUM_THREADS": "1", "JUDGECP_DISABLE_PLUGIN_AUTOLOAD": "1"}
         subprocess.run([str(Path(sys.executable).parent / "mutmut"), "run", "--max-children", str(args.jobs), *names],
                        cwd=WORK, env=env, check=False, stdout=subprocess.DEVNULL)

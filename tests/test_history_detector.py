@@ -37,6 +37,7 @@ from judgecp.stats.drift import (
     TREE_DEPTH,
     bet_statistics,
     log_mean_exp,
+    martingale_test,
     mixture_log_lr,
     polya_log_lr,
 )
@@ -380,3 +381,17 @@ def test_gate_fails_on_the_history_alarm_of_a_night_whose_own_test_passes(
     again = json.loads((tmp_path / "again.json").read_text())["history"]
     assert again["recorded"] is False and again["duplicate_of"] == 5 and again["nights"] == 5
 
+
+
+def test_the_drift_statistics_at_their_edges() -> None:
+    """Mutation testing's survivors (docs/testing.md): a p-value of exactly 1 keeps sum log(1 - p) finite (the
+    bet's statistics clip it below 1), and an empty run's martingale result still names its level."""
+    stats = bet_statistics(np.array([0.25, 1.0, 0.5]))
+    assert np.isfinite(stats).all()
+    assert stats[-1] == pytest.approx(math.log(0.75) + math.log(2.0**-53) + math.log(0.5))
+    empty = martingale_test(np.arange(5.0), np.zeros(0), level=0.02)
+    assert empty["level"] == 0.02 and empty["n_run"] == 0 and empty["alarm"] is None
+    # The tilt family's normaliser log E[exp(t U)] = log((e^t - 1) / t) for U uniform: 0 at t = 0 (its limit).
+    assert (TILTS == 0).any() and (TILT_LOG_NORMALISERS[TILTS == 0] == 0).all()
+    nonzero = TILTS != 0
+    assert TILT_LOG_NORMALISERS[nonzero] == pytest.approx(np.log(np.expm1(TILTS[nonzero]) / TILTS[nonzero]))

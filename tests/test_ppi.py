@@ -9,7 +9,7 @@ from scipy.stats import t as student_t
 
 from judgecp import Fields, load
 from judgecp.base.errors import InputError
-from judgecp.stats.ppi import ppi_mean
+from judgecp.stats.ppi import ppi_mean, stratification
 from judgecp.synthetic.judges import simulate_pairwise_judge
 from judgecp.workflows.nightly.estimate import estimate
 from judgecp.workflows.nightly.runs import proxy_and_target
@@ -260,3 +260,15 @@ def test_mcq_accuracy_over_a_finite_population() -> None:
         e = ppi_mean(y[idx[:200]], f[idx[:200]], f[idx[200:]], alpha=ALPHA)["estimate"]["ppi"]
         cover.append(e["lower"] <= truth <= e["upper"])
     assert np.mean(cover) >= coverage_floor(1 - ALPHA, 200)
+
+
+def test_what_the_estimate_reports_about_its_design() -> None:
+    """Mutation testing's survivors (docs/testing.md): --stratify no says the estimate is not stratified, and an
+    estimate in ppi-python's conventions (the normal quantile) reports no degrees of freedom."""
+    groups = np.array(["a", "b", "a", "b", "a", "b"])
+    assert stratification(groups, np.ones(6, bool), "no") == (None, {"stratified": False, "reason": "--stratify no"})
+    rng = np.random.default_rng(5)
+    y = rng.normal(size=30)
+    out = ppi_mean(y, y + rng.normal(size=30), rng.normal(size=200), conventions="ppi-python")
+    assert out["df"] is None
+    assert ppi_mean(y, y + rng.normal(size=30), rng.normal(size=200))["df"] == 30 - 1 - 1

@@ -31,15 +31,18 @@ from judgecp.data import ScoreData
 from judgecp.stats.drift import (
     BETA_LOG_NORMALISERS,
     BETAS,
+    EPSILONS,
     FAMILY_WEIGHTS,
     TILT_LOG_NORMALISERS,
     TILTS,
     TREE_DEPTH,
     bet_statistics,
+    log_bets,
     log_mean_exp,
     martingale_test,
     mixture_log_lr,
     polya_log_lr,
+    pvalues_after,
 )
 from judgecp.workflows.calibrators import calibrate, drift_statistic
 from judgecp.workflows.nightly.history import (
@@ -395,3 +398,24 @@ def test_the_drift_statistics_at_their_edges() -> None:
     assert (TILTS == 0).any() and (TILT_LOG_NORMALISERS[TILTS == 0] == 0).all()
     nonzero = TILTS != 0
     assert TILT_LOG_NORMALISERS[nonzero] == pytest.approx(np.log(np.expm1(TILTS[nonzero]) / TILTS[nonzero]))
+
+
+def test_online_pvalues_and_bets_by_hand() -> None:
+    """Mutation testing's survivors (docs/testing.md): the smoothed online p-value of item i ranks it among the
+    items before it and itself, p_i = (#{j <= i: s_j > s_i} + u_i #{j <= i: s_j = s_i}) / (seen + i), counted
+    here by loops, on a sequence with ties, after no item and after three; each bet is log(e p^(e - 1)); a
+    martingale's result reports its final value, at most its running maximum."""
+    seq = np.array([2.0, 1.0, 2.0, 3.0, 1.0, 2.0])
+    u = np.array([0.3, 0.9, 0.5, 0.1, 0.7, 0.2])
+    for seen in (np.zeros(0), np.array([1.0, 2.0, 2.5])):
+        every = np.concatenate([seen, seq])
+        want = []
+        for i in range(seq.size):
+            before = every[: seen.size + i + 1]
+            want.append(((before > seq[i]).sum() + u[i] * (before == seq[i]).sum()) / before.size)
+        assert pvalues_after(seen, seq, u) == pytest.approx(want, rel=1e-12)
+    p = np.array([0.01, 0.5, 1.0])
+    want_bets = np.log(EPSILONS)[None, :] + (EPSILONS[None, :] - 1.0) * np.log(p)[:, None]
+    assert log_bets(p) == pytest.approx(want_bets, rel=1e-12)
+    out = martingale_test(np.arange(20.0), np.arange(20.0) + 0.5, level=0.05, seed=1)
+    assert 0 < out["final"] <= out["max"]

@@ -272,3 +272,29 @@ def test_what_the_estimate_reports_about_its_design() -> None:
     out = ppi_mean(y, y + rng.normal(size=30), rng.normal(size=200), conventions="ppi-python")
     assert out["df"] is None
     assert ppi_mean(y, y + rng.normal(size=30), rng.normal(size=200))["df"] == 30 - 1 - 1
+
+
+def test_per_stratum_results_and_options_by_hand() -> None:
+    """Mutation testing's survivors (docs/testing.md): each stratum's own PPI++ interval is its labeled mean plus
+    its lambda times its proxies' unlabeled-minus-labeled gap, with variance s2(y - lam f)/n + lam^2 s2(g)/N
+    (ddof 1, worked here from the arrays); stratum_lambda="per_stratum" reaches the estimator (each stratum its
+    own lambda, unlike the common one); a NaN among the labeled proxies is named as such."""
+    rng = np.random.default_rng(11)
+    groups_l, groups_u = np.repeat(["a", "b"], 40), np.repeat(["a", "b"], 300)
+    y = rng.normal(size=80) + (groups_l == "b")
+    f = np.where(groups_l == "a", 0.9, 0.2) * y + rng.normal(0, 0.5, 80)
+    g = rng.normal(size=600) * 0.8 + 0.3
+    common = ppi_mean(y, f, g, groups_labeled=groups_l, groups_unlabeled=groups_u)
+    own = ppi_mean(y, f, g, groups_labeled=groups_l, groups_unlabeled=groups_u, stratum_lambda="per_stratum")
+    assert common["strata"]["a"]["lambda"] == common["strata"]["b"]["lambda"]
+    assert own["strata"]["a"]["lambda"] != pytest.approx(own["strata"]["b"]["lambda"], abs=0.05)
+    for out in (common, own):
+        for h in ("a", "b"):
+            lam = out["strata"][h]["lambda"]
+            yh, fh, gh = y[groups_l == h], f[groups_l == h], g[groups_u == h]
+            e = out["strata"][h]["ppi"]
+            assert e["mean"] == pytest.approx(yh.mean() + lam * (gh.mean() - fh.mean()), rel=1e-12)
+            var = np.var(yh - lam * fh, ddof=1) / yh.size + lam**2 * np.var(gh, ddof=1) / gh.size
+            assert e["se"] == pytest.approx(np.sqrt(var), rel=1e-10)
+    with pytest.raises(InputError, match="the labeled proxies contain NaN"):
+        ppi_mean(y, np.where(np.arange(80) == 3, np.nan, f), g)

@@ -298,3 +298,9 @@ def test_clopper_pearson_grid_is_equally_spaced_in_confidence() -> None:
     confidence 1 down to the signal's floor, equally spaced (worked by hand for 4 steps down to 0.5)."""
     signal = SimpleNamespace(confidence_floor=0.5, uncertainty_at_confidence=lambda c: 1.0 - c)
     assert ClopperPearson(grid=4).grid_values(signal) == pytest.approx([0.125, 0.25, 0.375, 0.5])
+
+
+def test_apply_accepts_a_pair_at_the_threshold() -> None:
+    """Mutation testing's survivor: a pair whose uncertainty equals the threshold is accepted (u <= threshold)."""
+    risk, coverage, accepted = apply(np.array([0.5]), np.array([[0.2, 0.5, 0.7]]), np.array([[False, True, True]]))
+    assert accepted.tolist() == [2] and coverage.tolist() == [2 / 3] and risk.tolist() == [0.5]

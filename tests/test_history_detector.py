@@ -419,3 +419,10 @@ def test_online_pvalues_and_bets_by_hand() -> None:
     assert log_bets(p) == pytest.approx(want_bets, rel=1e-12)
     out = martingale_test(np.arange(20.0), np.arange(20.0) + 0.5, level=0.05, seed=1)
     assert 0 < out["final"] <= out["max"]
+
+
+def test_polya_counts_must_be_whole_and_not_negative() -> None:
+    """Mutation testing's survivor: a negative count is refused as a fractional one is."""
+    for bad in ([-1.0] + [1.0] * 15, [0.5] + [1.0] * 15):
+        with pytest.raises(ValueError, match="whole numbers >= 0"):
+            polya_log_lr(np.array(bad))

@@ -37,10 +37,12 @@ from judgecp.stats.drift import (
     TILTS,
     TREE_DEPTH,
     bet_statistics,
+    cell_counts,
     log_bets,
     log_mean_exp,
     martingale_test,
     mixture_log_lr,
+    online_pvalues,
     polya_log_lr,
     pvalues_after,
 )
@@ -426,3 +428,12 @@ def test_polya_counts_must_be_whole_and_not_negative() -> None:
     for bad in ([-1.0] + [1.0] * 15, [0.5] + [1.0] * 15):
         with pytest.raises(ValueError, match="whole numbers >= 0"):
             polya_log_lr(np.array(bad))
+
+
+def test_log_mean_exp_by_row_and_online_pvalues_of_ties() -> None:
+    """Mutation testing's survivors: log-mean-exp takes each row's own maximum (a row far below another does not
+    underflow to -inf); on a sequence of ties each smoothed p-value is its own uniform (greater 0, equal i, of i)."""
+    assert log_mean_exp(np.array([[0.0, 0.0], [-1000.0, -1000.0]]), axis=1) == pytest.approx([0.0, -1000.0])
+    u = np.random.default_rng(4).uniform(size=5)
+    assert online_pvalues(np.zeros(5), np.random.default_rng(4)) == pytest.approx(u, rel=1e-12)
+    assert cell_counts(np.array([0.0, 0.5, 1.0]), depth=1).tolist() == [1, 2]

@@ -9,7 +9,7 @@ from scipy.stats import t as student_t
 
 from judgecp import Fields, load
 from judgecp.base.errors import InputError
-from judgecp.stats.ppi import ppi_mean, stratification
+from judgecp.stats.ppi import ppi_items, ppi_mean, stratification
 from judgecp.synthetic.judges import simulate_pairwise_judge
 from judgecp.workflows.nightly.estimate import estimate
 from judgecp.workflows.nightly.runs import proxy_and_target
@@ -298,3 +298,17 @@ def test_per_stratum_results_and_options_by_hand() -> None:
             assert e["se"] == pytest.approx(np.sqrt(var), rel=1e-10)
     with pytest.raises(InputError, match="the labeled proxies contain NaN"):
         ppi_mean(y, np.where(np.arange(80) == 3, np.nan, f), g)
+    with pytest.raises(InputError, match="the unlabeled proxies contain NaN"):
+        ppi_mean(y, f, np.where(np.arange(600) == 3, np.nan, g))
+    with pytest.raises(InputError, match="at least 2 labeled items in every stratum, got 1"):
+        ppi_items(np.array([1.0, np.nan, np.nan, np.nan]), np.array([0.5, 1.0, 2.0, 3.0]))
+    # Unclipped per-stratum lambdas (fitted together by least squares): each stratum's interval as above.
+    free = ppi_mean(y, f, g, groups_labeled=groups_l, groups_unlabeled=groups_u, stratum_lambda="per_stratum",
+                    clip=False)
+    for h in ("a", "b"):
+        lam = free["strata"][h]["lambda"]
+        yh, fh, gh = y[groups_l == h], f[groups_l == h], g[groups_u == h]
+        assert free["strata"][h]["ppi"]["mean"] == pytest.approx(yh.mean() + lam * (gh.mean() - fh.mean()), rel=1e-12)
+    # A judge whose proxy never varies corrects nothing, and the result says so.
+    flat = ppi_mean(y, np.full(80, 3.0), np.full(600, 3.0))
+    assert "no spread" in flat["degenerate"][0]

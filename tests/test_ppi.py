@@ -302,6 +302,8 @@ def test_per_stratum_results_and_options_by_hand() -> None:
         ppi_mean(y, f, np.where(np.arange(600) == 3, np.nan, g))
     with pytest.raises(InputError, match="at least 2 labeled items in every stratum, got 1"):
         ppi_items(np.array([1.0, np.nan, np.nan, np.nan]), np.array([0.5, 1.0, 2.0, 3.0]))
+    with pytest.raises(InputError, match="at least 2 labeled items in every stratum, got 0"):
+        ppi_items(np.full(4, np.nan), np.array([0.5, 1.0, 2.0, 3.0]))
     # Unclipped per-stratum lambdas (fitted together by least squares): each stratum's interval as above.
     free = ppi_mean(y, f, g, groups_labeled=groups_l, groups_unlabeled=groups_u, stratum_lambda="per_stratum",
                     clip=False)

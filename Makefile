@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # lmms-eval is installed without its requirements (docs/lmms_eval.md): the version judgecp was tested with.
 LMMS_EVAL_VERSION := 0.7.3
 
-.PHONY: demo demo-core test test-full install bench bench-capture bench-scale reproduce lint dist report
+.PHONY: demo demo-core test test-full install bench bench-capture bench-scale reproduce lint dist report mutate
 
 # Each step says what it does before pip's quiet minutes (-q: pip's own output is hundreds of lines).
 $(BIN)/python:
@@ -79,6 +79,15 @@ bench-capture: install
 
 reproduce: install
 	$(BIN)/python scripts/reproduce_paper.py --write
+
+# Mutation testing of the numbers (docs/testing.md): mutmut over the conformal quantiles and scores, PPI++,
+# the selective-risk bounds and the sequential tests, with each module's fast tests; about an hour on a busy
+# 2-core machine. MODULES=conformal,ppi runs a part; the report is build/mutate/report.md.
+MODULES ?= conformal,sets,split,ordinal,ppi,selective,drift,history,checks
+mutate: install
+	@echo "judgecp mutate: installing mutmut (extra dev)"
+	$(BIN)/pip install -q -e ".[dev]"
+	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python scripts/mutate.py --modules $(MODULES)
 
 # mypy and import-linter cannot follow the package-dir mapping: they read judgecp through links.
 lint: install

@@ -8,7 +8,7 @@ scores, PPI++ and its variance, the selective-risk bounds and the sequential
 tests, with the fast tests of those modules (``scripts/mutation.toml``), and
 prints each module's kill rate and every surviving mutant's diff.
 
-    python scripts/mutate.py [--modules conformal,ppi] [--jobs 2] [--report build/mutate/report.md]
+    python scripts/mutate.py [--modules conformal,ppi] [--jobs 2] [--report build/mutate/report.md] [--fresh]
     python scripts/mutate.py --report-only      # the last run's counts, without running
 
 It works in ``build/mutate`` (``judgecp`` there is a link to ``plugin/``, the
@@ -30,6 +30,7 @@ import fnmatch
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import subprocess
@@ -59,8 +60,10 @@ SCOPE: dict[str, tuple[str, tuple[str, ...]]] = {
     "ordinal": ("stats/methods/ordinal.py", ("x_greedy_contiguous_mass", "xǁOrdinalAPSǁ_uniforms",
                                              "xǁOrdinalAPSǁ_label_scores", "xǁOrdinalAPSǁ_conformalize*",
                                              "xǁOrdinalAPSǁ_predict", "xǁOrdinalCDFSetǁ*")),
-    "ppi": ("stats/ppi.py", ("x_normal_interval", "x__pieces", "x__common_lambda", "x_ppi_mean",
-                             "x_add_no_proxy_stratum")),
+    "ppi": ("stats/ppi.py", ("x_ppi_items", "x_ppi_mean", "x_stratification")),
+    "ppi_design": ("stats/ppi_design.py", (
+        "x_quantile", "x_normal_interval", "x_unit_sums", "x_clustered_variance", "x_tuned_lambda", "x_tuned_count",
+        "x__correction", "x_design", "x_estimable", "x_difference", "x_ppi_python_lambda", "x_summarize")),
     "selective": ("stats/selective.py", ("xǁRiskControllerǁthresholds*", "x__last_of_ties", "x_largest_feasible_prefix",
                                          "xǁScopeǁ*", "xǁNaiveǁ*", "xǁHeuristicǁ*", "xǁVanillaǁ*",
                                          "xǁClopperPearsonǁgrid_values", "xǁClopperPearsonǁupper_bound",
@@ -88,14 +91,20 @@ def patterns(modules: list[str]) -> list[str]:
     return out
 
 
-def prepare() -> None:
-    """``build/mutate``: judgecp (a link to plugin/), a copy of the tests, mutmut's configuration."""
-    if WORK.exists():
+def prepare(fresh: bool) -> None:
+    """``build/mutate``: judgecp (a link to plugin/), a copy of the tests, mutmut's configuration. mutmut keeps
+    each mutant's result between runs (``mutants/**/*.meta``): a run of other modules adds to them; ``fresh``
+    starts over."""
+    if fresh and WORK.exists():
         shutil.rmtree(WORK)
-    WORK.mkdir(parents=True)
-    (WORK / "judgecp").symlink_to(REPO / "plugin")
-    shutil.copytree(REPO / "tests", WORK / "tests", ignore=shutil.ignore_patterns("__pycache__", "vlmeval", "lm_eval",
-                                                                                   "lmms_eval", "ensemble"))
+    WORK.mkdir(parents=True, exist_ok=True)
+    for name, target in (("judgecp", "plugin"), ("scripts", "scripts")):  # tests load scripts/measure_*.py
+        if not (WORK / name).exists():
+            (WORK / name).symlink_to(REPO / target)
+    shutil.rmtree(WORK / "tests", ignore_errors=True)
+    # The harness folders' tests are not selected, but tests/vlmeval/fixtures hold files test_compare.py reads.
+    shutil.copytree(REPO / "tests", WORK / "tests", ignore=shutil.ignore_patterns("__pycache__", "lm_eval", "lmms_eval",
+                                                                                   "ensemble"))
     shutil.copy(REPO / "scripts" / "mutation.toml", WORK / "pyproject.toml")
 
 
@@ -111,6 +120,22 @@ def results() -> dict[str, dict[str, int | None]]:
         out[key] = {name: code for name, code in codes.items()
                     if any(fnmatch.fnmatchcase(name, f"{prefix}{f}__mutmut_*") for f in functions)}
     return out
+
+
+def sample(modules: list[str], size: int, seed: int) -> list[str]:
+    """``size`` mutants of each module drawn uniformly without replacement (sorted names, ``random.Random(seed)``)."""
+    rng = random.Random(seed)
+    picked: list[str] = []
+    for key in modules:
+        path, functions = SCOPE[key]
+        meta = WORK / "mutants" / "judgecp" / (path + ".meta")
+        if not meta.exists():
+            sys.exit(f"--sample: {meta} is missing: run once without --sample (mutmut generates the mutants first)")
+        prefix = module_name(path) + "."
+        names = sorted(n for n in json.loads(meta.read_text())["exit_code_by_key"]
+                       if any(fnmatch.fnmatchcase(n, f"{prefix}{f}__mutmut_*") for f in functions))
+        picked += rng.sample(names, min(size, len(names)))
+    return picked
 
 
 def diff(name: str) -> str:
@@ -153,29 +178,37 @@ def mutmut_version() -> str:
 
 
 def main() -> None:
+    global WORK
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--modules", default=",".join(SCOPE), help=f"comma-separated, of {', '.join(SCOPE)}")
     p.add_argument("--jobs", type=int, default=2, help="mutmut's worker processes")
-    p.add_argument("--report", default=str(WORK / "report.md"), help="where the Markdown report goes")
+    p.add_argument("--report", default="", help="where the Markdown report goes (default: report.md in --work)")
+    p.add_argument("--work", default=str(WORK), help="mutmut's folder (its results stay there between runs; a "
+                   "second folder lets two runs of different modules go at once)")
     p.add_argument("--report-only", action="store_true", help="count the last run's results, run nothing")
+    p.add_argument("--fresh", action="store_true", help="forget every earlier result (build/mutate) first")
+    p.add_argument("--sample", type=int, default=0, help="run a uniform random sample of this many mutants of each "
+                   "module (seeded by --seed) instead of all: an estimate of the kill rate when a full run does not "
+                   "fit the time (mutmut must have generated the mutants once: build/<work>/mutants/**/*.meta)")
+    p.add_argument("--seed", type=int, default=37, help="the sample's seed")
     p.add_argument("--mutants", default="", help="comma-separated mutant names or globs: re-run only these "
                    "(after a test was added), keeping the other results")
     args = p.parse_args()
+    WORK = Path(args.work).resolve()
+    args.report = args.report or str(WORK / "report.md")
     modules = [m.strip() for m in args.modules.split(",") if m.strip()]
     unknown = sorted(set(modules) - set(SCOPE))
     if unknown:
         p.error(f"--modules: {unknown} not among {', '.join(SCOPE)}")
     seconds = None
     if not args.report_only:
-        if not args.mutants:
-            prepare()
-        else:  # the new tests, same mutants
-            shutil.rmtree(WORK / "tests")
-            shutil.copytree(REPO / "tests", WORK / "tests", ignore=shutil.ignore_patterns("__pycache__"))
-            for stale in (WORK / "mutants" / "mutmut-stats.json",):
-                stale.unlink(missing_ok=True)
+        prepare(args.fresh and not args.mutants)
+        if args.mutants:  # new tests for the same mutants: which tests run which function is measured again
+            (WORK / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
         start = time.monotonic()
         names = args.mutants.split(",") if args.mutants else patterns(modules)
+        if args.sample:
+            names = sample(modules, args.sample, args.seed)
         env = {**os.environ, "OMP_NUM_THREADS": "1", "JUDGECP_DISABLE_PLUGIN_AUTOLOAD": "1"}
         subprocess.run([str(Path(sys.executable).parent / "mutmut"), "run", "--max-children", str(args.jobs), *names],
                        cwd=WORK, env=env, check=False, stdout=subprocess.DEVNULL)

@@ -407,6 +407,9 @@ def test_paired_difference_against_references_computed_another_way() -> None:
     assert ppi["upper"] - ppi["mean"] == pytest.approx(student_t.ppf(1 - ALPHA / 2, n - 2) * se, rel=1e-10)
     for step_a, step_b in ((0.02, 0), (-0.02, 0), (0, 0.02), (0, -0.02), (0.02, 0.02), (-0.02, -0.02)):
         assert variance(lam_a + step_a, lam_b + step_b) > se**2, (step_a, step_b)
+    judge = out["difference"]["judge_only"]  # every item's proxy, paired: the mean difference, its t interval
+    low, high = student_t.interval(1 - ALPHA, n + m - 1, loc=(fb - fa).mean(), scale=(fb - fa).std(ddof=1) / np.sqrt(n + m))
+    assert (judge["mean"], judge["lower"], judge["upper"]) == pytest.approx(((fb - fa).mean(), low, high), rel=1e-10)
 
 
 def test_two_sample_difference_is_the_difference_of_the_runs_own_estimates() -> None:

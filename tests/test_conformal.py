@@ -67,6 +67,13 @@ def test_min_calibration_size_is_the_smallest_finite_rank_by_search() -> None:
     for alpha in (0.999, 0.6, 0.5, 0.4, 1 / 3, 0.26, 0.25, 0.2, 0.1, 0.05, 0.011, 0.01, 0.0033):
         assert min_calibration_size(alpha) == search(alpha), alpha
     assert min_calibration_size(1e-20) == pytest.approx(1e20 * (1 - 1e-9), rel=1e-12)
+    # Below about 1e-7 the float rank and the rationals part ways and the loops step (down 1,988 and
+    # 592,321 steps for the first two levels, up one for the other two: found by search); the answer
+    # is still the smallest n whose rank fits.
+    for alpha in (1.3128534416365096e-10, 1.2359228558422129e-11, 1.512518837911924e-08,
+                  3.1645147997689536e-08):
+        n = min_calibration_size(alpha)
+        assert conformal_rank(n, alpha) <= n and conformal_rank(n - 1, alpha) > n - 1, alpha
 
 
 def test_fit_size_splits_the_calibration_rows_as_documented() -> None:
@@ -79,6 +86,30 @@ def test_fit_size_splits_the_calibration_rows_as_documented() -> None:
         method = method_classes()["cqr"](alpha=0.1, fit_fraction=fraction)
         assert {n: method.fit_size(n) for n in table} == table, fraction
     assert method_classes()["lac"](alpha=0.1).fit_size(100) == 0
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0, 1.5, -0.2])
+def test_fit_fraction_outside_the_open_unit_interval_is_an_error(fraction: float) -> None:
+    X, y = judge_draw(40, np.random.default_rng(0))
+    with pytest.raises(InputError, match="fit_fraction"):
+        method_classes()["cqr"](alpha=0.1, fit_fraction=fraction).calibrate(X, y)
+
+
+def test_calibrate_conformalizes_on_the_rows_it_did_not_fit() -> None:
+    """18 rows, half fitted: the 9 others set the threshold (no leak of the fitted rows into it), and 9 is exactly
+    enough at alpha 0.1 (rank ceil(10 * 0.9) = 9 <= 9): a finite interval, not the flagged full range; 8 are not."""
+    X, y = judge_draw(18, np.random.default_rng(1))
+    method = method_classes()["naive"](alpha=0.1, predictor="regressor").calibrate(X, y)
+    assert method.n_conformalize_ == 9 and not method.insufficient_
+    pred = method.predict(X[:3])
+    assert np.isfinite(pred.lower).all() and np.isfinite(pred.upper).all() and not pred.full_range.any()
+    short = method_classes()["naive"](alpha=0.1, predictor="regressor").calibrate(X[:16], y[:16])
+    assert short.n_conformalize_ == 8 and short.insufficient_ and short.model_skipped_
+    full = short.predict(X[:3])  # no model was fitted: the whole scale, flagged, never the model's interval
+    assert full.has_interval and full.full_range.all() and full.lower.shape == (3,)
+    assert (full.lower == SCALE.minimum).all() and (full.upper == SCALE.maximum).all()
+    sets = method_classes()["lac"](alpha=0.1, probabilities="recalibrated").calibrate(X[:16], y[:16])
+    assert sets.model_skipped_ and sets.predict(X[:3]).sets.all() and sets.predict(X[:3]).full_range.all()
 
 
 def test_nan_scores_are_an_error() -> None:

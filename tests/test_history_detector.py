@@ -31,14 +31,20 @@ from judgecp.data import ScoreData
 from judgecp.stats.drift import (
     BETA_LOG_NORMALISERS,
     BETAS,
+    EPSILONS,
     FAMILY_WEIGHTS,
     TILT_LOG_NORMALISERS,
     TILTS,
     TREE_DEPTH,
     bet_statistics,
+    cell_counts,
+    log_bets,
     log_mean_exp,
+    martingale_test,
     mixture_log_lr,
+    online_pvalues,
     polya_log_lr,
+    pvalues_after,
 )
 from judgecp.workflows.calibrators import calibrate, drift_statistic
 from judgecp.workflows.nightly.history import (
@@ -380,3 +386,54 @@ def test_gate_fails_on_the_history_alarm_of_a_night_whose_own_test_passes(
     again = json.loads((tmp_path / "again.json").read_text())["history"]
     assert again["recorded"] is False and again["duplicate_of"] == 5 and again["nights"] == 5
 
+
+
+def test_the_drift_statistics_at_their_edges() -> None:
+    """Mutation testing's survivors (docs/testing.md): a p-value of exactly 1 keeps sum log(1 - p) finite (the
+    bet's statistics clip it below 1), and an empty run's martingale result still names its level."""
+    stats = bet_statistics(np.array([0.25, 1.0, 0.5]))
+    assert np.isfinite(stats).all()
+    assert stats[-1] == pytest.approx(math.log(0.75) + math.log(2.0**-53) + math.log(0.5))
+    empty = martingale_test(np.arange(5.0), np.zeros(0), level=0.02)
+    assert empty["level"] == 0.02 and empty["n_run"] == 0 and empty["alarm"] is None
+    # The tilt family's normaliser log E[exp(t U)] = log((e^t - 1) / t) for U uniform: 0 at t = 0 (its limit).
+    assert (TILTS == 0).any() and (TILT_LOG_NORMALISERS[TILTS == 0] == 0).all()
+    nonzero = TILTS != 0
+    assert TILT_LOG_NORMALISERS[nonzero] == pytest.approx(np.log(np.expm1(TILTS[nonzero]) / TILTS[nonzero]))
+
+
+def test_online_pvalues_and_bets_by_hand() -> None:
+    """Mutation testing's survivors (docs/testing.md): the smoothed online p-value of item i ranks it among the
+    items before it and itself, p_i = (#{j <= i: s_j > s_i} + u_i #{j <= i: s_j = s_i}) / (seen + i), counted
+    here by loops, on a sequence with ties, after no item and after three; each bet is log(e p^(e - 1)); a
+    martingale's result reports its final value, at most its running maximum."""
+    seq = np.array([2.0, 1.0, 2.0, 3.0, 1.0, 2.0])
+    u = np.array([0.3, 0.9, 0.5, 0.1, 0.7, 0.2])
+    for seen in (np.zeros(0), np.array([1.0, 2.0, 2.5])):
+        every = np.concatenate([seen, seq])
+        want = []
+        for i in range(seq.size):
+            before = every[: seen.size + i + 1]
+            want.append(((before > seq[i]).sum() + u[i] * (before == seq[i]).sum()) / before.size)
+        assert pvalues_after(seen, seq, u) == pytest.approx(want, rel=1e-12)
+    p = np.array([0.01, 0.5, 1.0])
+    want_bets = np.log(EPSILONS)[None, :] + (EPSILONS[None, :] - 1.0) * np.log(p)[:, None]
+    assert log_bets(p) == pytest.approx(want_bets, rel=1e-12)
+    out = martingale_test(np.arange(20.0), np.arange(20.0) + 0.5, level=0.05, seed=1)
+    assert 0 < out["final"] <= out["max"]
+
+
+def test_polya_counts_must_be_whole_and_not_negative() -> None:
+    """Mutation testing's survivor: a negative count is refused as a fractional one is."""
+    for bad in ([-1.0] + [1.0] * 15, [0.5] + [1.0] * 15):
+        with pytest.raises(ValueError, match="whole numbers >= 0"):
+            polya_log_lr(np.array(bad))
+
+
+def test_log_mean_exp_by_row_and_online_pvalues_of_ties() -> None:
+    """Mutation testing's survivors: log-mean-exp takes each row's own maximum (a row far below another does not
+    underflow to -inf); on a sequence of ties each smoothed p-value is its own uniform (greater 0, equal i, of i)."""
+    assert log_mean_exp(np.array([[0.0, 0.0], [-1000.0, -1000.0]]), axis=1) == pytest.approx([0.0, -1000.0])
+    u = np.random.default_rng(4).uniform(size=5)
+    assert online_pvalues(np.zeros(5), np.random.default_rng(4)) == pytest.approx(u, rel=1e-12)
+    assert cell_counts(np.array([0.0, 0.5, 1.0]), depth=1).tolist() == [1, 2]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -290,3 +291,16 @@ def test_shuffled_rows_are_the_protocols_splits_and_the_thread_ends() -> None:
     assert not any(t.name == "judgecp-shuffles" for t in threading.enumerate())
     with pytest.raises(AttributeError), shuffled_rows(None, 2, seed=0) as rows:  # type: ignore[arg-type]
         next(rows)
+
+
+def test_clopper_pearson_grid_is_equally_spaced_in_confidence() -> None:
+    """Mutation testing's survivor (docs/testing.md): the grid's ``grid`` thresholds run from one step below
+    confidence 1 down to the signal's floor, equally spaced (worked by hand for 4 steps down to 0.5)."""
+    signal = SimpleNamespace(confidence_floor=0.5, uncertainty_at_confidence=lambda c: 1.0 - c)
+    assert ClopperPearson(grid=4).grid_values(signal) == pytest.approx([0.125, 0.25, 0.375, 0.5])
+
+
+def test_apply_accepts_a_pair_at_the_threshold() -> None:
+    """Mutation testing's survivor: a pair whose uncertainty equals the threshold is accepted (u <= threshold)."""
+    risk, coverage, accepted = apply(np.array([0.5]), np.array([[0.2, 0.5, 0.7]]), np.array([[False, True, True]]))
+    assert accepted.tolist() == [2] and coverage.tolist() == [2 / 3] and risk.tolist() == [0.5]

@@ -9,7 +9,7 @@ from scipy.stats import t as student_t
 
 from judgecp import Fields, load
 from judgecp.base.errors import InputError
-from judgecp.stats.ppi import ppi_mean
+from judgecp.stats.ppi import ppi_items, ppi_mean, stratification
 from judgecp.synthetic.judges import simulate_pairwise_judge
 from judgecp.workflows.nightly.estimate import estimate
 from judgecp.workflows.nightly.runs import proxy_and_target
@@ -260,3 +260,57 @@ def test_mcq_accuracy_over_a_finite_population() -> None:
         e = ppi_mean(y[idx[:200]], f[idx[:200]], f[idx[200:]], alpha=ALPHA)["estimate"]["ppi"]
         cover.append(e["lower"] <= truth <= e["upper"])
     assert np.mean(cover) >= coverage_floor(1 - ALPHA, 200)
+
+
+def test_what_the_estimate_reports_about_its_design() -> None:
+    """Mutation testing's survivors (docs/testing.md): --stratify no says the estimate is not stratified, and an
+    estimate in ppi-python's conventions (the normal quantile) reports no degrees of freedom."""
+    groups = np.array(["a", "b", "a", "b", "a", "b"])
+    assert stratification(groups, np.ones(6, bool), "no") == (None, {"stratified": False, "reason": "--stratify no"})
+    rng = np.random.default_rng(5)
+    y = rng.normal(size=30)
+    out = ppi_mean(y, y + rng.normal(size=30), rng.normal(size=200), conventions="ppi-python")
+    assert out["df"] is None
+    assert ppi_mean(y, y + rng.normal(size=30), rng.normal(size=200))["df"] == 30 - 1 - 1
+
+
+def test_per_stratum_results_and_options_by_hand() -> None:
+    """Mutation testing's survivors (docs/testing.md): each stratum's own PPI++ interval is its labeled mean plus
+    its lambda times its proxies' unlabeled-minus-labeled gap, with variance s2(y - lam f)/n + lam^2 s2(g)/N
+    (ddof 1, worked here from the arrays); stratum_lambda="per_stratum" reaches the estimator (each stratum its
+    own lambda, unlike the common one); a NaN among the labeled proxies is named as such."""
+    rng = np.random.default_rng(11)
+    groups_l, groups_u = np.repeat(["a", "b"], 40), np.repeat(["a", "b"], 300)
+    y = rng.normal(size=80) + (groups_l == "b")
+    f = np.where(groups_l == "a", 0.9, 0.2) * y + rng.normal(0, 0.5, 80)
+    g = rng.normal(size=600) * 0.8 + 0.3
+    common = ppi_mean(y, f, g, groups_labeled=groups_l, groups_unlabeled=groups_u)
+    own = ppi_mean(y, f, g, groups_labeled=groups_l, groups_unlabeled=groups_u, stratum_lambda="per_stratum")
+    assert common["strata"]["a"]["lambda"] == common["strata"]["b"]["lambda"]
+    assert own["strata"]["a"]["lambda"] != pytest.approx(own["strata"]["b"]["lambda"], abs=0.05)
+    for out in (common, own):
+        for h in ("a", "b"):
+            lam = out["strata"][h]["lambda"]
+            yh, fh, gh = y[groups_l == h], f[groups_l == h], g[groups_u == h]
+            e = out["strata"][h]["ppi"]
+            assert e["mean"] == pytest.approx(yh.mean() + lam * (gh.mean() - fh.mean()), rel=1e-12)
+            var = np.var(yh - lam * fh, ddof=1) / yh.size + lam**2 * np.var(gh, ddof=1) / gh.size
+            assert e["se"] == pytest.approx(np.sqrt(var), rel=1e-10)
+    with pytest.raises(InputError, match="the labeled proxies contain NaN"):
+        ppi_mean(y, np.where(np.arange(80) == 3, np.nan, f), g)
+    with pytest.raises(InputError, match="the unlabeled proxies contain NaN"):
+        ppi_mean(y, f, np.where(np.arange(600) == 3, np.nan, g))
+    with pytest.raises(InputError, match="at least 2 labeled items in every stratum, got 1"):
+        ppi_items(np.array([1.0, np.nan, np.nan, np.nan]), np.array([0.5, 1.0, 2.0, 3.0]))
+    with pytest.raises(InputError, match="at least 2 labeled items in every stratum, got 0"):
+        ppi_items(np.full(4, np.nan), np.array([0.5, 1.0, 2.0, 3.0]))
+    # Unclipped per-stratum lambdas (fitted together by least squares): each stratum's interval as above.
+    free = ppi_mean(y, f, g, groups_labeled=groups_l, groups_unlabeled=groups_u, stratum_lambda="per_stratum",
+                    clip=False)
+    for h in ("a", "b"):
+        lam = free["strata"][h]["lambda"]
+        yh, fh, gh = y[groups_l == h], f[groups_l == h], g[groups_u == h]
+        assert free["strata"][h]["ppi"]["mean"] == pytest.approx(yh.mean() + lam * (gh.mean() - fh.mean()), rel=1e-12)
+    # A judge whose proxy never varies corrects nothing, and the result says so.
+    flat = ppi_mean(y, np.full(80, 3.0), np.full(600, 3.0))
+    assert "no spread" in flat["degenerate"][0]

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import math
 import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from judgecp.data import Fields
@@ -199,3 +201,55 @@ def test_readme_reproduction_section_is_current(reports: dict[str, Any]) -> None
     assert len(got) == len(want)
     for a, b in zip(got, want, strict=True):
         assert abs(a - b) <= 0.0011, (a, b)
+
+
+def _by_hand_naive(groups: bool) -> dict[str, float]:
+    """Naive split conformal on MLLM-as-a-Judge computed here from the CSV files alone (csv and numpy, no judgecp
+    code): the judge's expected score under the softmax of its five score logprobs, the absolute residual, the
+    ceil((n + 1)(1 - alpha))-th smallest calibration residual (per task when ``groups``), the 10 splits
+    ``default_rng(seed).permutation`` for seeds 0-9 with the first half calibrating (docs/reproduction.md's
+    protocol), the rows whose five logprobs are all the floor log(1e-5) left out (no score read). Returns the
+    interval's coverage and width (clipped to 1-5) and the integer label set's coverage and width."""
+    with shared_file("mllm_judge", "llava_critic_7b_features.csv").open() as handle:
+        rows = [r for r in csv.DictReader(handle)
+                if not np.allclose([float(r[f"s2_lp{k}"]) for k in range(1, 6)], math.log(1e-5))]
+    with shared_file("mllm_judge", "task_labels.csv").open() as handle:
+        task_of = {r["sample_id"]: r["orig_dataset"] for r in csv.DictReader(handle)}
+    logprobs = np.asarray([[float(r[f"s2_lp{k}"]) for k in range(1, 6)] for r in rows])
+    y = np.asarray([float(r["gt_score"]) for r in rows])
+    task = np.asarray([task_of[r["sample_id"]] for r in rows]) if groups else np.zeros(y.size)
+    prob = np.exp(logprobs - logprobs.max(axis=1, keepdims=True))
+    point = (prob / prob.sum(axis=1, keepdims=True)) @ np.arange(1.0, 6.0)
+    out: dict[str, list[float]] = {"interval_cov": [], "interval_width": [], "labels_cov": [], "labels_width": []}
+    for seed in range(10):
+        perm = np.random.default_rng(seed).permutation(y.size)
+        cal, test = perm[: round(y.size / 2)], perm[round(y.size / 2):]
+        q = np.empty(y.size)
+        for g in np.unique(task):
+            residuals = np.sort(np.abs(y[cal] - point[cal])[task[cal] == g])
+            rank = math.ceil((residuals.size + 1) * 0.9)
+            q[task == g] = residuals[rank - 1] if rank <= residuals.size else np.inf
+        lo, hi, yt = point[test] - q[test], point[test] + q[test], y[test]
+        low_label, high_label = np.maximum(np.ceil(lo), 1), np.minimum(np.floor(hi), 5)
+        out["interval_cov"].append(np.mean((yt >= lo) & (yt <= hi)))
+        out["interval_width"].append(np.mean(np.minimum(hi, 5) - np.maximum(lo, 1)))
+        out["labels_cov"].append(np.mean((yt >= low_label) & (yt <= high_label)))
+        out["labels_width"].append(np.mean(np.maximum(high_label - low_label, 0)))
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def test_reproduction_numbers_recomputed_without_judgecp() -> None:
+    """The expectation from outside the code under test (issue 37; the test above compares the page with the script
+    that wrote it): docs/reproduction.md's naive row (MLLM-as-a-Judge) and its Mondrian-by-task naive line, computed
+    by :func:`_by_hand_naive`, agree to the printed digits (half a unit of the last one)."""
+    page = (REPO / "docs" / "reproduction.md").read_text()
+    row = next(line for line in page.splitlines() if line.startswith("| naive | 0."))
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    pooled = _by_hand_naive(groups=False)
+    for cell, key, half in ((5, "interval_cov", 5e-4), (6, "interval_width", 5e-3), (7, "labels_cov", 5e-4),
+                            (8, "labels_width", 5e-3)):
+        assert abs(float(cells[cell]) - pooled[key]) <= half + 1e-12, (key, cells[cell], pooled[key])
+    line = re.search(r"Mondrian naive overall: coverage ([\d.]+), label-set width ([\d.]+)", page)
+    assert line is not None
+    by_task = _by_hand_naive(groups=True)
+    assert abs(float(line[1]) - by_task["labels_cov"]) <= 5e-4 and abs(float(line[2]) - by_task["labels_width"]) <= 5e-4

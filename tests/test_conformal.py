@@ -290,3 +290,13 @@ def test_cqr_and_asymmetric_cqr_are_named_correctly() -> None:
     lo_a, _hi_a = asym.quantiles(X[:5])
     np.testing.assert_allclose(lo_s, lo_a)
     assert (asym.correction_lower_, asym.correction_upper_) != (sym.correction_, sym.correction_)
+
+
+def test_min_calibration_size_where_float_ranks_drift_from_the_exact_ones() -> None:
+    """At alpha near 1e-14 the float rank is off the exact one by up to 1e11 sizes: the old walk by ones did not
+    return (docs/testing.md); the bisection gives the smallest size whose float rank fits."""
+    from judgecp.stats.conformal import conformal_rank, min_calibration_size
+
+    for alpha in (2.764369719954072e-14, 1e-13, 3e-15):
+        n = min_calibration_size(alpha)
+        assert conformal_rank(n, alpha) <= n and conformal_rank(n - 1, alpha) > n - 1, alpha

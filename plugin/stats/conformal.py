@@ -68,18 +68,33 @@ def min_calibration_size(alpha: float) -> int:
     Closed form: the rank is at most ``n`` exactly when ``(n+1)(1-alpha) - 1e-9 <= n``,
     i.e. ``n >= (1 - alpha - 1e-9) / alpha``, computed in exact rationals; at sizes where
     floats still count by ones, a step or two of :func:`conformal_rank` itself then settles
-    its rounding. Constant time for any level: about ``1e300`` at ``alpha = 1e-300``, not a
-    loop that never ends.
+    its rounding by a bracketing bisection. Logarithmic time at any level: about ``1e300`` at
+    ``alpha = 1e-300``, and no walk by ones where float ranks drift from the exact ones (near ``1e-14``).
     """
     alpha = check_alpha(alpha)
     n = max(1, math.ceil((1 - Fraction(alpha) - Fraction(1e-9)) / Fraction(alpha)))
     if n >= 2**52:  # no data set is this large, and float ranks no longer count by ones
         return n
-    while n > 1 and conformal_rank(n - 1, alpha) <= n - 1:
-        n -= 1
-    while conformal_rank(n, alpha) > n:
-        n += 1
-    return n
+
+    def fits(m: int) -> bool:
+        return conformal_rank(m, alpha) <= m
+
+    # Bracket the float answer around the exact one by doubling steps (a step or two at everyday levels; at
+    # levels near 1e-14 the float rank is off the exact one by up to 1e11 sizes), then bisect: logarithmic
+    # time, never a walk by ones. fits() is monotone: (n + 1)(1 - alpha) - n falls as n grows.
+    step, hi = 1, n
+    while not fits(hi):
+        hi, step = n + step, step * 2
+    step, lo = 1, hi - 1
+    while lo >= 1 and fits(lo):
+        lo, step = max(hi - step, 0), step * 2
+    while hi - lo > 1:  # fits(hi), and lo == 0 or not fits(lo)
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def conformal_quantile(scores: ArrayLike, alpha: float) -> float:

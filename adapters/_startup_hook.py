@@ -100,8 +100,17 @@ def harness_hook(package, module):
     """``(Finder, enabled, install)`` of the hook of ``package`` (a key of :data:`HARNESSES`), the Finder
     class made in ``module`` (the hook's own top-level module, as ``sys.meta_path`` shows it)."""
     harness, env, watched, instead = HARNESSES[package]
-    finder = type("Finder", (Finder,), {
-        "__module__": module, "__doc__": f"Wraps the loader of {harness}'s watched modules so judgecp runs right after them.",
-        "harness": harness, "env": env, "watched": watched, "instead": instead,
-        "discovery": f"judgecp.adapters.{package}.discovery"})
+    finder = type(
+        "Finder",
+        (Finder,),
+        {
+            "__module__": module,
+            "__doc__": f"Wraps the loader of {harness}'s watched modules so judgecp runs right after them.",
+            "harness": harness,
+            "env": env,
+            "watched": watched,
+            "instead": instead,
+            "discovery": f"judgecp.adapters.{package}.discovery",
+        },
+    )
     return finder, (lambda: enabled(env)), (lambda: install(finder))

@@ -71,7 +71,10 @@ def main() -> None:
     closed = timed(lambda: closed_form_weights(log_lik, membership), args.repeats)
     print(f"fit, L-BFGS, BLAS pinned to 1 thread: {pinned * 1e3:8.1f} ms")
     print(f"fit, L-BFGS, BLAS threads free:       {free * 1e3:8.1f} ms  ({free / pinned:.1f}x the pinned)")
-    print(f"fit, closed form:                      {closed * 1e3:8.3f} ms  ({pinned / closed:.0f}x faster than pinned L-BFGS)")
+    print(
+        f"fit, closed form:                      {closed * 1e3:8.3f} ms  ({pinned / closed:.0f}x faster than pinned "
+        "L-BFGS)"
+    )
     quiet = contextlib.redirect_stdout(io.StringIO())
     with quiet:
         fast = timed(lambda: sweep_main(["--example"]), 1)

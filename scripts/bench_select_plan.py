@@ -150,7 +150,11 @@ def select_trials(make: Callable[[int], tuple[Judge, NDArray[np.intp], NDArray[n
         y, f = judge.y[run], judge.f[run]
         pi, info = sampling_design(f, np.arange(run.size), budget, labeled_pairs=(judge.y[pilot], judge.f[pilot]),
                                    random_state=k)
-        schemes = {"uniform": np.full(run.size, budget / run.size), "select": pi, **old_rules(judge, pilot, run, budget)}
+        schemes = {
+            "uniform": np.full(run.size, budget / run.size),
+            "select": pi,
+            **old_rules(judge, pilot, run, budget),
+        }
         res = draws_of(y, f, schemes, draws, seed=k)
         rows.append({"name": judge.name, "mix": info["mix"], "mismatch": info["model_check"]["mismatch"],
                      "expected": info["expected_width"]["active"], "range": info["expected_width"]["range"],
@@ -266,11 +270,20 @@ def shifted_pilots(data_dir: Path, draws: int, target: float) -> list[dict[str, 
                  mismatch="warn")
         n = p["labels"]["ppi"]
         hw = achieved_half_width(judge.y, judge.f, n, draws) if n and draws else np.array([math.nan])
-        out.append({"pilot": name, "p": check["p_value"], "refused": check["mismatch"], "labels": n,
-                    "achieved": float(hw.mean()), "above": float(np.mean(hw > target)),
-                    "at_truth": half_width_at_truth(judge.y, judge.f, n),
-                    "sd": float(np.std(judge.y[pilot], ddof=1)), "rho": float(np.corrcoef(judge.y[pilot], judge.f[pilot])[0, 1]),
-                    "reweighted": reweighted_to_run(judge.y[pilot], judge.f[pilot], judge.f)})
+        out.append(
+            {
+                "pilot": name,
+                "p": check["p_value"],
+                "refused": check["mismatch"],
+                "labels": n,
+                "achieved": float(hw.mean()),
+                "above": float(np.mean(hw > target)),
+                "at_truth": half_width_at_truth(judge.y, judge.f, n),
+                "sd": float(np.std(judge.y[pilot], ddof=1)),
+                "rho": float(np.corrcoef(judge.y[pilot], judge.f[pilot])[0, 1]),
+                "reweighted": reweighted_to_run(judge.y[pilot], judge.f[pilot], judge.f),
+            }
+        )
     out[0]["run"] = (float(np.std(judge.y, ddof=1)), float(np.corrcoef(judge.y, judge.f)[0, 1]))
     return out
 
@@ -296,17 +309,23 @@ def random_pilots(judge: Judge, pilots: int, target: float, size: int = 400) -> 
 
 def markdown(select_rows: list[dict[str, Any]], example: dict[str, Any], shifted: list[dict[str, Any]],
              randoms: list[dict[str, Any]], args: argparse.Namespace, seconds: float) -> str:
-    lines = [f"### select and plan (issue 32), {datetime.date.today().isoformat()}", "",
-             f"`python scripts/bench_select_plan.py --pilots {args.pilots} --draws {args.draws}` "
-             f"({platform.machine()}, {seconds / 60:.1f} CPU min). Budget {args.budget} labels, pilots of "
-             f"{args.pilot_size} labeled pairs, alpha {ALPHA}.", "",
-             "select: width against uniform sampling at the same budget (pooled over every draw; worst pilot), the "
-             "expected width printed over the achieved mean width (mean, 5th-95th percentile, share of pilots within "
-             "+-15% and within the printed 90% range), coverage:", "",
-             "| judge | pilots x draws | departs from uniform | select / uniform (worst) | expected / achieved | "
-             "within 15% | in its 90% range | coverage select, uniform | old: judge's spread (its expected / achieved) | old: in-sample "
-             "model |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"### select and plan (issue 32), {datetime.date.today().isoformat()}",
+        "",
+        f"`python scripts/bench_select_plan.py --pilots {args.pilots} --draws {args.draws}` "
+        f"({platform.machine()}, {seconds / 60:.1f} CPU min). Budget {args.budget} labels, pilots of "
+        f"{args.pilot_size} labeled pairs, alpha {ALPHA}.",
+        "",
+        "select: width against uniform sampling at the same budget (pooled over every draw; worst pilot), the "
+        "expected width printed over the achieved mean width (mean, 5th-95th percentile, share of pilots within "
+        "+-15% and within the printed 90% range), coverage:",
+        "",
+        "| judge | pilots x draws | departs from uniform | select / uniform (worst) | expected / achieved | "
+        "within 15% | in its 90% range | coverage select, uniform | old: judge's spread (its expected / achieved) | "
+        "old: in-sample "
+        "model |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in select_rows:
         e, s = r["expected_over_achieved"], r["select"]
         old = [f"{r[k]['ratio']:.3f} ({r[k]['worst']:.3f})" if k in r else "-"
@@ -363,7 +382,10 @@ def main() -> None:
         args.pilots, args.draws, args.example_draws, args.plan_draws, args.plan_pilots = 3, 10, 10, 10, 20
     start = time.process_time()
     data = Path(args.data)
-    llava, polaris = real_judge(data, "LLaVA-Critic (MLLM-as-a-Judge)", "mllm_judge"), real_judge(data, "Polaris", "polaris")
+    llava, polaris = (
+        real_judge(data, "LLaVA-Critic (MLLM-as-a-Judge)", "mllm_judge"),
+        real_judge(data, "Polaris", "polaris"),
+    )
     size, budget = args.pilot_size, args.budget
 
     def real(judge: Judge) -> Callable[[int], tuple[Judge, NDArray[np.intp], NDArray[np.intp]]]:

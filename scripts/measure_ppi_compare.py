@@ -98,11 +98,15 @@ def paired_runs(seed: int, *, n: int = 5000, labels: int = 150, shared_labels: b
     lab_a = random_labels(rng, n, labels)
     lab_b = lab_a if shared_labels else random_labels(rng, n, labels)
     a, ya = likert_run(rng, difficulty + rng.normal(0, 0.5, n), ids, labeled=lab_a)
-    b, yb = likert_run(rng, difficulty + gain + rng.normal(0, 0.5, n), ids, labeled=lab_b, judge_bias=0.4 + extra_bias_b)
+    b, yb = likert_run(
+        rng, difficulty + gain + rng.normal(0, 0.5, n), ids, labeled=lab_b, judge_bias=0.4 + extra_bias_b
+    )
     return a, b, float(np.mean(yb - ya))
 
 
-def independent_runs(seed: int, *, n: int = 2500, labels: int = 200, gain: float = 0.25) -> tuple[ScoreData, ScoreData, float]:
+def independent_runs(
+    seed: int, *, n: int = 2500, labels: int = 200, gain: float = 0.25
+) -> tuple[ScoreData, ScoreData, float]:
     """Two runs on different items (two samples); the judge is kinder to B's answers."""
     rng = np.random.default_rng(seed)
     runs, truths = [], []
@@ -239,7 +243,9 @@ def plan_clusters(pilots: int = 40, runs: int = 40, half_width: float = 0.1) -> 
         lab = ~np.isnan(y)
         prompts = np.asarray(a.fields["prompt"])
         for name, cl in (("iid", None), ("cluster", prompts[lab])):
-            n = plan(y[lab], f[lab], half_width, alpha=ALPHA, n_unlabeled=int((~lab).sum()), clusters=cl)["labels"]["ppi"]
+            n = plan(y[lab], f[lab], half_width, alpha=ALPHA, n_unlabeled=int((~lab).sum()), clusters=cl)["labels"][
+                "ppi"
+            ]
             k = max(2, int(np.ceil(n / 8)))  # whole prompts of 8 answers
             widths = []
             for r in range(runs):
@@ -261,8 +267,12 @@ def check_clusters(draws: int = 1000) -> dict[str, float]:
         for run, suffix in ((a, ""), (b, "_run_b")):
             f, _, _ = proxy_and_target(run)
             alarms["iid" + suffix] += proxy_check(fp[lab], f)["mismatch"]
-            alarms["cluster" + suffix] += proxy_check(fp[lab], f, clusters_pairs=np.asarray(pilot.fields["prompt"])[lab],
-                                                      clusters_run=np.asarray(run.fields["prompt"]))["mismatch"]
+            alarms["cluster" + suffix] += proxy_check(
+                fp[lab],
+                f,
+                clusters_pairs=np.asarray(pilot.fields["prompt"])[lab],
+                clusters_run=np.asarray(run.fields["prompt"]),
+            )["mismatch"]
     return {"draws": draws, **{f"refused_{k}": v / draws for k, v in alarms.items()}}
 
 

@@ -145,7 +145,10 @@ def diff(name: str) -> str:
 
 
 def report(codes: dict[str, dict[str, int | None]], seconds: float | None) -> str:
-    lines = ["| module | mutants | killed | survived | no tests | kill rate |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| module | mutants | killed | survived | no tests | kill rate |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     total = collections.Counter[str]()
     survivors: list[str] = []
     for key, by_name in codes.items():

@@ -165,7 +165,10 @@ def build(runner: Runner) -> tuple[str, dict[str, Any]]:
     w("**Mondrian by task, two ways** (MLLM-as-a-Judge; a model per task on ~100 fit points, no extra features, "
       "or one pooled model with the task one-hot and a threshold per task: `conditional=group`).")
     w("")
-    w("| method | a model per task: width @ coverage (lowest task) | one pooled model, a threshold per task: width @ coverage (lowest task) |")
+    w(
+        "| method | a model per task: width @ coverage (lowest task) | one pooled model, a threshold per task: width @ "
+        "coverage (lowest task) |"
+    )
     w("|---|---|---|")
 
     def cell(r: dict[str, Any]) -> str:
@@ -183,7 +186,10 @@ def build(runner: Runner) -> tuple[str, dict[str, Any]]:
     w(f"**Marginal vs label-conditional** (`conditional=label`, MLLM-as-a-Judge, pooled; per-label thresholds; "
       f"target: every human label covered >= {TARGET_CONDITIONAL}).")
     w("")
-    w("| method | features | marginal width | marginal lowest label cov. | conditional width | conditional coverage | conditional lowest label cov. |")
+    w(
+        "| method | features | marginal width | marginal lowest label cov. | conditional width | conditional coverage "
+        "| conditional lowest label cov. |"
+    )
     w("|---|---|---|---|---|---|---|")
     for features in ("none", "task"):
         for spec in CONDITIONAL:
@@ -199,9 +205,12 @@ def build(runner: Runner) -> tuple[str, dict[str, Any]]:
     w("")
     if narrow is not None:
         per = ", ".join(f"{k}: {v['coverage']:.3f} / {v['width']:.2f}" for k, v in narrow["by_label"].items())
-        w(f"Narrowest with every label >= {TARGET_CONDITIONAL}: **{narrow['method']}** "
-          f"({'task one-hot' if narrow['features'] == 'task' else 'no extra features'}), width **{narrow['width']:.3f}**, "
-          f"coverage {narrow['coverage']:.3f}; per label (coverage / width): {per}.")
+        w(
+            f"Narrowest with every label >= {TARGET_CONDITIONAL}: **{narrow['method']}** "
+            f"({'task one-hot' if narrow['features'] == 'task' else 'no extra features'}), width "
+            f"**{narrow['width']:.3f}**, "
+            f"coverage {narrow['coverage']:.3f}; per label (coverage / width): {per}."
+        )
         w("")
 
     w("**Split vs CV+** (`cv=5`: five out-of-fold models, every calibration point sets the threshold; "

@@ -35,15 +35,37 @@ POLARIS_LABELS = LabelScale(0.0, 1.0)
 
 # paper row -> (our method, why the numbers differ)
 PAPER_ROWS = {
-    "NaiveSplitCP": ("naive", "paper: a regressor fitted on the calibration split; ours: the judge's expected score, nothing fitted, every calibration point sets the threshold"),
-    "CQR": ("cqr", "both collapse: quantile regression of integer labels predicts 1 and 5; the reference code had CQR and AsymCQR swapped"),
+    "NaiveSplitCP": (
+        "naive",
+        "paper: a regressor fitted on the calibration split; ours: the judge's expected score, nothing fitted, every "
+        "calibration point sets the threshold",
+    ),
+    "CQR": (
+        "cqr",
+        "both collapse: quantile regression of integer labels predicts 1 and 5; the reference code had CQR and AsymCQR "
+        "swapped",
+    ),
     "AsymCQR": ("cqr_asym", "as CQR; each end corrected at alpha/2"),
-    "CHR": ("chr", "paper ran CHR without its calibration step (under-covers); ours is conformalized on held-out data, bins of width 1 around the labels"),
-    "LVD": ("lvd", "ours conformalizes the normalized residual (exact marginal guarantee) instead of LVD's localized quantile"),
+    "CHR": (
+        "chr",
+        "paper ran CHR without its calibration step (under-covers); ours is conformalized on held-out data, bins of "
+        "width 1 around the labels",
+    ),
+    "LVD": (
+        "lvd",
+        "ours conformalizes the normalized residual (exact marginal guarantee) instead of LVD's localized quantile",
+    ),
     "BoostedCQR": ("boosted_cqr", "paper under-covers; ours conformalizes the boosted score on held-out data"),
     "BoostedLCP": ("boosted_lcp", "paper under-covers; ours conformalizes the boosted score on held-out data"),
-    "R2CCP": ("r2ccp", "the PyPI package lacks the finite-sample correction and calibrates on a hidden 20% split; ours: ceil((n+1)(1-alpha)) on the held-out part, 30 epochs"),
-    "OrdinalAPS": ("ordinal_aps", "paper output came from a label-mapping bug (always the full set); ours grows contiguous sets from the mode"),
+    "R2CCP": (
+        "r2ccp",
+        "the PyPI package lacks the finite-sample correction and calibrates on a hidden 20% split; ours: "
+        "ceil((n+1)(1-alpha)) on the held-out part, 30 epochs",
+    ),
+    "OrdinalAPS": (
+        "ordinal_aps",
+        "paper output came from a label-mapping bug (always the full set); ours grows contiguous sets from the mode",
+    ),
 }
 
 
@@ -60,8 +82,12 @@ def run(shared: Path, jobs: int = 1) -> dict[str, Any]:
         Fields(joins=(str(shared / "mllm_judge" / "task_labels.csv"),), group="orig_dataset"),
     )
     polaris = load(shared / "polaris" / "llava_critic_7b_features.csv", "likert")
-    continuous = load(shared / "polaris" / "llava_critic_7b_features.csv", "likert", Fields(label="gt_score_continuous"),
-                      label_scale=POLARIS_LABELS)
+    continuous = load(
+        shared / "polaris" / "llava_critic_7b_features.csv",
+        "likert",
+        Fields(label="gt_score_continuous"),
+        label_scale=POLARIS_LABELS,
+    )
     methods = ALL + EXTRA
     return {
         "mllm": evaluate(mllm, Protocol(methods=methods, jobs=jobs, group="orig_dataset")),
@@ -107,9 +133,17 @@ def markdown(reports: dict[str, Any], shared: Path) -> str:
         w(f"| MLLM-as-a-Judge | {reports['mllm']['n']} | {k} | {v:.4f} | {p[k]:.4f} |")
     pol = _read(tables / "polaris_llava_point_prediction.csv")[0]
     p = reports["polaris"]["point"]
-    for k, ours in (("pearson", "pearson"), ("spearman", "spearman"), ("kendall", "kendall"),
-                    ("accuracy", "exact_accuracy"), ("within_1_accuracy", "within1_accuracy"), ("mae", "mae"),
-                    ("bias", "bias"), ("max_softmax_mean", "max_softmax_mean"), ("overconfident_99", "overconfident_99")):
+    for k, ours in (
+        ("pearson", "pearson"),
+        ("spearman", "spearman"),
+        ("kendall", "kendall"),
+        ("accuracy", "exact_accuracy"),
+        ("within_1_accuracy", "within1_accuracy"),
+        ("mae", "mae"),
+        ("bias", "bias"),
+        ("max_softmax_mean", "max_softmax_mean"),
+        ("overconfident_99", "overconfident_99"),
+    ):
         w(f"| Polaris | {reports['polaris']['n']} | {ours} | {float(pol[k]):.4f} | {p[ours]:.4f} |")
     w("")
 
@@ -118,21 +152,30 @@ def markdown(reports: dict[str, Any], shared: Path) -> str:
       "Paper \"adj.\" = the authors' expanded intervals [floor l, ceil u]; "
       "judgecp reports the continuous interval, the label set [ceil l, floor u] (same coverage, narrower) "
       "and the expanded variant for comparison.\n")
-    w("| method | paper cov. | paper width | paper adj. cov. | paper adj. width | judgecp interval cov. | width | label-set cov. | width | expanded cov. | width | why they differ |")
+    w(
+        "| method | paper cov. | paper width | paper adj. cov. | paper adj. width | judgecp interval cov. | width | "
+        "label-set cov. | width | expanded cov. | width | why they differ |"
+    )
     w("|---|---|---|---|---|---|---|---|---|---|---|---|")
     m = reports["mllm"]["methods"]
     for row in _read(tables / "mllm_judge_llava_all_methods_results.csv"):
         ours, why = PAPER_ROWS[row["method"]]
         e = m[ours]
         iv, lab, ex = e["interval"], e["labels"], e["expanded"]
-        w(f"| {ours} | {float(row['cov_raw']):.3f} | {float(row['width_raw']):.2f} | {float(row['cov_adj']):.3f} | "
-          f"{float(row['width_adj']):.2f} | {_f(iv and iv['coverage'])} | {_f(iv and iv['width'], 2)} | "
-          f"{lab['coverage']:.3f} | {lab['width']:.2f} | {_f(ex and ex['coverage'])} | {_f(ex and ex['width'], 2)} | {why} |")
+        w(
+            f"| {ours} | {float(row['cov_raw']):.3f} | {float(row['width_raw']):.2f} | {float(row['cov_adj']):.3f} | "
+            f"{float(row['width_adj']):.2f} | {_f(iv and iv['coverage'])} | {_f(iv and iv['width'], 2)} | "
+            f"{lab['coverage']:.3f} | {lab['width']:.2f} | {_f(ex and ex['coverage'])} | {_f(ex and ex['width'], 2)} | "
+            f"{why} |"
+        )
     for name in ("lac", "aps", "raps", "ordinal_set", "margin", *EXTRA):
         e = m[name]
         iv, lab, ex = e["interval"], e["labels"], e["expanded"]
-        w(f"| {name} | - | - | - | - | {_f(iv and iv['coverage'])} | {_f(iv and iv['width'], 2)} | "
-          f"{lab['coverage']:.3f} | {lab['width']:.2f} | {_f(ex and ex['coverage'])} | {_f(ex and ex['width'], 2)} | not in the paper |")
+        w(
+            f"| {name} | - | - | - | - | {_f(iv and iv['coverage'])} | {_f(iv and iv['width'], 2)} | "
+            f"{lab['coverage']:.3f} | {lab['width']:.2f} | {_f(ex and ex['coverage'])} | {_f(ex and ex['width'], 2)} | "
+            "not in the paper |"
+        )
     w("")
 
     # 3. Polaris
@@ -150,12 +193,15 @@ def markdown(reports: dict[str, Any], shared: Path) -> str:
 
     # 3b. Polaris, continuous labels
     cont = reports["polaris_continuous"]
-    w("**Polaris, continuous labels** (`gt_score_continuous`, the annotators' average c on [0, 1], mapped to "
-      "1 + 4c on the judge's scale and not binned: `judgecp evaluate ../shared/data/polaris/llava_critic_7b_features.csv "
-      "--label gt_score_continuous --label-scale 0:1 --logprobs 's2_lp*' --id sample_id`). The paper's R2CCP "
-      f"result is on these labels: coverage {float(pr['cov_raw']):.3f}, width {float(pr['width_raw']):.2f}. "
-      f"Only interval methods apply ({', '.join(s['method'] for s in cont['skipped'])} skipped: label sets are "
-      "for integer labels); coverage is the share of test labels inside [l, u].\n")
+    w(
+        "**Polaris, continuous labels** (`gt_score_continuous`, the annotators' average c on [0, 1], mapped to "
+        "1 + 4c on the judge's scale and not binned: `judgecp evaluate "
+        "../shared/data/polaris/llava_critic_7b_features.csv "
+        "--label gt_score_continuous --label-scale 0:1 --logprobs 's2_lp*' --id sample_id`). The paper's R2CCP "
+        f"result is on these labels: coverage {float(pr['cov_raw']):.3f}, width {float(pr['width_raw']):.2f}. "
+        f"Only interval methods apply ({', '.join(s['method'] for s in cont['skipped'])} skipped: label sets are "
+        "for integer labels); coverage is the share of test labels inside [l, u].\n"
+    )
     w("| method | interval cov. | width (1-5) | width (c, 0-1) |")
     w("|---|---|---|---|")
     for name, e in cont["methods"].items():
@@ -185,20 +231,30 @@ def markdown(reports: dict[str, Any], shared: Path) -> str:
     naive_pub = {r["dataset"]: r for r in _read(tables / "mllm_judge_llava_naive_cp_per_dataset.csv")}
     w("**Mondrian by task** (calibrated per MLLM-as-a-Judge category; the paper ran R2CCP and naive CP "
       "separately per data set, which is the same thing).\n")
-    w("| task | n | pearson | paper R2CCP width | paper naive width | judgecp naive cov. | interval width | label-set width | RSG (paper R2CCP) | RSG (judgecp naive) |")
+    w(
+        "| task | n | pearson | paper R2CCP width | paper naive width | judgecp naive cov. | interval width | "
+        "label-set width | RSG (paper R2CCP) | RSG (judgecp naive) |"
+    )
     w("|---|---|---|---|---|---|---|---|---|---|")
     rsg_pub = {r["dataset"]: r for r in _read(tables / "mllm_judge_rsg_diagnostic.csv") if r["judge"] == "LLaVA-Critic"}
     rows = sorted(mond["groups"].items(), key=lambda kv: kv[1]["methods"]["naive"]["interval"]["width"])
     for g, e in rows:
         nv = e["methods"]["naive"]
-        w(f"| {g} | {e['n']} | {_f(e['point']['pearson'])} | {float(r2[g]['width_raw']):.2f} | "
-          f"{float(naive_pub[g]['naive_width_raw']):.2f} | {nv['labels']['coverage']:.3f} | {nv['interval']['width']:.2f} | "
-          f"{nv['labels']['width']:.2f} | {float(rsg_pub[g]['ranking_scoring_gap']):+.3f} | {nv['rsg']:+.3f} |")
+        w(
+            f"| {g} | {e['n']} | {_f(e['point']['pearson'])} | {float(r2[g]['width_raw']):.2f} | "
+            f"{float(naive_pub[g]['naive_width_raw']):.2f} | {nv['labels']['coverage']:.3f} | "
+            f"{nv['interval']['width']:.2f} | "
+            f"{nv['labels']['width']:.2f} | {float(rsg_pub[g]['ranking_scoring_gap']):+.3f} | {nv['rsg']:+.3f} |"
+        )
     worst = mond["worst_group"]["naive"]
     mn = mond["methods"]["naive"]
     w("")
-    w(f"Mondrian naive overall: coverage {mn['labels']['coverage']:.3f}, label-set width {mn['labels']['width']:.3f}; "
-      f"worst task {worst['group']} at coverage {worst['coverage']:.3f} (mean over 10 seeds of ~{rows[0][1]['n'] // 2} test rows per task).")
+    w(
+        f"Mondrian naive overall: coverage {mn['labels']['coverage']:.3f}, label-set width "
+        f"{mn['labels']['width']:.3f}; "
+        f"worst task {worst['group']} at coverage {worst['coverage']:.3f} (mean over 10 seeds of "
+        f"~{rows[0][1]['n'] // 2} test rows per task)."
+    )
     return "\n".join(out) + "\n"
 
 

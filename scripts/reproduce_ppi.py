@@ -44,7 +44,9 @@ def main() -> None:
     data = load(folder / "llava_critic_7b_features.csv", "likert", fields)
     f, y, _ = proxy_and_target(data)
     truth = float(y.mean())
-    names = ("ppi", "labeled_only", "judge_only") + (("ppi_stratified", "ppi_stratified_random") if args.stratify else ())
+    names = ("ppi", "labeled_only", "judge_only") + (
+        ("ppi_stratified", "ppi_stratified_random") if args.stratify else ()
+    )
     strata = np.asarray(data.fields["orig_dataset"]).astype(str) if args.stratify else None
     cover = dict.fromkeys(names, 0)
     width = dict.fromkeys(names, 0.0)

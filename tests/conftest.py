@@ -20,8 +20,11 @@ settings.load_profile(HYPOTHESIS_PROFILE)
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The hypothesis profile and how its examples were seeded, at the end of every run (-q included)."""
     current = settings.default
-    seeding = ("derandomized: each test's seed is a digest of its own code" if current is not None and current.derandomize
-               else "random seeds (JUDGECP_HYPOTHESIS_PROFILE=ci fixes them, as make test does)")
+    seeding = (
+        "derandomized: each test's seed is a digest of its own code"
+        if current is not None and current.derandomize
+        else "random seeds (JUDGECP_HYPOTHESIS_PROFILE=ci fixes them, as make test does)"
+    )
     terminalreporter.write_line(f"hypothesis: profile {HYPOTHESIS_PROFILE!r}, {seeding}")
 
 # One thread per test process, before anything loads OpenMP or BLAS: `make test` runs two

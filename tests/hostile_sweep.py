@@ -133,15 +133,17 @@ def build_workspace(w: Path) -> None:
     _csv(w / "b_nolabel.csv", b, label=False)
     quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
     with quiet[0], quiet[1]:
-        steps = [["calibrate", f"{w}/calibration.jsonl", "-o", f"{w}/cal.json"],
-                 ["calibrate", f"{w}/calibration.jsonl", "-o", f"{w}/cal2.json", "--alpha", "0.2"],
-                 ["apply", f"{w}/cal.json", f"{w}/a.jsonl", "--json", f"{w}/a.apply.json", "--history", f"{w}/h.jsonl"],
-                 ["apply", f"{w}/cal.json", f"{w}/b.jsonl", "--json", f"{w}/b.apply.json", "--history", f"{w}/h.jsonl"],
-                 ["estimate", f"{w}/b.jsonl", "--json", f"{w}/est.json"],
-                 ["compare", f"{w}/a.jsonl", f"{w}/b.jsonl", "--json", f"{w}/cmp.json"],
-                 ["plan", f"{w}/cal.json", "--half-width", "0.1", "--json", f"{w}/plan.json"],
-                 ["select", f"{w}/b.jsonl", "--budget", "40", "-o", f"{w}/to_label.jsonl", "--json", f"{w}/sel.json"],
-                 ["evaluate", "--example", "--methods", "naive", "--splits", "2", "--quiet", "--json", f"{w}/eval.json"]]
+        steps = [
+            ["calibrate", f"{w}/calibration.jsonl", "-o", f"{w}/cal.json"],
+            ["calibrate", f"{w}/calibration.jsonl", "-o", f"{w}/cal2.json", "--alpha", "0.2"],
+            ["apply", f"{w}/cal.json", f"{w}/a.jsonl", "--json", f"{w}/a.apply.json", "--history", f"{w}/h.jsonl"],
+            ["apply", f"{w}/cal.json", f"{w}/b.jsonl", "--json", f"{w}/b.apply.json", "--history", f"{w}/h.jsonl"],
+            ["estimate", f"{w}/b.jsonl", "--json", f"{w}/est.json"],
+            ["compare", f"{w}/a.jsonl", f"{w}/b.jsonl", "--json", f"{w}/cmp.json"],
+            ["plan", f"{w}/cal.json", "--half-width", "0.1", "--json", f"{w}/plan.json"],
+            ["select", f"{w}/b.jsonl", "--budget", "40", "-o", f"{w}/to_label.jsonl", "--json", f"{w}/sel.json"],
+            ["evaluate", "--example", "--methods", "naive", "--splits", "2", "--quiet", "--json", f"{w}/eval.json"],
+        ]
         for argv in steps:
             assert main(argv) == 0, argv
     truth = {r["id"]: r for r in _run(600, 3, 600, "b-", bias=0.6)}
@@ -404,8 +406,13 @@ def _cases() -> Iterator[Case]:
     yield Case("compare folder", ("compare", f"{w}/a.jsonl", f"{w}/out"), "error", ())
     # estimate --labeled --unlabeled
     two = ("estimate", "--labeled")
-    yield Case("estimate drawn labels over their run", (*two, f"{w}/labeled.jsonl", "--unlabeled", f"{w}/b.jsonl", *est),
-               "ok", (), drawn_over_run)
+    yield Case(
+        "estimate drawn labels over their run",
+        (*two, f"{w}/labeled.jsonl", "--unlabeled", f"{w}/b.jsonl", *est),
+        "ok",
+        (),
+        drawn_over_run,
+    )
     yield Case("estimate drawn labels over another run", (*two, f"{w}/labeled.jsonl", "--unlabeled", f"{w}/a.jsonl"),
                "error", ("--labeled", "not in --unlabeled"))
     yield Case("estimate drawn labels, 3 foreign ids", (*two, f"{w}/pi_foreign.jsonl", "--unlabeled", f"{w}/b.jsonl"),
@@ -624,7 +631,9 @@ def run_case(case: Case, w: Path) -> Outcome:
         if problem is not None:
             return Outcome(case, "WRONG", code, problem)
     verdict = "counted exclusion" if case.expect == "exclusion" else "correct answer"
-    return Outcome(case, verdict, code, (text_out or text_err).strip().splitlines()[0][:160] if text_out + text_err else "")
+    return Outcome(
+        case, verdict, code, (text_out or text_err).strip().splitlines()[0][:160] if text_out + text_err else ""
+    )
 
 
 def run_sweep(cases: tuple[Case, ...] | list[Case], w: Path) -> list[Outcome]:

@@ -134,9 +134,15 @@ def test_set_and_risk_checks_keep_their_level_and_see_a_broken_promise() -> None
     for seed in range(draws):
         data = simulate_likert_judge(n=500, seed=seed)
         cal = calibrate(data.take(np.arange(300)), method="lac", alpha=ALPHA)
-        sets.append(apply(cal, data.take(np.arange(300, 500)), drift_level=level).summary["labeled"]["p_value_below_target"] < level)
+        sets.append(
+            apply(cal, data.take(np.arange(300, 500)), drift_level=level).summary["labeled"]["p_value_below_target"]
+            < level
+        )
         mcal = calibrate(data.take(np.arange(300)), method="naive", alpha=ALPHA, groups="group")
-        mondrian.append(apply(mcal, data.take(np.arange(300, 500)), drift_level=level).summary["labeled"]["p_value_below_target"] < level)
+        mondrian.append(
+            apply(mcal, data.take(np.arange(300, 500)), drift_level=level).summary["labeled"]["p_value_below_target"]
+            < level
+        )
         pairs = simulate_pairwise_judge(600, seed=seed)
         pcal = calibrate(pairs.take(np.arange(300)), alpha=ALPHA)
         run = pairs.take(np.arange(300, 600))
@@ -171,7 +177,9 @@ def test_sorted_runs_raise_no_sequential_alarm_beyond_the_level_and_a_shifted_ru
     for seed in range(draws):
         perm = np.random.default_rng(seed).permutation(np.setdiff1d(np.arange(y.size), maths))
         cal, run = f[perm[:300]], perm[300:700]
-        by_task.append(martingale_test(cal, f[run[np.argsort(task[run], kind="stable")]], level=level, seed=seed)["alarm"])
+        by_task.append(
+            martingale_test(cal, f[run[np.argsort(task[run], kind="stable")]], level=level, seed=seed)["alarm"]
+        )
         by_score.append(martingale_test(cal, np.sort(f[run]), level=level, seed=seed)["alarm"])
         shifted.append(martingale_test(cal, f[maths[:400]], level=level, seed=seed)["alarm"])
     assert sum(by_task) <= binomial_at_most(level, draws, FALSE_FAILURE / 2), np.mean(by_task)
@@ -196,7 +204,9 @@ def test_label_check_reports_the_shift_it_detects_with_80_percent_power() -> Non
         yc, yr = 0.5 * fc + r.normal(size=n), 0.5 * fr + r.normal(size=m)
         same = label_shift_test(yc, fc, yr, fr, level=level, draws=199)
         null.append(same["shift_detected"])
-        detected.append(label_shift_test(yc, fc, yr + same["detectable_shift"], fr, level=level, draws=199)["shift_detected"])
+        detected.append(
+            label_shift_test(yc, fc, yr + same["detectable_shift"], fr, level=level, draws=199)["shift_detected"]
+        )
     assert abs(np.mean(detected) - 0.8) <= 0.08, np.mean(detected)
     assert sum(null) <= binomial_at_most(level, draws, FALSE_FAILURE / 2), np.mean(null)
     print(f"label check: power at the reported shift {np.mean(detected):.3f}, null {np.mean(null):.3f}")
@@ -298,7 +308,10 @@ def test_cli_history_appends_nights_and_reports_the_first_alarm(tmp_path: Path) 
     history = tmp_path / "h.jsonl"
     for night in range(1, 6):
         rows = slice(300 + 200 * (night - 1), 300 + 200 * night)
-        _write_csv(tmp_path / f"n{night}.csv", ScoreData.from_arrays(X[rows], y[rows], ids=[f"n{night}_{i}" for i in range(200)]))
+        _write_csv(
+            tmp_path / f"n{night}.csv",
+            ScoreData.from_arrays(X[rows], y[rows], ids=[f"n{night}_{i}" for i in range(200)]),
+        )
         assert main(["apply", str(tmp_path / "cal.json"), str(tmp_path / f"n{night}.csv"), *flags,
                      "--json", str(tmp_path / "sum.json"), "--history", str(history)]) == 0
         summary = json.loads((tmp_path / "sum.json").read_text())["history"]
@@ -393,7 +406,9 @@ def test_drifted_single_task_runs_get_no_calibrator_labeled_estimate(
         labeled[:30] = True
         own = apply(calibrate(real(calib), method="naive", alpha=ALPHA), real(rows, labeled=labeled)).summary
         assert own["estimate"]["labeled_from"] == "run" and "estimate_withheld" not in own
-        assert own["estimate"]["estimate"]["ppi"]["lower"] < y[rows].mean() < own["estimate"]["estimate"]["ppi"]["upper"]
+        assert (
+            own["estimate"]["estimate"]["ppi"]["lower"] < y[rows].mean() < own["estimate"]["estimate"]["ppi"]["upper"]
+        )
 
 
 def test_calibrator_labels_state_their_assumption_and_a_forced_mismatch_withholds_them() -> None:
@@ -403,7 +418,10 @@ def test_calibrator_labels_state_their_assumption_and_a_forced_mismatch_withhold
     cal = calibrate(ScoreData.from_arrays(X[:300], y[:300], fields=judge), method="naive", alpha=ALPHA)
     unlabeled = np.full(600, np.nan)
     same = apply(cal, ScoreData.from_arrays(X[300:], unlabeled, fields={"judge": np.array(["a"] * 600)})).summary
-    assert same["estimate"]["labeled_from"] == "calibrator" and "assumes the judge's bias" in same["estimate"]["assumption"]
+    assert (
+        same["estimate"]["labeled_from"] == "calibrator"
+        and "assumes the judge's bias" in same["estimate"]["assumption"]
+    )
     forced = apply(cal, ScoreData.from_arrays(X[300:], unlabeled, fields={"judge": np.array(["b"] * 600)}),
                    force=True).summary
     assert forced["estimate"] is None and forced["estimate_withheld"]["reason"] == "compatibility"

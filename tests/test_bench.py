@@ -17,7 +17,9 @@ def test_bench_scope_runs(capsys: pytest.CaptureFixture[str]) -> None:
         assert name in out
 
 
-def test_bench_scale_runs_each_measurement_in_its_own_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_scale_runs_each_measurement_in_its_own_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     report = tmp_path / "scale.json"
     assert main(["bench", "scale", "--rows", "3000", "--pairs", "2000", "--pair-splits", "5", "--method-rows", "1000",
                  "--methods", "naive,lac", "--json", str(report)]) == 0

@@ -164,7 +164,12 @@ TAMPERED = [
     ("pairwise", _set(["state", "threshold"], 1e308), "state.threshold", "is not the threshold"),
     ("naive", _set(["drift", "values"], []), "drift.values", "0 values, expected 200"),
     ("naive", _set(["n_calibration"], -5), "n_calibration", "-5 is not in [1,"),
-    ("naive", _set(["method"], "lac"), "state.method.method", "'naive' is stored, but the calibrator's method is 'lac'"),
+    (
+        "naive",
+        _set(["method"], "lac"),
+        "state.method.method",
+        "'naive' is stored, but the calibrator's method is 'lac'",
+    ),
     ("naive", _drop(["state", "method", "quantile"]), "state.method.quantile", "missing"),
     ("mcq", _set(["state", "width"], 10**7), "state.width", "10000000 is not in [2, 5]"),
     ("mcq", _set(["state", "width"], 1e7), "state.width", "expected an integer"),
@@ -176,8 +181,12 @@ def clean_calibrators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tup
     """One calibrator file of each kind (and naive and lac for Likert), with a run to apply it to."""
     folder = tmp_path_factory.mktemp("tamper")
     out = {}
-    for name, records, flags in (("naive", likert_records(400, 5), ()), ("lac", likert_records(400, 5), ("--method", "lac")),
-                                 ("pairwise", pair_records(400, 5), ()), ("mcq", mcq_records(400, 5), ())):
+    for name, records, flags in (
+        ("naive", likert_records(400, 5), ()),
+        ("lac", likert_records(400, 5), ("--method", "lac")),
+        ("pairwise", pair_records(400, 5), ()),
+        ("mcq", mcq_records(400, 5), ()),
+    ):
         half = len(records) // 2 if name != "pairwise" else 400
         cal = calibrator_file(folder, records[:half], *flags, name=f"{name}.json")
         run = write_jsonl(folder / f"{name}.run.jsonl", [dict(r, label=None) for r in records[half:]])

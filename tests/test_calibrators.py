@@ -66,10 +66,15 @@ def test_round_trip_gives_the_same_predictions(method: str) -> None:
 def test_mondrian_and_choice_and_pairwise_round_trip() -> None:
     data = simulate_likert_judge(n=800, seed=4)
     cal = calibrate(data.take(np.arange(400)), method="lac", groups="group")
-    assert apply(round_trip(cal), data.take(np.arange(400, 800))).sets == apply(cal, data.take(np.arange(400, 800))).sets
+    assert (
+        apply(round_trip(cal), data.take(np.arange(400, 800))).sets == apply(cal, data.take(np.arange(400, 800))).sets
+    )
     choices = from_records(simulate_mcq_records(600, seed=2))
     mcal = calibrate(choices.take(np.arange(300)), method="aps")
-    assert apply(round_trip(mcal), choices.take(np.arange(300, 600))).sets == apply(mcal, choices.take(np.arange(300, 600))).sets
+    assert (
+        apply(round_trip(mcal), choices.take(np.arange(300, 600))).sets
+        == apply(mcal, choices.take(np.arange(300, 600))).sets
+    )
     pairs = simulate_pairwise_judge(1200, seed=5)
     pcal = calibrate(pairs.take(np.arange(600)), alpha=0.15)
     a, b = apply(pcal, pairs.take(np.arange(600, 1200))), apply(round_trip(pcal), pairs.take(np.arange(600, 1200)))
@@ -88,7 +93,12 @@ def test_fitted_models_are_refused_not_pickled() -> None:
     with pytest.raises(InputError, match="does not hold as data"):
         calibrate(data, method="lac(probabilities=recalibrated)")
     # The state holds the fields its estimator reads, nothing else: an added object is an unknown field.
-    for name, value in (("model_", {"__reduce__": "os.system"}), ("__dict__", {}), ("__class__", "x"), ("quantile_", 1.0)):
+    for name, value in (
+        ("model_", {"__reduce__": "os.system"}),
+        ("__dict__", {}),
+        ("__class__", "x"),
+        ("quantile_", 1.0),
+    ):
         bad = calibrate(data, method="naive").to_dict()
         bad["state"]["method"][name] = value
         with pytest.raises(InputError, match=f"state.method.{name}: unknown field"):
@@ -233,7 +243,9 @@ def test_cli_calibrate_apply_estimate_gate(tmp_path: Path, capsys: pytest.Captur
     cal_file = write_jsonl(tmp_path / "cal.jsonl", records[:600])
     run = [dict(r, label=None) if i >= 100 else r for i, r in enumerate(records[600:])]
     run_file = write_jsonl(tmp_path / "run.jsonl", run)
-    assert main(["calibrate", str(cal_file), "-o", str(tmp_path / "cal.json"), "--method", "aps", "--alpha", "0.1"]) == 0
+    assert (
+        main(["calibrate", str(cal_file), "-o", str(tmp_path / "cal.json"), "--method", "aps", "--alpha", "0.1"]) == 0
+    )
     assert json.loads((tmp_path / "cal.json").read_text())["method"] == "aps"
     assert main(["apply", str(tmp_path / "cal.json"), str(run_file), "-o", str(tmp_path / "out.jsonl"),
                  "--json", str(tmp_path / "sum.json")]) == 0
@@ -263,7 +275,10 @@ def test_cli_calibrate_apply_estimate_gate(tmp_path: Path, capsys: pytest.Captur
 
 def test_apply_output_has_one_line_per_input_record(tmp_path: Path) -> None:
     records = to_records(simulate_likert_judge(n=400, seed=9))
-    assert main(["calibrate", str(write_jsonl(tmp_path / "cal.jsonl", records[:200])), "-o", str(tmp_path / "c.json")]) == 0
+    assert (
+        main(["calibrate", str(write_jsonl(tmp_path / "cal.jsonl", records[:200])), "-o", str(tmp_path / "c.json")])
+        == 0
+    )
     run = [dict(r, label=None) for r in records[200:]]
     run[3] = dict(run[3], logprobs={"1": -1.0})  # unusable: counted, kept in the output
     write_jsonl(tmp_path / "run.jsonl", run)
@@ -274,9 +289,13 @@ def test_apply_output_has_one_line_per_input_record(tmp_path: Path) -> None:
     assert out[3]["set"] == [1, 2, 3, 4, 5] and out[3]["applied"] is False  # the whole scale: a set that covers
     assert sum(r.get("applied", True) for r in out) == json.loads((tmp_path / "s.json").read_text())["n_applied"] == 199
     pairs = to_records(simulate_pairwise_judge(400, seed=1))
-    assert main(["calibrate", str(write_jsonl(tmp_path / "p.jsonl", pairs[:400])), "-o", str(tmp_path / "pc.json")]) == 0
+    assert (
+        main(["calibrate", str(write_jsonl(tmp_path / "p.jsonl", pairs[:400])), "-o", str(tmp_path / "pc.json")]) == 0
+    )
     write_jsonl(tmp_path / "prun.jsonl", [dict(r, label=None) for r in pairs[400:]])
-    assert main(["apply", str(tmp_path / "pc.json"), str(tmp_path / "prun.jsonl"), "-o", str(tmp_path / "po.jsonl")]) == 0
+    assert (
+        main(["apply", str(tmp_path / "pc.json"), str(tmp_path / "prun.jsonl"), "-o", str(tmp_path / "po.jsonl")]) == 0
+    )
     pout = [json.loads(line) for line in (tmp_path / "po.jsonl").read_text().splitlines()]
     assert len(pout) == 400 and all(isinstance(r["accept"], bool) for r in pout)
     by_pair: dict[str, set[bool]] = {}
@@ -295,7 +314,9 @@ def test_cli_apply_reads_an_lm_eval_samples_file_and_gates_a_results_file(tmp_pa
     assert main(["apply", str(tmp_path / "cal.json"), str(samples_file), "--format", "auto",
                  "--json", str(tmp_path / "sum.json")]) == 0
     assert json.loads((tmp_path / "sum.json").read_text())["n_applied"] == 300
-    results = {"results": {"mllm_judge_cp": {"alias": "x", "coverage_naive,none": 0.87, "width_naive,none": float("nan")}}}
+    results = {
+        "results": {"mllm_judge_cp": {"alias": "x", "coverage_naive,none": 0.87, "width_naive,none": float("nan")}}
+    }
     (tmp_path / "results.json").write_text(json.dumps(results))
     assert main(["gate", str(tmp_path / "results.json"), "--min", "coverage_naive=0.85"]) == 0
     assert main(["gate", str(tmp_path / "results.json"), "--min", "mllm_judge_cp.coverage_naive=0.9"]) == 1
@@ -405,4 +426,7 @@ def test_choice_calibrator_refuses_unseen_options_and_wider_items() -> None:
                     logprobs=dict(zip("XYZ", r["logprobs"].values(), strict=False))) for r in narrow[100:120]]
     with pytest.raises(InputError, match="never seen in calibration"):
         apply(cal, from_records(renamed, require_label=False))
-    assert apply(cal, from_records(renamed, require_label=False), force=True).summary["warnings"][0]["kind"] == "compatibility"
+    assert (
+        apply(cal, from_records(renamed, require_label=False), force=True).summary["warnings"][0]["kind"]
+        == "compatibility"
+    )

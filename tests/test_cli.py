@@ -67,13 +67,39 @@ def test_same_seed_same_bytes(judge_csv: Path, tmp_path: Path, capsys: pytest.Ca
     outs = []
     for i, jobs in enumerate(("1", "1", "2")):
         p = tmp_path / f"r{i}.json"
-        run(["evaluate", str(judge_csv), "--methods", "naive,lac,aps,chr,r2ccp(epochs=5),boosted_cqr(max_rounds=10),boosted_lcp(max_rounds=10),raps,lvd,cqr", "--seeds", "2",
-             "--jobs", jobs, "--json", str(p), "--quiet"], capsys)
+        run(
+            [
+                "evaluate",
+                str(judge_csv),
+                "--methods",
+                "naive,lac,aps,chr,r2ccp(epochs=5),boosted_cqr(max_rounds=10),boosted_lcp(max_rounds=10),raps,lvd,cqr",
+                "--seeds",
+                "2",
+                "--jobs",
+                jobs,
+                "--json",
+                str(p),
+                "--quiet",
+            ],
+            capsys,
+        )
         outs.append(p.read_bytes())
     assert outs[0] == outs[1] == outs[2]
     p = tmp_path / "other.json"
-    run(["evaluate", str(judge_csv), "--methods", "naive,lac,aps,chr,r2ccp(epochs=5),boosted_cqr(max_rounds=10),boosted_lcp(max_rounds=10),raps,lvd,cqr", "--seeds", "5,6",
-         "--json", str(p), "--quiet"], capsys)
+    run(
+        [
+            "evaluate",
+            str(judge_csv),
+            "--methods",
+            "naive,lac,aps,chr,r2ccp(epochs=5),boosted_cqr(max_rounds=10),boosted_lcp(max_rounds=10),raps,lvd,cqr",
+            "--seeds",
+            "5,6",
+            "--json",
+            str(p),
+            "--quiet",
+        ],
+        capsys,
+    )
     assert p.read_bytes() != outs[0]
 
 
@@ -89,11 +115,16 @@ def test_mondrian_groups(judge_csv: Path, tmp_path: Path, capsys: pytest.Capture
     assert "Mondrian by task" in out
 
 
-def test_group_too_small_for_the_level_is_flagged(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_group_too_small_for_the_level_is_flagged(
+    judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = judge_csv.read_text().splitlines()
     # five rows of a tiny task: at most ~3 land in calibration, alpha 0.1 needs 9
     text = text + [line.rsplit(",", 1)[0] + ",tiny" for line in text[1:6]]
-    text = [line.replace(f"{line.split(',')[0]},", f"{line.split(',')[0]}x,", 1) if line.endswith(",tiny") else line for line in text]
+    text = [
+        line.replace(f"{line.split(',')[0]},", f"{line.split(',')[0]}x,", 1) if line.endswith(",tiny") else line
+        for line in text
+    ]
     judge_csv.write_text("\n".join(text) + "\n")
     p = tmp_path / "m.json"
     code, _out, _ = run(["evaluate", str(judge_csv), "--methods", "naive", "--seeds", "3", "--mondrian", "task",
@@ -159,7 +190,15 @@ def test_pairwise_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     for i in range(d.n):
         label = "A" if d.labels[i] else "B"
         lp_a = float(np.log(d.p_fwd[i]))
-        rows.append({"pair_id": d.pair_ids[i], "order": "fwd", "lp_A": lp_a, "lp_B": float(np.log1p(-d.p_fwd[i])), "label": label})
+        rows.append(
+            {
+                "pair_id": d.pair_ids[i],
+                "order": "fwd",
+                "lp_A": lp_a,
+                "lp_B": float(np.log1p(-d.p_fwd[i])),
+                "label": label,
+            }
+        )
         if i % 10:  # every tenth pair judged in one order only
             rows.append({"pair_id": d.pair_ids[i], "order": "rev", "lp_A": float(np.log1p(-d.p_rev[i])),
                          "lp_B": float(np.log(d.p_rev[i])), "label": label})
@@ -174,14 +213,21 @@ def test_pairwise_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert set(r["uncertainty"]) == {"bpe", "predictive"}
 
 
-def test_likert_default_is_the_fast_methods(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """No --methods: the protocol's fast default (the same as lm-eval's and the API's), and the table says how to get all."""
+def test_likert_default_is_the_fast_methods(
+    judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --methods: the protocol's fast default (the same as lm-eval's and the API's), and the table says how to get
+    all."""
     from judgecp.kinds.protocol import Protocol
 
     out_json = tmp_path / "r.json"
     code, out, _ = run(["evaluate", str(judge_csv), "--seeds", "2", "--json", str(out_json)], capsys)
     assert code == 0
-    assert list(strict_load(out_json.read_text())["methods"]) == list(Protocol().method_specs("likert")) == ["naive", "lac"]
+    assert (
+        list(strict_load(out_json.read_text())["methods"])
+        == list(Protocol().method_specs("likert"))
+        == ["naive", "lac"]
+    )
     assert "methods: naive, lac (the default; --methods all runs every method" in out
     code, out, _ = run(["evaluate", str(judge_csv), "--seeds", "2", "--methods", "naive,ordinal_aps"], capsys)
     assert code == 0 and "(the default;" not in out
@@ -201,7 +247,9 @@ def test_mcq_and_parc_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == 2 and "no order" in err
 
 
-def test_row_features_reach_the_fitted_models(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_row_features_reach_the_fitted_models(
+    judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """--row-features task,parsed appends the task's indicators and the parsed score to X: the report
     names them, the fitted method's intervals change, the unfitted one's do not; a wrong field or
     another kind is a one-line error."""

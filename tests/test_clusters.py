@@ -167,7 +167,9 @@ def test_cluster_flag_in_every_command(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["plan", str(a), "--half-width", "0.1", "--cluster", "prompt", "--run", str(b), "--mismatch", "warn",
                  "--json", str(out / "p_run.json")]) == 0
     with_run = _json(out / "p_run.json")["assumed"]
-    assert with_run["design_effect"]["proxy_from"] == f"run {b}" and with_run["run"]["check"]["design_effect"]["run"] > 1
+    assert (
+        with_run["design_effect"]["proxy_from"] == f"run {b}" and with_run["run"]["check"]["design_effect"]["run"] > 1
+    )
     for flags, name in (([], "s_iid.json"), (["--cluster", "prompt"], "s.json")):  # run B's labels: the error model
         assert main(["select", str(a), "--budget", "100", "-o", str(out / "pick.jsonl"), "--json", str(out / name),
                      "--pilot", str(b), *flags]) == 0

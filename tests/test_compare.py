@@ -64,14 +64,18 @@ def paired_draw(seed: int, n: int = 3000, n_labeled: int = 300, gain: float = 0.
     return a, b, truth
 
 
-def two_sample_draw(seed: int, n: int = 2500, n_labeled: int = 200, gain: float = 0.25) -> tuple[ScoreData, ScoreData, float]:
+def two_sample_draw(
+    seed: int, n: int = 2500, n_labeled: int = 200, gain: float = 0.25
+) -> tuple[ScoreData, ScoreData, float]:
     """Two runs on different items; the true difference is that of the two runs' own human means."""
     rng = np.random.default_rng(seed)
 
     def run(prefix: str, shift: float, bias: float) -> ScoreData:
         labeled = np.zeros(n, bool)
         labeled[rng.choice(n, n_labeled, replace=False)] = True
-        return judge_run(rng, rng.normal(shift, 1, n), [f"{prefix}{i}" for i in range(n)], labeled=labeled, judge_bias=bias)
+        return judge_run(
+            rng, rng.normal(shift, 1, n), [f"{prefix}{i}" for i in range(n)], labeled=labeled, judge_bias=bias
+        )
 
     a, b = run("a", 0.0, 0.4), run("b", gain, 0.6)  # the judge is kinder to B's answers (e.g. longer ones)
     return a, b, float(b.columns["truth"].mean() - a.columns["truth"].mean())
@@ -97,7 +101,9 @@ def test_ppi_difference_covers_the_true_difference(design: str) -> None:
         d = out["difference"]
         for name in cover:
             cover[name] += covers(d[name], truth)
-        ratio.append((d["ppi"]["upper"] - d["ppi"]["lower"]) / (d["labeled_only"]["upper"] - d["labeled_only"]["lower"]))
+        ratio.append(
+            (d["ppi"]["upper"] - d["ppi"]["lower"]) / (d["labeled_only"]["upper"] - d["labeled_only"]["lower"])
+        )
     print(f"{design}: coverage {({k: v / draws for k, v in cover.items()})}, width ratio {np.mean(ratio):.3f}")
     assert cover["ppi"] / draws >= coverage_floor(1 - ALPHA, draws, FALSE_FAILURE / 2), cover
     assert cover["labeled_only"] / draws >= coverage_floor(1 - ALPHA, draws, FALSE_FAILURE / 2), cover
@@ -188,7 +194,9 @@ def test_cli_compare_json_has_the_gate_names(tmp_path: Path, capsys: pytest.Capt
         lines = [{"doc_id": i, "doc": {}, "resps": [["..."]], "filtered_resps": ["..."], "cp_naive": json.dumps(r)}
                  for i, r in enumerate(records)]
         samples.append(write_jsonl(tmp_path / path, lines))
-    assert main(["compare", str(samples[0]), str(samples[1]), "--format", "auto", "--json", str(tmp_path / "h.json")]) == 0
+    assert (
+        main(["compare", str(samples[0]), str(samples[1]), "--format", "auto", "--json", str(tmp_path / "h.json")]) == 0
+    )
     assert json.loads((tmp_path / "h.json").read_text())["difference"] == out["difference"]
 
 
@@ -231,7 +239,9 @@ def test_shared_data_two_groups_of_tasks() -> None:
             runs.append(run)
         d = compare(runs[0], runs[1], alpha=ALPHA)["difference"]
         cover += covers(d["ppi"], truth)
-        widths.append((d["ppi"]["upper"] - d["ppi"]["lower"]) / (d["labeled_only"]["upper"] - d["labeled_only"]["lower"]))
+        widths.append(
+            (d["ppi"]["upper"] - d["ppi"]["lower"]) / (d["labeled_only"]["upper"] - d["labeled_only"]["lower"])
+        )
     print(f"two groups of tasks: coverage {cover / draws:.3f}, width ratio {np.mean(widths):.3f}")
     assert cover / draws >= coverage_floor(1 - ALPHA, draws), cover / draws
     assert np.mean(widths) < 1.0, np.mean(widths)
@@ -253,7 +263,9 @@ def test_vlmeval_prediction_files_of_two_runs(tmp_path: Path) -> None:
 
 
 def test_lm_eval_results_folders_of_two_models(tmp_path: Path) -> None:
-    """Two models' lm-eval output folders, two tasks each (doc ids repeat across tasks): items matched by task and id."""
+    """Two models' lm-eval output folders, two tasks each (doc ids repeat across tasks): items matched by task and
+    id."""
+
     def samples(records: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
         return [{"doc_id": i, "doc": {}, "resps": [["..."]], "filtered_resps": ["..."],
                  "cp_naive": json.dumps(dict(r, id=str(i), task=task))} for i, r in enumerate(records)]
@@ -266,7 +278,9 @@ def test_lm_eval_results_folders_of_two_models(tmp_path: Path) -> None:
         write_jsonl(folder / "samples_judge_chart_2026-01-01.jsonl", samples(records[:200], "judge_chart"))
         write_jsonl(folder / "samples_judge_caption_2026-01-01.jsonl", samples(records[200:], "judge_caption"))
         (folder / "results_2026-01-01.json").write_text("{}")  # lm-eval's results file: not a samples file
-    assert main(["compare", str(tmp_path / "model_a"), str(tmp_path / "model_b"), "--json", str(tmp_path / "c.json")]) == 0
+    assert (
+        main(["compare", str(tmp_path / "model_a"), str(tmp_path / "model_b"), "--json", str(tmp_path / "c.json")]) == 0
+    )
     out = json.loads((tmp_path / "c.json").read_text())
     assert out["design"] == "paired" and out["matching"]["shared"] == 400 and out["group"] == "task"
     assert set(out["by_group"]) == {"judge_chart", "judge_caption"}
@@ -408,7 +422,9 @@ def test_paired_difference_against_references_computed_another_way() -> None:
     for step_a, step_b in ((0.02, 0), (-0.02, 0), (0, 0.02), (0, -0.02), (0.02, 0.02), (-0.02, -0.02)):
         assert variance(lam_a + step_a, lam_b + step_b) > se**2, (step_a, step_b)
     judge = out["difference"]["judge_only"]  # every item's proxy, paired: the mean difference, its t interval
-    low, high = student_t.interval(1 - ALPHA, n + m - 1, loc=(fb - fa).mean(), scale=(fb - fa).std(ddof=1) / np.sqrt(n + m))
+    low, high = student_t.interval(
+        1 - ALPHA, n + m - 1, loc=(fb - fa).mean(), scale=(fb - fa).std(ddof=1) / np.sqrt(n + m)
+    )
     assert (judge["mean"], judge["lower"], judge["upper"]) == pytest.approx(((fb - fa).mean(), low, high), rel=1e-10)
 
 

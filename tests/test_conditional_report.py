@@ -33,7 +33,9 @@ def test_cells_partition_the_pooled_test_rows(report_and_data: tuple[dict, objec
         assert set(c["by_group"]) == {"easy", "medium", "hard"}
         # by label agrees with the existing coverage_by_label table (same rows, same coverage)
         for label, v in c["by_label"].items():
-            assert v["coverage"] == pytest.approx(report["methods"][spec]["coverage_by_label"][label]["labels"]["coverage"])
+            assert v["coverage"] == pytest.approx(
+                report["methods"][spec]["coverage_by_label"][label]["labels"]["coverage"]
+            )
 
 
 def test_judge_error_is_the_rounded_expected_score_error(report_and_data: tuple[dict, object]) -> None:
@@ -62,7 +64,14 @@ def test_worst_cell_skips_tiny_cells() -> None:
     tables = {"by_label": {"1": {"n": 3, "coverage": 0.0, "coverage_se": 0.0, "width": 1.0},
                            "2": {"n": 50, "coverage": 0.8, "coverage_se": 0.05, "width": 2.0}},
               "by_judge_error": {"0": {"n": 60, "coverage": 0.95, "coverage_se": 0.03, "width": 2.0}}}
-    assert worst_cell(tables) == {"by": "by_label", "cell": "2", "n": 50, "coverage": 0.8, "coverage_se": 0.05, "width": 2.0}
+    assert worst_cell(tables) == {
+        "by": "by_label",
+        "cell": "2",
+        "n": 50,
+        "coverage": 0.8,
+        "coverage_se": 0.05,
+        "width": 2.0,
+    }
     assert worst_cell({"by_label": {"1": tables["by_label"]["1"]}}) is None
 
 

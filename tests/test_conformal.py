@@ -237,7 +237,11 @@ def test_extra_feature_columns_are_accepted(name: str) -> None:
     fused = np.hstack([X, X2])
 
     def predict(X: np.ndarray) -> Prediction:
-        return build_method(spec(name), alpha=0.1, scale=SCALE, random_state=0).calibrate(X[:150], y[:150]).predict(X[150:])
+        return (
+            build_method(spec(name), alpha=0.1, scale=SCALE, random_state=0)
+            .calibrate(X[:150], y[:150])
+            .predict(X[150:])
+        )
 
     pred, alone = predict(fused), predict(X)
     assert pred.sets.shape == (50, 5) and pred.sets.any(axis=1).all()

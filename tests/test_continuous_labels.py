@@ -94,7 +94,9 @@ def test_map_stays_on_the_scale_and_inverts(lo: float, width: float, u: list[flo
 
 def test_reader_maps_keeps_non_integers_and_counts_the_rest() -> None:
     lp = {t: -0.1 * int(t) for t in SCALE.tokens}
-    rows = [{"id": str(i), "label": v, "logprobs": lp} for i, v in enumerate([0.0, 0.3, 1.0, 0.625, 1.2, -0.1, "x", None])]
+    rows = [
+        {"id": str(i), "label": v, "logprobs": lp} for i, v in enumerate([0.0, 0.3, 1.0, 0.625, 1.2, -0.1, "x", None])
+    ]
     table = table_from_rows(rows, source="t")
     d = from_table(table, "likert", label_scale=UNIT)
     assert d.labels.tolist() == [1.0, 2.2, 5.0, 3.5] and d.continuous_labels and d.label_scale == UNIT
@@ -219,7 +221,9 @@ def test_every_interval_method_covers_continuous_labels_through_the_study() -> N
 # -- the command line ----------------------------------------------------------------------------
 
 
-def test_cli_warns_loudly_without_label_scale_and_runs_with_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_warns_loudly_without_label_scale_and_runs_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # 200 averaged labels inside (0, 1), and eight at 0 or 1, which read as the integer labels 0 (off) and 1
     src = write_csv(tmp_path / "judge.csv", unit_records(200, 6), {f"x{i}": i % 2 for i in range(8)})
     out = tmp_path / "r.json"

@@ -140,7 +140,9 @@ def test_all_rows_bad_is_an_error(tmp_path: Path) -> None:
 
 def test_jsonl_with_logprob_objects_and_a_corrupted_line(tmp_path: Path) -> None:
     lines = [
-        json.dumps({"id": f"d{i}", "label": 1 + i % 5, "logprobs": {"1": -3.0, "2": -2.0, "3": -1.0, "4": -0.5, "5": -2.5}})
+        json.dumps(
+            {"id": f"d{i}", "label": 1 + i % 5, "logprobs": {"1": -3.0, "2": -2.0, "3": -1.0, "4": -0.5, "5": -2.5}}
+        )
         for i in range(10)
     ]
     lines.insert(4, '{"id": "broken", "label": 3, "logpro')  # a resume cut a line

@@ -11,7 +11,9 @@ def test_readme_complexity_table_is_what_the_methods_state() -> None:
     from judgecp.kinds.registry import method_classes
 
     text = (REPO / "docs" / "methods.md").read_text()
-    rows = dict(re.findall(r"^\| `(\w+)` \| (.+ \| .+) \|$", text.split("| method | time | memory |")[1].split("\n\n")[0], re.M))
+    rows = dict(
+        re.findall(r"^\| `(\w+)` \| (.+ \| .+) \|$", text.split("| method | time | memory |")[1].split("\n\n")[0], re.M)
+    )
     assert rows == {name: " | ".join(cls.complexity) for name, cls in method_classes().items()}
 
 

@@ -1,4 +1,5 @@
-"""judgecp.data.images and judgecp.data.datasources without a harness: documents' images and where documents come from."""
+"""judgecp.data.images and judgecp.data.datasources without a harness: documents' images and where documents come
+from."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from judgecp.base.errors import InputError
 from judgecp.data import datasources
 
 
-def test_local_dir_comes_from_metadata_first_then_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_local_dir_comes_from_metadata_first_then_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     other = tmp_path / "env"
     other.mkdir()
     monkeypatch.setenv("JUDGECP_TEST_DIR", str(other))
@@ -34,10 +37,14 @@ def test_parquet_files_of_a_hub_copy_and_jsonl_rows(tmp_path: Path) -> None:
         (tmp_path / name).write_bytes(b"")
     assert [p.name for p in datasources.parquet_files(tmp_path, "test", "nope")] == [
         "test.parquet", "test-00000-of-00002.parquet", "test-00001-of-00002.parquet"]
-    assert [p.name for p in datasources.parquet_files(tmp_path, "test", "cfg")] == ["test.parquet"]  # the config's folder
+    assert [p.name for p in datasources.parquet_files(tmp_path, "test", "cfg")] == [
+        "test.parquet"
+    ]  # the config's folder
     (tmp_path / "test.jsonl").write_text(json.dumps({"a": 1}) + "\n[1, 2]\nnot json\n", encoding="utf-8")
     rows, where = datasources.rows_of(tmp_path, hub_id="org/name", split="test")
-    assert rows == [{"a": 1}, None, None] and where.endswith("test.jsonl")  # a line that is no object: None, counted by the task
+    assert rows == [{"a": 1}, None, None] and where.endswith(
+        "test.jsonl"
+    )  # a line that is no object: None, counted by the task
     assert datasources.text(None) is None and datasources.text(4) == "4" and datasources.text("0") == "0"
 
 
@@ -112,7 +119,9 @@ def test_an_unreachable_hub_is_one_line_naming_the_local_copy(monkeypatch: pytes
         raise LocalEntryNotFoundError("Cannot find an appropriate cached snapshot folder for the specified revision")
 
     monkeypatch.setattr(hub, "snapshot_download", not_cached)
-    with pytest.raises(InputError, match=r"^org/snap: .*\(Cannot find an appropriate cached snapshot.*JUDGECP_Y_DIR=DIR"):
+    with pytest.raises(
+        InputError, match=r"^org/snap: .*\(Cannot find an appropriate cached snapshot.*JUDGECP_Y_DIR=DIR"
+    ):
         datasources.hub_snapshot("org/snap", ["*"], env_var="JUDGECP_Y_DIR")
 
 

@@ -53,7 +53,9 @@ def tokenizer(request: pytest.FixtureRequest) -> object:
     return tok
 
 
-def judge(tokenizer: object, text: str, score_lp: dict[str, float] | None = None) -> tuple[list[str], list[dict[str, float]]]:
+def judge(
+    tokenizer: object, text: str, score_lp: dict[str, float] | None = None
+) -> tuple[list[str], list[dict[str, float]]]:
     """Tokens of ``text`` and per-position candidates: the generated token at -0.05,
     plus, at every position, the given label logprobs in the tokenizer's own
     spelling (so the extractor must find the right position to read them)."""
@@ -164,7 +166,11 @@ def test_openai_wire_format() -> None:
         "content": [
             {"token": "Score", "logprob": -0.1, "top_logprobs": [{"token": "Score", "logprob": -0.1}]},
             {"token": ":", "logprob": -0.2, "top_logprobs": []},
-            {"token": " 4", "logprob": -0.3, "top_logprobs": [{"token": " 5", "logprob": -1.6}, {"token": " 3", "logprob": None}]},
+            {
+                "token": " 4",
+                "logprob": -0.3,
+                "top_logprobs": [{"token": " 5", "logprob": -1.6}, {"token": " 3", "logprob": None}],
+            },
             {"token": " 2", "logprob": None},
         ]
     }

@@ -248,9 +248,13 @@ def test_counted_strata_give_the_masked_means() -> None:
     assert list(got) == values[:6]
     for v in values[:6]:
         mask = strata == v
-        assert got[v] == {"n": float(mask.sum()), "covered": np.count_nonzero(columns["covered"] & mask) / mask.sum(),
-                          "width": float(columns["width"][mask].sum()) / mask.sum(),
-                          "size": float(columns["size"][mask].sum()) / mask.sum(), "mid": float(columns["mid"][mask].mean())}
+        assert got[v] == {
+            "n": float(mask.sum()),
+            "covered": np.count_nonzero(columns["covered"] & mask) / mask.sum(),
+            "width": float(columns["width"][mask].sum()) / mask.sum(),
+            "size": float(columns["size"][mask].sum()) / mask.sum(),
+            "mid": float(columns["mid"][mask].mean()),
+        }
     as_text = stratum_means(strata.astype(str), [str(v) for v in values], columns)  # the masked path
     assert [e for e in as_text.values()] == [got[v] for v in values[:6]]
 

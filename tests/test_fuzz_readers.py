@@ -126,9 +126,14 @@ RECORD = st.fixed_dictionaries(
         "shape": st.sampled_from(["score", "pair", "choice", "x"]),
         "id": st.one_of(st.text(max_size=4), st.integers(), st.none()),
         "label": st.one_of(CELLS, st.integers(-2, 8), st.lists(st.sampled_from("ABC"), max_size=3), st.none()),
-        "logprobs": st.one_of(st.none(), st.text(max_size=6),
-                              st.dictionaries(st.sampled_from(["1", "2", "3", "4", "5", "A", "B", "C"]),
-                                              st.one_of(st.floats(), st.none(), st.sampled_from(["nan", "-inf", "x"])))),
+        "logprobs": st.one_of(
+            st.none(),
+            st.text(max_size=6),
+            st.dictionaries(
+                st.sampled_from(["1", "2", "3", "4", "5", "A", "B", "C"]),
+                st.one_of(st.floats(), st.none(), st.sampled_from(["nan", "-inf", "x"])),
+            ),
+        ),
         "prediction": st.one_of(st.none(), st.integers(0, 6), st.sampled_from("ABC")),
         "pair_id": st.one_of(st.none(), st.sampled_from(["p1", "p2", ""])),
         "order": st.sampled_from(["fwd", "rev", "up", None]),
@@ -339,7 +344,9 @@ def test_vlmeval_prediction_reader(tmp_path: Path, edits: list[tuple[int, str, s
         writer.writerows([{c: "" if r.get(c) is None else r.get(c) for c in columns} for r in rows])
     sidecar = run / "tiny-docling-lp_MLLMJudge_CP_lprecords.jsonl"
     original = next(VLMEVAL_FIXTURE.rglob("*_lprecords.jsonl")).read_text().splitlines()
-    sidecar.write_text("\n".join([*original[: len(original) // 2], *(s.replace("\n", " ") for s in sidecar_lines)]) + "\n")
+    sidecar.write_text(
+        "\n".join([*original[: len(original) // 2], *(s.replace("\n", " ") for s in sidecar_lines)]) + "\n"
+    )
     before = (path.read_bytes(), sidecar.read_bytes())
     try:
         batch = read_prediction_file(path)

@@ -175,7 +175,9 @@ def test_no_command_writes_over_its_input(likert_csv: Path, tmp_path: Path, caps
     for args, flag in cases:
         code, _, err = run(capsys, *args)
         one_line_error(code, err, flag, "the same file as the input")
-    code, _, err = run(capsys, "apply", str(cal), csv, "-o", str(tmp_path / "a.json"), "--json", str(tmp_path / "a.json"))
+    code, _, err = run(
+        capsys, "apply", str(cal), csv, "-o", str(tmp_path / "a.json"), "--json", str(tmp_path / "a.json")
+    )
     one_line_error(code, err, "--json", "the same file as --output")
     assert likert_csv.read_bytes() == data and cal.read_bytes() == saved
     assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
@@ -204,7 +206,9 @@ def test_a_file_where_a_folder_is_wanted(likert_csv: Path, tmp_path: Path, capsy
 # -- inputs that are not readable files ---------------------------------------------------------------
 
 
-def test_inputs_that_are_not_readable_files(likert_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_inputs_that_are_not_readable_files(
+    likert_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     dangling = tmp_path / "gone.csv"
     dangling.symlink_to(tmp_path / "deleted.csv")
     for command in (["evaluate"], ["records", "-o", str(tmp_path / "o.jsonl")], ["estimate"]):
@@ -279,7 +283,9 @@ def test_a_csv_saved_by_excel_reads_like_the_plain_one(likert_csv: Path, tmp_pat
     a, b = from_table(plain, "likert"), from_table(bom, "likert")
     assert list(a.ids) == list(b.ids) and np.array_equal(a.logprobs, b.logprobs)
     for out, source in ((tmp_path / "a.json", likert_csv), (tmp_path / "b.json", excel)):
-        assert main(["evaluate", str(source), "--methods", "naive", "--splits", "2", "--quiet", "--json", str(out)]) == 0
+        assert (
+            main(["evaluate", str(source), "--methods", "naive", "--splits", "2", "--quiet", "--json", str(out)]) == 0
+        )
     ra, rb = json.loads((tmp_path / "a.json").read_text()), json.loads((tmp_path / "b.json").read_text())
     assert ra["methods"] == rb["methods"] and ra["n"] == rb["n"] == 300
 
@@ -361,7 +367,9 @@ def test_ensemble_seeds_that_give_no_repetition_are_refused(capsys: pytest.Captu
     ("--exchange-min-gap", "nan", "--exchange-min-gap must be a finite number"),
     ("--rotation", "45", "--rotation: invalid choice: 45"),
 ])
-def test_parc_build_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, needle: str) -> None:
+def test_parc_build_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, needle: str
+) -> None:
     code, _, err = run(capsys, "parc", "build", "src.jsonl", "-o", str(tmp_path / "out"), f"{flag}={value}")
     one_line_error(code, err, needle)
     assert not (tmp_path / "out").exists()
@@ -410,7 +418,9 @@ def test_vlmeval_build_tsv_leaves_out_an_image_that_does_not_decode(tmp_path: Pa
     assert code == 0, err
     assert "wrote 11" in out and "image_unreadable 1" in out
     manifest = json.loads((tmp_path / "lmu" / "new" / "PARC_toy.judgecp.json").read_text())
-    assert manifest["excluded"] == [{"reason": "image_unreadable", "count": 1, "examples": ["mmb-1/VR-R: images/mmb-1_VR-R.png"]}]
+    assert manifest["excluded"] == [
+        {"reason": "image_unreadable", "count": 1, "examples": ["mmb-1/VR-R: images/mmb-1_VR-R.png"]}
+    ]
     tsv = (tmp_path / "lmu" / "new" / "PARC_toy.tsv").read_text()
     assert "mmb-1/VR-R" not in tsv and "mmb-1/O" in tsv
     assert sorted(p.name for p in (tmp_path / "lmu").iterdir()) == ["new"]  # no temporary folder left

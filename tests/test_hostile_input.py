@@ -41,7 +41,9 @@ def samples_file(tmp_path: Path) -> tuple[Path, list[str]]:
     for i in range(d.n):
         record = score_record(d.ids[i], label=str(int(d.labels[i])), prediction=int(d.parsed[i]),
                               logprobs=dict(zip("12345", d.logprobs[i].tolist(), strict=True)))
-        lines.append(json.dumps({"doc_id": i, "metrics": ["n", "coverage_naive"], "n": record, "coverage_naive": record}))
+        lines.append(
+            json.dumps({"doc_id": i, "metrics": ["n", "coverage_naive"], "n": record, "coverage_naive": record})
+        )
     return tmp_path / "samples_judge_2026.jsonl", lines
 
 
@@ -141,7 +143,9 @@ def test_a_group_under_its_target_is_data_a_script_can_act_on(tmp_path: Path,
     code, _, err = run(capsys, "evaluate", "--example", "--methods", "lac", "--splits", "5", "--quiet",
                        "--json", str(tmp_path / "r.json"))
     assert code == 0
-    under = [w for w in json.loads((tmp_path / "r.json").read_text())["warnings"] if w["warning"] == "group_under_target"]
+    under = [
+        w for w in json.loads((tmp_path / "r.json").read_text())["warnings"] if w["warning"] == "group_under_target"
+    ]
     assert [(w["group"], w["method"]) for w in under] == [("hard", "lac")]
     assert under[0]["coverage"] < under[0]["target"] - under[0]["mc_error"]
     assert "group 'hard': lac covers" in err

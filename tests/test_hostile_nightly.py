@@ -194,9 +194,12 @@ def test_a_signal_while_the_command_imports(w: Path, command: str, sig: signal.S
 
 def test_import_judgecp_is_light_and_keeps_its_names() -> None:
     """The package imports its names on first use (PEP 562): nothing heavy before the command's handlers."""
-    code = ("import sys, judgecp; heavy = [m for m in ('numpy', 'scipy') if m in sys.modules]; "
-            "from judgecp import Protocol; print(heavy, judgecp.ScoreIntervals.__name__, "
-            "__import__('judgecp.workflows.calibrators').workflows.calibrators.apply.__name__, 'evaluate' in dir(judgecp), hasattr(judgecp, 'nosuch'))")
+    code = (
+        "import sys, judgecp; heavy = [m for m in ('numpy', 'scipy') if m in sys.modules]; "
+        "from judgecp import Protocol; print(heavy, judgecp.ScoreIntervals.__name__, "
+        "__import__('judgecp.workflows.calibrators').workflows.calibrators.apply.__name__, 'evaluate' in dir(judgecp), "
+        "hasattr(judgecp, 'nosuch'))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.stdout.split() == ["[]", "ScoreIntervals", "apply", "True", "False"], proc.stderr
 
@@ -241,8 +244,9 @@ def binaries(w: Path) -> dict[str, Path]:
     (("parc", "build", "{ens}", "-o", "{out}/parc", "--variations", "LR-I", "--exchange-map", "{gz}"),
      ("gz.jsonl", "gzip")),
 ])
-def test_binary_and_compressed_inputs_are_one_line(binaries: dict[str, Path], argv: tuple[str, ...],
-                                                   needles: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+def test_binary_and_compressed_inputs_are_one_line(
+    binaries: dict[str, Path], argv: tuple[str, ...], needles: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
     """UnicodeDecodeError (records, prompt sets, parc sources, exchange maps) and numpy's ValueError (a pickled
     .npz) were tracebacks."""
     names = {k: str(v) for k, v in binaries.items()} | {"out": str(binaries["ens"].parent)}
@@ -320,7 +324,9 @@ def test_apply_writes_a_line_for_every_row(w: Path, capsys: pytest.CaptureFixtur
         assert all(r["set"] == [1, 2, 3, 4, 5] and r["interval"] == [1.0, 5.0] for r in left)
     pairs = to_records(simulate_pairwise_judge(200, seed=3))
     cal, run_file = w / "out" / "pairs.cal.json", w / "out" / "pairs_run.jsonl"
-    assert run(capsys, "calibrate", str(write_jsonl(w / "out" / "pairs_cal.jsonl", pairs[:200])), "-o", str(cal))[0] == 0
+    assert (
+        run(capsys, "calibrate", str(write_jsonl(w / "out" / "pairs_cal.jsonl", pairs[:200])), "-o", str(cal))[0] == 0
+    )
     night = [dict(r, label=None, logprobs=None) if i < 4 else dict(r, label=None) for i, r in enumerate(pairs[200:])]
     out = w / "out" / "pairs_out.jsonl"
     assert run(capsys, "apply", str(cal), str(write_jsonl(run_file, night)), "-o", str(out))[0] == 0
@@ -425,10 +431,15 @@ def test_a_jsonl_given_to_gate_or_report_is_named(w: Path, name: str, needle: st
     assert "Extra data" not in err
 
 
-OUTPUTS = {"calibrate": ("calibrate", "{w}/calibration.jsonl", "-o"), "apply": ("apply", "{w}/cal.json", "{w}/b.jsonl", "-o"),
-           "estimate": ("estimate", "{w}/b.jsonl", "--json"), "compare": ("compare", "{w}/a.jsonl", "{w}/b.jsonl", "--json"),
-           "plan": ("plan", "{w}/cal.json", "--half-width", "0.1", "--json"),
-           "select": ("select", "{w}/b.jsonl", "--budget", "10", "-o"), "records": ("records", "{w}/b.jsonl", "-o")}
+OUTPUTS = {
+    "calibrate": ("calibrate", "{w}/calibration.jsonl", "-o"),
+    "apply": ("apply", "{w}/cal.json", "{w}/b.jsonl", "-o"),
+    "estimate": ("estimate", "{w}/b.jsonl", "--json"),
+    "compare": ("compare", "{w}/a.jsonl", "{w}/b.jsonl", "--json"),
+    "plan": ("plan", "{w}/cal.json", "--half-width", "0.1", "--json"),
+    "select": ("select", "{w}/b.jsonl", "--budget", "10", "-o"),
+    "records": ("records", "{w}/b.jsonl", "-o"),
+}
 
 
 @pytest.mark.parametrize("command", sorted(OUTPUTS))

@@ -46,7 +46,10 @@ def test_calibrate_records_the_judge_and_apply_checks_it(tables: tuple[Path, Pat
     assert "judge: judge-a;" in capsys.readouterr().err
     assert json.loads(cal.read_text(encoding="utf-8"))["identity"]["judge"] == ["judge-a"]
     # The same judge: applied, and the printed line says it was checked.
-    assert main(["apply", str(cal), str(run_table), *COLUMNS, "--judge", "judge-a", "--json", str(tmp_path / "s.json")]) == 0
+    assert (
+        main(["apply", str(cal), str(run_table), *COLUMNS, "--judge", "judge-a", "--json", str(tmp_path / "s.json")])
+        == 0
+    )
     assert "judge judge-a (checked against the calibrator's)" in capsys.readouterr().out
     summary = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
     assert summary["judge"] == {"calibrator": ["judge-a"], "records": ["judge-a"], "checked": True}
@@ -68,8 +71,12 @@ def test_apply_says_when_neither_side_names_a_judge(tables: tuple[Path, Path], t
     cal_table, run_table = tables
     assert main(["calibrate", str(cal_table), "-o", str(tmp_path / "cal.json"), *COLUMNS]) == 0
     assert "judge: none named (--judge NAME" in capsys.readouterr().err
-    assert main(["apply", str(tmp_path / "cal.json"), str(run_table), *COLUMNS, "--json", str(tmp_path / "s.json")]) == 0
-    assert "judge not checked: neither the calibrator nor the records name one (--judge NAME)" in capsys.readouterr().out
+    assert (
+        main(["apply", str(tmp_path / "cal.json"), str(run_table), *COLUMNS, "--json", str(tmp_path / "s.json")]) == 0
+    )
+    assert (
+        "judge not checked: neither the calibrator nor the records name one (--judge NAME)" in capsys.readouterr().out
+    )
     assert json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))["judge"]["checked"] is False
 
 
@@ -86,7 +93,9 @@ def test_judge_of_records_that_name_another_is_an_error(tmp_path: Path, capsys: 
     assert main(["records", str(path), "-o", str(tmp_path / "o.jsonl"), "--judge", " "]) == 2
 
 
-def test_multiple_choice_reads_the_judge_from_a_model_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_multiple_choice_reads_the_judge_from_a_model_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rows = [dict(r, model="llava") for r in simulate_mcq_records(60, seed=2)]
     for r in rows:
         r.pop("judge", None)

@@ -153,7 +153,12 @@ def test_the_packages_pyproject_lists_are_the_folders() -> None:
     """Every folder of code or package data is in pyproject's ``packages`` (a new one left out would be
     missing from the wheel), and every listed package exists."""
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
-    roots = {"plugin": "judgecp", "adapters": "judgecp.adapters", "tasks": "judgecp.tasks", "configs": "judgecp.configs"}
+    roots = {
+        "plugin": "judgecp",
+        "adapters": "judgecp.adapters",
+        "tasks": "judgecp.tasks",
+        "configs": "judgecp.configs",
+    }
     folders = set()
     for root, package in roots.items():
         for init in (REPO / root).rglob("__init__.py"):

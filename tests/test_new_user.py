@@ -275,7 +275,10 @@ def test_repeated_runs_of_one_model_and_task_are_told_apart_by_their_date() -> N
         "judgecp-replay: judgecp_demo, 2026-11-28 11:59:39", "judgecp-replay: judgecp_demo, 2026-11-28 11:59:41"]
     assert distinct_names(runs("results_2026-11-28T11-59-39.1", "results_2026-11-28T11-59-39.2")) == [
         "judgecp-replay: judgecp_demo, 2026-11-28 11:59:39.1", "judgecp-replay: judgecp_demo, 2026-11-28 11:59:39.2"]
-    assert distinct_names(runs("a", "b")) == ["judgecp-replay: judgecp_demo (x0/a)", "judgecp-replay: judgecp_demo (x1/b)"]
+    assert distinct_names(runs("a", "b")) == [
+        "judgecp-replay: judgecp_demo (x0/a)",
+        "judgecp-replay: judgecp_demo (x1/b)",
+    ]
     assert distinct_names(runs("results_2026-11-28T11-59-39.1")) == ["judgecp-replay: judgecp_demo"]  # alone: short
 
 

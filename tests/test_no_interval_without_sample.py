@@ -116,7 +116,10 @@ def test_zero_spread_is_degenerate_in_every_command(tmp_path: Path, capsys: pyte
     """Constant labels: estimate and compare say so (console and JSON), and gate fails them; as a pilot, plan and
     select refuse them in one line (issue 33: a plan of 2 labels, an error model promising a width of nearly 0). A
     judge proxy without spread: plan (the pilot's) and select (the run's) say so, and gate fails them."""
-    run, other = constant_run(tmp_path, "run.csv"), write_table(tmp_path / "other.csv", ["3", "4", "2", "5"] * 10 + [""] * 200)
+    run, other = (
+        constant_run(tmp_path, "run.csv"),
+        write_table(tmp_path / "other.csv", ["3", "4", "2", "5"] * 10 + [""] * 200),
+    )
     flat_pilot = write_table(tmp_path / "flat_pilot.csv", ["3", "4", "2", "5"] * 10 + [""] * 200, flat=True)
     flat_run = write_table(tmp_path / "flat_run.csv", [""] * 240, flat=True)
     pick = ["--budget", "20", "-o", str(tmp_path / "pick.jsonl")]

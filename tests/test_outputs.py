@@ -130,7 +130,9 @@ def test_a_failed_build_leaves_the_folder_as_it_was(tmp_path: Path, error: BaseE
         (build / "manifest.json").write_text("new")
         (build / "images").mkdir()
         raise error
-    assert [p.name for p in out.iterdir()] == ["manifest.json"] and (out / "manifest.json").read_text() == "old manifest"
+    assert [p.name for p in out.iterdir()] == ["manifest.json"] and (
+        out / "manifest.json"
+    ).read_text() == "old manifest"
     fresh = tmp_path / "never"
     with pytest.raises(type(error)), building_directory(fresh) as build:
         (build / "x").write_text("x")
@@ -193,7 +195,9 @@ def test_a_folder_output_may_not_replace_an_input_inside_it(tmp_path: Path) -> N
             "-o", "writing figures there would replace the input")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere; tests/test_hostile_files.py checks it in a user namespace")
+@pytest.mark.skipif(
+    os.geteuid() == 0, reason="root writes anywhere; tests/test_hostile_files.py checks it in a user namespace"
+)
 def test_an_unwritable_folder_or_read_only_file_is_refused(tmp_path: Path) -> None:
     locked = tmp_path / "locked"
     locked.mkdir()

@@ -133,7 +133,11 @@ def test_clopper_pearson_holds_at_its_confidence(population: tuple[np.ndarray, n
             thr = independent_thresholds("clopper_pearson", alpha, delta=delta)
             fdr, accept = true_risk(thr, population)
             exceed = int(np.sum(fdr > alpha))  # Binomial(draws, <= delta): each check at its share of 1e-3
-            assert exceed <= binomial_at_most(delta, thr.size, FALSE_FAILURE / (2 * len(ALPHAS))), (alpha, delta, exceed)
+            assert exceed <= binomial_at_most(delta, thr.size, FALSE_FAILURE / (2 * len(ALPHAS))), (
+                alpha,
+                delta,
+                exceed,
+            )
             assert accept.mean() > 0.2
 
 

@@ -56,7 +56,9 @@ def build(model: str, structure: str, n: int = 2000, seed: int = 0) -> list[dict
                 if right:
                     pick = o_answer if var != "LS-N" else correct[0]
                 else:  # confidently wrong: a reformulation gets another answer, a negation the old one
-                    pick = next(j for j in range(k) if j not in correct and j != o_answer) if var == "LR-I" else o_answer
+                    pick = (
+                        next(j for j in range(k) if j not in correct and j != o_answer) if var == "LR-I" else o_answer
+                    )
                 lp = {o: (0.0 if j == pick else -40.0) for j, o in enumerate(opts)}
                 pred = opts[pick]
             out.append({"id": f"{s}/{var}", "source_id": f"s{s}", "variation": var, "dataset": structure,
@@ -164,7 +166,9 @@ def test_variation_without_original_and_unknown_family_are_counted() -> None:
     excluded = {e["reason"]: e["count"] for e in r["excluded"]}
     assert excluded == {"no_original_prompt": 2, "variation_unknown": 1}
     with pytest.raises(InputError, match="source_id"):
-        evaluate_parc(mcq_from_records([{k: v for k, v in x.items() if k != "source_id"} for x in recs[:9]]), Protocol())
+        evaluate_parc(
+            mcq_from_records([{k: v for k, v in x.items() if k != "source_id"} for x in recs[:9]]), Protocol()
+        )
 
 
 def test_report_layout() -> None:

@@ -165,7 +165,9 @@ def test_swap_swaps_the_images_and_flips_the_answer(tmp_path: Path) -> None:
         assert swapped["correct"] == ["B" if original["correct"] == ["A"] else "A"]
         # the files themselves are the original pixels, right first
         for k, rel in enumerate(swapped["image"]):
-            assert np.array_equal(pixels(tmp_path / "out" / rel), pixels(tmp_path / "src" / "img" / f"c{i}_{1 - k}.png"))
+            assert np.array_equal(
+                pixels(tmp_path / "out" / rel), pixels(tmp_path / "src" / "img" / f"c{i}_{1 - k}.png")
+            )
     assert "mmb-0/VS-S" not in got
 
 
@@ -189,16 +191,25 @@ def test_exchange_follows_the_supplement_procedure() -> None:
     ])
     planned, left_out = plan_exchanges(_exchange_items(), cmap)
     # q1: its loser l1 beats l2 and l3 (losing images of the question): the winner w1 is replaced by one of them.
-    assert planned["q1"].side == 0 and planned["q1"].replaced == "w1.png" and planned["q1"].image in {"l2.png", "l3.png"}
+    assert (
+        planned["q1"].side == 0 and planned["q1"].replaced == "w1.png" and planned["q1"].image in {"l2.png", "l3.png"}
+    )
     # q3: loser l3 beats l2: w3 is replaced by l2.
     assert (planned["q3"].side, planned["q3"].image) == (0, "l2.png")
     # q2: loser l2 beats nothing -> no valid exchange; 'elsewhere.png' is no losing image of the question.
     assert left_out == {"q2": "no_valid_exchange", "solo": "question_single_instance",
                         "p1": "question_not_in_exchange_map", "p2": "question_not_in_exchange_map"}
     # The roles swapped: the loser is replaced by a winning image that beats the winner.
-    swapped_map = ExchangeMap.from_entries([{"question": "Which cloud is whiter?", "image": "w2.png", "beats": ["w1.png"]}])
+    swapped_map = ExchangeMap.from_entries(
+        [{"question": "Which cloud is whiter?", "image": "w2.png", "beats": ["w1.png"]}]
+    )
     planned, _ = plan_exchanges(_exchange_items(), swapped_map, replace="loser")
-    assert (planned["q1"].side, planned["q1"].replaced, planned["q1"].image, planned["q1"].role) == (1, "l1.png", "w2.png", "loser")
+    assert (planned["q1"].side, planned["q1"].replaced, planned["q1"].image, planned["q1"].role) == (
+        1,
+        "l1.png",
+        "w2.png",
+        "loser",
+    )
 
 
 def test_exchange_map_from_attribute_scores() -> None:
@@ -223,8 +234,11 @@ def test_exchange_builds_flipped_records_and_counts_the_rest(tmp_path: Path) -> 
         rows.append({"id": sid, "dataset": "mit_states", "question": question, "options": {"A": "Left", "B": "Right"},
                      "correct": ["A", "B"][win], "image": [f"img/{n}" for n in images]})
     (root / "originals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (root / "exchange.json").write_text(json.dumps({"Which cloud is whiter?": {"img/l1.png": ["img/l2.png", "img/l3.png"],
-                                                                               "img/l3.png": ["img/l2.png"]}}))
+    (root / "exchange.json").write_text(
+        json.dumps(
+            {"Which cloud is whiter?": {"img/l1.png": ["img/l2.png", "img/l3.png"], "img/l3.png": ["img/l2.png"]}}
+        )
+    )
     with pytest.raises(InputError, match="exchange map"):
         build(root / "originals.jsonl", tmp_path / "none", variations="VS-E")
     result = build(root / "originals.jsonl", tmp_path / "out", variations="VS-E", exchange_map=root / "exchange.json")
@@ -251,7 +265,9 @@ def test_prompts_are_the_supplements_verbatim() -> None:
         prompt = prompt_template(variation)
         assert re.sub(r"\s", "", prompt) in seed, variation
         assert prompt.endswith("\nA:") and ("<Prompt to alter>" in prompt or "<Prompt to Rephrase>" in prompt)
-    assert prompt_template("LS-N").startswith("Change the following questions to ask for the opposite by negating them with ‘not’.")
+    assert prompt_template("LS-N").startswith(
+        "Change the following questions to ask for the opposite by negating them with ‘not’."
+    )
 
 
 def test_rekeying_for_every_semantic_variation() -> None:
@@ -269,7 +285,9 @@ def test_output_cleaning_and_checks() -> None:
     assert clean_output('A: "Determine which road is more paved."') == "Determine which road is more paved."
     assert clean_output('Which cloud is less white?" Q: "Which bed') == "Which cloud is less white?"
     assert clean_output("\n\n") == ""
-    assert clean_output('Sure! Here is the question: "Which road is not more paved?"') == "Which road is not more paved?"
+    assert (
+        clean_output('Sure! Here is the question: "Which road is not more paved?"') == "Which road is not more paved?"
+    )
     options = {"A": "Left", "B": "Right"}
     q = "Which road is more paved?"
     assert check_output("LS-N", q, "", options) == ["rewrite_empty"]
@@ -419,7 +437,9 @@ def test_a_tiny_local_hugging_face_model_as_rewriter(tmp_path: Path) -> None:
     result = build(root / "originals.jsonl", tmp_path / "out", variations="LS-N", rewriter=rewriter)
     rec = records(tmp_path / "out")["road-1/LS-N"]
     assert rec["question"] == "Which road is not more paved?" and rec["correct"] == ["A"]
-    assert result.manifest["rewriter"]["kind"] == "hf" and result.manifest["rewriter"]["model"] == str(tmp_path / "tiny")
+    assert result.manifest["rewriter"]["kind"] == "hf" and result.manifest["rewriter"]["model"] == str(
+        tmp_path / "tiny"
+    )
 
 
 # -- sources --------------------------------------------------------------------------------
@@ -467,7 +487,11 @@ def test_a_compbench_style_annotation_file(tmp_path: Path) -> None:
     got = records(tmp_path / "out")
     assert result.counts == {"O": 2, "VS-S": 2}
     first = got["mit_states-00000/O"]
-    assert first["options"] == {"A": "Left", "B": "Right"} and first["correct"] == ["B"] and first["dataset"] == "mit_states"
+    assert (
+        first["options"] == {"A": "Left", "B": "Right"}
+        and first["correct"] == ["B"]
+        and first["dataset"] == "mit_states"
+    )
     assert got["mit_states-00000/VS-S"]["correct"] == ["A"] and got["mit_states-00001/VS-S"]["correct"] == ["B"]
     assert first["image"] == ["images/mit_states-00000_O_0.jpg", "images/mit_states-00000_O_1.jpg"]
 
@@ -496,7 +520,9 @@ def test_hub_datasets_load_through_datasets(tmp_path: Path, monkeypatch: pytest.
     got = records(tmp_path / "out")
     assert got["mmbench-1/O"]["options"] == {"A": "cat", "B": "dog", "C": "bird"}
     assert got["mmbench-0/O"]["options"] == {"A": "cat", "B": "dog"}
-    assert np.array_equal(pixels(tmp_path / "out" / got["mmbench-2/O"]["image"]), np.asarray(_textured(2), dtype=np.float64))
+    assert np.array_equal(
+        pixels(tmp_path / "out" / got["mmbench-2/O"]["image"]), np.asarray(_textured(2), dtype=np.float64)
+    )
     assert result.manifest["source"]["hub_id"] == "lmms-lab/MMBench_EN"
     # A local copy of a hub dataset (its parquet files) reads the same.
     (tmp_path / "copy" / "data").mkdir(parents=True)
@@ -570,7 +596,19 @@ def test_cli_builds_vision_variations_without_a_rewriter(tmp_path: Path, capsys:
     assert "unknown PARC variation 'LR-Q'" in err and "LR-I need a rewriter" in err
     assert main(["parc", "build", str(src), "-o", str(tmp_path / "z"), "--variations", "all", "--json",
                  "--ls-n-fallback", "--rewriter-url", "http://127.0.0.1:9/v1"]) == 2  # no --rewriter-model
-    assert set(ALL_VARIATIONS) == {"LR-I", "LR-C", "LR-V", "LS-N", "LS-A", "LS-M", "VR-B", "VR-L", "VR-R", "VS-S", "VS-E"}
+    assert set(ALL_VARIATIONS) == {
+        "LR-I",
+        "LR-C",
+        "LR-V",
+        "LS-N",
+        "LS-A",
+        "LS-M",
+        "VR-B",
+        "VR-L",
+        "VR-R",
+        "VS-S",
+        "VS-E",
+    }
 
 
 def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -666,8 +704,28 @@ def test_cli_language_variations_through_an_endpoint(tmp_path: Path, chat_server
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     src = write_originals(tmp_path / "src")
     out = tmp_path / "out"
-    assert main(["parc", "build", str(src), "-o", str(out), "--variations", "LS-N,LS-M,VR-L", "--json",
-                 "--rewriter-url", chat_server.url + "/v1", "--rewriter-model", "llama3-70b", "--ls-n-fallback", "--jobs", "2"]) == 0
+    assert (
+        main(
+            [
+                "parc",
+                "build",
+                str(src),
+                "-o",
+                str(out),
+                "--variations",
+                "LS-N,LS-M,VR-L",
+                "--json",
+                "--rewriter-url",
+                chat_server.url + "/v1",
+                "--rewriter-model",
+                "llama3-70b",
+                "--ls-n-fallback",
+                "--jobs",
+                "2",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["counts"] == {"O": 6, "LS-N": 6, "LS-M": 4, "VR-L": 6}  # mmbench's LS-N by the flagged rule
     assert summary["review"]["entries"] == 2 and len(summary["content_hash"]) == 64
@@ -697,7 +755,9 @@ def test_ls_m_scope_comparative_covers_left_right_items_however_worded(tmp_path:
     rewriter = FunctionRewriter(lambda prompt: "Which umbrella is less yellow?")
     strict = build(root / "originals.jsonl", tmp_path / "a", variations="LS-M", rewriter=rewriter)
     assert strict.counts == {"O": 2, "LS-M": 0} and strict.manifest["ls_m_scope"] == "more_less"
-    wide = build(root / "originals.jsonl", tmp_path / "b", variations="LS-M", rewriter=rewriter, ls_m_scope="comparative")
+    wide = build(
+        root / "originals.jsonl", tmp_path / "b", variations="LS-M", rewriter=rewriter, ls_m_scope="comparative"
+    )
     assert wide.counts == {"O": 2, "LS-M": 1}
     rec = records(tmp_path / "b")["u1/LS-M"]
     assert rec["question"] == "Which umbrella is less yellow?" and rec["correct"] == ["B"]

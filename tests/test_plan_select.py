@@ -181,8 +181,13 @@ def test_active_mean_counts_labels_known_before_the_draw_and_refuses_bad_probabi
 
 
 def real_judge(name: str) -> tuple[np.ndarray, np.ndarray]:
-    sub = {"polaris": ("polaris", "llava_critic_7b_features.csv"), "mllm": ("mllm_judge", "llava_critic_7b_features.csv")}
-    data = load(shared_file(*sub[name]), "likert", Fields(label="gt_score", logprobs="s2_lp*", prediction="parsed_score"))
+    sub = {
+        "polaris": ("polaris", "llava_critic_7b_features.csv"),
+        "mllm": ("mllm_judge", "llava_critic_7b_features.csv"),
+    }
+    data = load(
+        shared_file(*sub[name]), "likert", Fields(label="gt_score", logprobs="s2_lp*", prediction="parsed_score")
+    )
     f, y, _ = proxy_and_target(data)
     return y, f
 
@@ -368,7 +373,9 @@ def test_cli_select_then_estimate_pairwise(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in (tmp_path / "to_label.jsonl").read_text().splitlines()]
     chosen = {r["pair_id"] for r in rows}
     assert len(rows) == 2 * len(chosen) and all(0 < r["sampling_probability"] <= 1 for r in rows)
-    (tmp_path / "labeled.jsonl").write_text("".join(json.dumps(dict(r, label=human[r["pair_id"]])) + "\n" for r in rows))
+    (tmp_path / "labeled.jsonl").write_text(
+        "".join(json.dumps(dict(r, label=human[r["pair_id"]])) + "\n" for r in rows)
+    )
     assert main(["estimate", "--labeled", str(tmp_path / "labeled.jsonl"), "--unlabeled", str(run),
                  "--json", str(tmp_path / "est.json")]) == 0
     est = json.loads((tmp_path / "est.json").read_text())

@@ -23,7 +23,11 @@ TRUE_MEAN = 3.0
 def biased_judge(rng: np.random.Generator, n: int, big_n: int, informative: bool = True) -> tuple[np.ndarray, ...]:
     """Human scores with mean 3 and a judge off by +0.4 (compressed, noisy), on n labeled and N unlabeled items."""
     y = TRUE_MEAN + rng.normal(0, 1.2, n + big_n)
-    f = (3.4 + 0.6 * (y - TRUE_MEAN) + rng.normal(0, 0.5, n + big_n)) if informative else rng.normal(3.4, 1.0, n + big_n)
+    f = (
+        (3.4 + 0.6 * (y - TRUE_MEAN) + rng.normal(0, 0.5, n + big_n))
+        if informative
+        else rng.normal(3.4, 1.0, n + big_n)
+    )
     return y[:n], f[:n], f[n:]
 
 
@@ -36,7 +40,10 @@ def coverage_and_width(n: int, big_n: int, informative: bool = True, draws: int 
         for k in cover:
             cover[k].append(out[k]["lower"] <= TRUE_MEAN <= out[k]["upper"])
             width[k].append(out[k]["upper"] - out[k]["lower"])
-    return {**{f"cover_{k}": np.asarray(v) for k, v in cover.items()}, **{f"width_{k}": np.asarray(v) for k, v in width.items()}}
+    return {
+        **{f"cover_{k}": np.asarray(v) for k, v in cover.items()},
+        **{f"width_{k}": np.asarray(v) for k, v in width.items()},
+    }
 
 
 # A coverage check's floor is tests.helpers.coverage_floor: the Binomial(draws, 0.9) quantile at the test's share
@@ -97,7 +104,10 @@ def test_stratified_ppi_with_many_small_strata_covers() -> None:
         truth = float(np.mean(1.0 + 0.2 * np.arange(14)))  # strata equally likely
         e = out["estimate"]["ppi"]
         cover.append(e["lower"] <= truth <= e["upper"])
-        widths.append((e["upper"] - e["lower"]) / (out["estimate"]["labeled_only"]["upper"] - out["estimate"]["labeled_only"]["lower"]))
+        widths.append(
+            (e["upper"] - e["lower"])
+            / (out["estimate"]["labeled_only"]["upper"] - out["estimate"]["labeled_only"]["lower"])
+        )
     assert np.mean(cover) >= coverage_floor(1 - ALPHA, len(cover)), np.mean(cover)
     assert np.mean(widths) < 1.0
 
@@ -229,7 +239,8 @@ def test_estimate_on_records_splits_labeled_and_unlabeled() -> None:
 
 
 def test_agrees_with_ppi_python() -> None:
-    """ppi-python's ppi_mean_ci (PPI++ with power tuning) to rounding, when it is installed (it is heavy: numba, statsmodels)."""
+    """ppi-python's ppi_mean_ci (PPI++ with power tuning) to rounding, when it is installed (it is heavy: numba,
+    statsmodels)."""
     ppi_py = pytest.importorskip("ppi_py", reason="pip install ppi-python to compare with the reference implementation")
     for seed in range(20):
         rng = np.random.default_rng(seed)

@@ -135,7 +135,8 @@ def test_reading_a_large_file_reports_progress(tmp_path: Path) -> None:
 
 
 def test_every_install_step_says_what_it_does(tmp_path: Path) -> None:
-    """`make install` (a dry run into an empty folder): an echo before each venv and pip step, never minutes of `pip -q`."""
+    """`make install` (a dry run into an empty folder): an echo before each venv and pip step, never minutes of `pip
+    -q`."""
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
     for target in ("install", "report", "lint"):

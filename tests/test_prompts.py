@@ -22,7 +22,9 @@ def test_likert_prompts_are_the_core_texts_in_both_harnesses() -> None:
 
 def test_a_pair_reads_the_same_in_lm_eval_and_vlmevalkit() -> None:
     question, a, b = "What is {x}?", "It is 4.", "Four, surely."
-    lm_eval = prompts.PAIRWISE_SYSTEM_SINGLE_TURN + "\n\n" + prompts.pairwise_user_turn([question], [a], [b])  # system turn, then user turn
+    lm_eval = (
+        prompts.PAIRWISE_SYSTEM_SINGLE_TURN + "\n\n" + prompts.pairwise_user_turn([question], [a], [b])
+    )  # system turn, then user turn
     vlmeval = specs.MLLM_JUDGE_PAIR.prompt.format(question=question, response_a=a, response_b=b)  # one user turn
     assert lm_eval == vlmeval
     assert "position biases" in vlmeval and "Output only the letter, without any explanation." in vlmeval

@@ -80,7 +80,9 @@ def test_the_json_schema_rejects_what_readers_refuse() -> None:
 
 
 def test_complete_keeps_the_judge_fields_and_adds_the_document() -> None:
-    out = judge_output("score", logprobs={"1": -1.0, "2": -0.5}, prediction=2, flags=["missing_token"], stage="anchored")
+    out = judge_output(
+        "score", logprobs={"1": -1.0, "2": -0.5}, prediction=2, flags=["missing_token"], stage="anchored"
+    )
     record = complete(out, 17, label="2", group="coco", flags=["resume_repaired"], meta={"actor": "m"})
     assert record["id"] == "17" and record["prediction"] == 2 and record["label"] == "2"
     assert record["flags"] == ["missing_token", "resume_repaired"]
@@ -96,9 +98,17 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 def score_records(n: int = 120) -> list[dict[str, Any]]:
     d = simulate_likert_judge(n=n, seed=4)
-    return [score_record(d.ids[i], label=int(d.labels[i]), logprobs=dict(zip(d.scale.tokens, d.logprobs[i].tolist(), strict=True)),
-                         prediction=int(d.parsed[i]), group=d.fields["group"][i], meta={"actor": "abc"[i % 3]})
-            for i in range(n)]
+    return [
+        score_record(
+            d.ids[i],
+            label=int(d.labels[i]),
+            logprobs=dict(zip(d.scale.tokens, d.logprobs[i].tolist(), strict=True)),
+            prediction=int(d.parsed[i]),
+            group=d.fields["group"][i],
+            meta={"actor": "abc"[i % 3]},
+        )
+        for i in range(n)
+    ]
 
 
 def pair_records(n: int = 80) -> list[dict[str, Any]]:
@@ -133,7 +143,10 @@ def test_unlabeled_records_are_kept_when_asked_and_counted_by_evaluation(tmp_pat
     data = from_records(rows, require_label=False)
     assert isinstance(data, ScoreData) and data.n == 120 and int((~data.labeled).sum()) == 20
     report = evaluate(data, Protocol(methods=("naive",), splits=2))
-    assert report["n"] == 100 and {"reason": "label_missing", "count": 20, "examples": [r["id"] for r in rows[:5]]} in report["excluded"]
+    assert (
+        report["n"] == 100
+        and {"reason": "label_missing", "count": 20, "examples": [r["id"] for r in rows[:5]]} in report["excluded"]
+    )
     strict = from_records(rows)
     assert strict.n == 100 and strict.excluded.counts["label_missing"] == 20
 
@@ -157,7 +170,25 @@ def test_label_and_id_flags_work_for_every_kind(kind: str, tmp_path: Path, capsy
     if kind == "likert":
         extra += ["--methods", "naive"]
     out = tmp_path / "r.json"
-    assert main(["evaluate", str(path), "--kind", kind, "--label", "human", "--id", "key", "--quiet", "--json", str(out), *extra]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(path),
+                "--kind",
+                kind,
+                "--label",
+                "human",
+                "--id",
+                "key",
+                "--quiet",
+                "--json",
+                str(out),
+                *extra,
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text())
     assert report["n"] > 0 and report["excluded"] == []
     # without the flags the fields are not found: the error names the flag, never a silent misread
@@ -181,7 +212,9 @@ def test_records_command_maps_any_table_onto_records(tmp_path: Path, capsys: pyt
     assert len(records) == 60 and all(problem(r) is None for r in records)
     v = validator()
     assert not list(v.iter_errors(records[0])) and records[0]["task"] == d.fields["group"][0]
-    a = evaluate(load(csv, fields=Fields(id="key", label="score", logprobs="lp_*")), Protocol(methods=("naive", "lac"), splits=3))
+    a = evaluate(
+        load(csv, fields=Fields(id="key", label="score", logprobs="lp_*")), Protocol(methods=("naive", "lac"), splits=3)
+    )
     b = evaluate(load(out), Protocol(methods=("naive", "lac"), splits=3))
     assert a["methods"] == b["methods"] and a["point"] == b["point"]
 

@@ -152,7 +152,9 @@ def test_confusion_width_distribution_and_rsg(reports) -> None:
     wd = F.width_distribution(rs[:1], "naive").figure.axes[0]
     assert wd.get_xlabel() == "share of test items" and len(wd.containers) == 3
     inf = rs[0].report["methods"]["lac"]["informativeness"]
-    assert [c.patches[1].get_width() for c in wd.containers] == pytest.approx([inf[b] for b in ("decisive", "moderate", "uninformative")])
+    assert [c.patches[1].get_width() for c in wd.containers] == pytest.approx(
+        [inf[b] for b in ("decisive", "moderate", "uninformative")]
+    )
     rsg = F.rsg(rs, "naive")
     ax = rsg.figure.axes[0]
     assert ax.get_ylabel().startswith("RSG") and len(ax.containers) == 1
@@ -163,7 +165,9 @@ def test_pairwise_figures(reports) -> None:
     (run,) = runs(reports, "pairwise")
     rc = F.risk_coverage([run], "scope").figure.axes[0]
     signals = list(run.report["risk_coverage"])
-    assert [ln.get_label() for ln in rc.get_lines() if ln.get_label().startswith("signal")] == [f"signal {s}" for s in signals]
+    assert [ln.get_label() for ln in rc.get_lines() if ln.get_label().startswith("signal")] == [
+        f"signal {s}" for s in signals
+    ]
     markers = [ln for ln in rc.get_lines() if " at α = 0.1" in ln.get_label()]
     assert len(markers) == len(run.report["controllers"])
     assert target_lines(rc)[0].get_ydata()[0] == pytest.approx(0.1)
@@ -210,7 +214,10 @@ def test_documents_tables_and_embedded_figures(reports, tmp_path) -> None:
     assert "Not shown (alpha_sweep missing): plain" in md  # ... but not in every report
     lonely = write_report([reports["plain"]], tmp_path / "plain").markdown.read_text()
     assert "## Likert judges" in lonely and "### Not drawn (missing from the report)" in lonely
-    assert "- Coverage and width against α: no `alpha_sweep` in the report: run `judgecp evaluate` with `--alphas" in lonely
+    assert (
+        "- Coverage and width against α: no `alpha_sweep` in the report: run `judgecp evaluate` with `--alphas"
+        in lonely
+    )
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == len(figures)
     assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
@@ -379,7 +386,9 @@ def test_reliability_and_set_size_figures(reports) -> None:
     (mcq,) = runs(reports, "mcq")
     ax = F.set_size_hist([mcq], "lac").figure.axes[0]
     assert len(ax.containers) == 2 and ax.get_xlabel() == "set size (options)"
-    assert [p.get_height() for p in ax.containers[0]] == pytest.approx(list(mcq.report["set_size_distribution"]["lac"].values()))
+    assert [p.get_height() for p in ax.containers[0]] == pytest.approx(
+        list(mcq.report["set_size_distribution"]["lac"].values())
+    )
     old = {k: v for k, v in lik.report.items() if k != "reliability_diagram"}
     from judgecp.present.runs import Run
 
@@ -441,9 +450,13 @@ def test_an_lm_eval_folder_names_judges_by_model_and_task_and_groups_subtasks(tm
     records = to_records(simulate_likert_judge(600))
     by_group = {g: [r for r in records if r["group"] == g] for g in ("easy", "medium", "hard")}
     out = tmp_path / "out"
-    write_lm_eval_run(out / "eh27apdj", "2026-01-01T00-00-00.000001", "pretrained=/models/llava-critic-7b,dtype=float32",
-                      {**{f"demo_{g}": rs for g, rs in by_group.items()}, "demo_all": records},
-                      {"demo": ["demo_easy", "demo_medium", "demo_hard", "demo_all"]})
+    write_lm_eval_run(
+        out / "eh27apdj",
+        "2026-01-01T00-00-00.000001",
+        "pretrained=/models/llava-critic-7b,dtype=float32",
+        {**{f"demo_{g}": rs for g, rs in by_group.items()}, "demo_all": records},
+        {"demo": ["demo_easy", "demo_medium", "demo_hard", "demo_all"]},
+    )
     write_lm_eval_run(out / "eh27apdj", "2026-01-02T00-00-00.000001", "pretrained=org/other-judge",
                       {"solo": to_records(simulate_likert_judge(300, seed=5))}, {})
     runs_ = load_runs([out], alphas=(0.05, 0.2))
@@ -458,7 +471,10 @@ def test_an_lm_eval_folder_names_judges_by_model_and_task_and_groups_subtasks(tm
     assert "| llava-critic-7b: demo | likert |" in md and "eh27apdj" not in md.split("## ")[1]
     assert (tmp_path / "report" / "figures" / "group_coverage.png").is_file()
     # A single samples file is named the same way; the same model and task twice get their dates in the name.
-    assert load_runs([out / "eh27apdj" / "samples_solo_2026-01-02T00-00-00.000001.jsonl"])[0].name == "org/other-judge: solo"
+    assert (
+        load_runs([out / "eh27apdj" / "samples_solo_2026-01-02T00-00-00.000001.jsonl"])[0].name
+        == "org/other-judge: solo"
+    )
     write_lm_eval_run(out / "second", "2026-01-03T00-00-00.000001", "pretrained=org/other-judge",
                       {"solo": to_records(simulate_likert_judge(300, seed=6))}, {})
     names = [r.name for r in load_runs([out])]

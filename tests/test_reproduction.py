@@ -162,7 +162,10 @@ def test_paper_adjusted_intervals_are_the_expanded_variant(reports: dict[str, An
         assert m["labels"]["coverage"] == pytest.approx(m["interval"]["coverage"], abs=1e-12), name
         assert m["labels"]["width"] <= m["interval"]["width"] + 1e-12, name
         assert m["expanded"]["coverage"] >= m["labels"]["coverage"] and m["expanded"]["width"] > m["labels"]["width"]
-    ours_gain = reports["mllm"]["methods"]["r2ccp"]["expanded"]["coverage"] - reports["mllm"]["methods"]["r2ccp"]["interval"]["coverage"]
+    ours_gain = (
+        reports["mllm"]["methods"]["r2ccp"]["expanded"]["coverage"]
+        - reports["mllm"]["methods"]["r2ccp"]["interval"]["coverage"]
+    )
     assert 0.05 < ours_gain < 0.12
 
 

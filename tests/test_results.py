@@ -1,4 +1,5 @@
-"""Typed results (judgecp.workflows.results) and the gate that reads them: frozen, versioned, one flat naming, never NaN."""
+"""Typed results (judgecp.workflows.results) and the gate that reads them: frozen, versioned, one flat naming, never
+NaN."""
 
 from __future__ import annotations
 
@@ -159,9 +160,17 @@ def test_apply_summary_names_and_the_drift_condition(tmp_path: Path, capsys: pyt
 
 
 def test_gate_reads_lm_eval_results_by_the_same_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    results = {"results": {"task_a": {"alias": "task_a", "coverage_naive,none": 0.91, "coverage_naive_stderr,none": 0.01,
-                                      "drift.alarm,none": 0.0},
-                           "task_b": {"coverage_naive,none": float("nan")}}}
+    results = {
+        "results": {
+            "task_a": {
+                "alias": "task_a",
+                "coverage_naive,none": 0.91,
+                "coverage_naive_stderr,none": 0.01,
+                "drift.alarm,none": 0.0,
+            },
+            "task_b": {"coverage_naive,none": float("nan")},
+        }
+    }
     path = tmp_path / "results.json"
     path.write_text(json.dumps(results))  # a bare NaN, as lm-eval writes it
     assert main(["gate", str(path), "--min", "task_a.coverage_naive=0.9"]) == 0
@@ -184,7 +193,11 @@ def test_every_result_validates_against_the_published_schema(study: StudyResult,
     validate(json.loads(study.dumps()))
     validate(json.loads(evaluate(simulate_pairwise_judge(200, seed=2), Protocol(splits=10)).dumps()))
     data = simulate_likert_judge(n=400, seed=6)
-    validate(json.loads(ApplyResult(apply(calibrate(data.take(np.arange(200))), data.take(np.arange(200, 400))).summary).dumps()))
+    validate(
+        json.loads(
+            ApplyResult(apply(calibrate(data.take(np.arange(200))), data.take(np.arange(200, 400))).summary).dumps()
+        )
+    )
     table = _table(tmp_path / "run.csv", _likert_rows(300, 100, None, seed=4))
     assert main(["estimate", str(table), "--logprobs", "lp*", "--json", str(tmp_path / "e.json")]) == 0
     validate(json.loads((tmp_path / "e.json").read_text()))

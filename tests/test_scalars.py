@@ -27,7 +27,10 @@ def test_likert_metrics_read_the_core_report() -> None:
     report = evaluate(data, protocol)
     got = metric_values(report, likert_metrics(protocol))
     naive = report["methods"]["naive"]
-    assert got["coverage_naive"] == naive["labels"]["coverage"] and got["coverage_naive_stderr"] == naive["labels"]["coverage_std"]
+    assert (
+        got["coverage_naive"] == naive["labels"]["coverage"]
+        and got["coverage_naive_stderr"] == naive["labels"]["coverage_std"]
+    )
     assert got["interval_width_naive"] == naive["interval"]["width"]  # an interval method
     assert "interval_width_lac" not in got and got["width_lac"] == report["methods"]["lac"]["labels"]["width"]
     assert "coverage_lac_probabilities_recalibrated" in got  # a spec made name-safe
@@ -70,14 +73,19 @@ def test_multiple_choice_and_parc_metrics_read_the_core_report() -> None:
     assert got["set_size_aps"] == report["methods"]["aps"]["set_size"] and got["accuracy"] == report["accuracy"]
     c = categories[0]
     assert got[f"coverage_lac_{metric_suffix(c)}"] == report["by_category"][c]["methods"]["lac"]["coverage"]
-    assert not any(name.startswith("coverage_aps_") and not name.endswith("stderr") for name in got)  # first method only
+    assert not any(
+        name.startswith("coverage_aps_") and not name.endswith("stderr") for name in got
+    )  # first method only
 
     parc = evaluate(from_records(simulate_parc_records(n_sources=40, seed=2)), Protocol(seeds=(0, 1)))
     values = metric_values(parc, parc_metrics(["O", "LR-I"], ["LR"]))
     assert values["reliability"] == next(iter(parc["reliability"]["model"].values()))["calibrated"]
     assert values["certainty_LR-I"] == parc["certainty"]["variation"]["LR-I"]["calibrated"]
     assert "consistency_O" not in values
-    two_models = {**parc, "reliability": {**parc["reliability"], "model": {"a": {"calibrated": 1.0}, "b": {"calibrated": 0.0}}}}
+    two_models = {
+        **parc,
+        "reliability": {**parc["reliability"], "model": {"a": {"calibrated": 1.0}, "b": {"calibrated": 0.0}}},
+    }
     assert math.isnan(metric_values(two_models, parc_metrics([], []))["reliability"])  # one model per harness run
 
 
@@ -131,5 +139,6 @@ def test_image_fingerprint_is_the_content() -> None:
 
     red, also_red = image_mod.new("RGB", (4, 4), (255, 0, 0)), image_mod.new("RGB", (4, 4), (255, 0, 0))
     assert fingerprint([red]) == fingerprint([also_red]) != fingerprint([image_mod.new("RGB", (4, 4), (0, 0, 255))])
-    assert fingerprint([red, red]) != fingerprint([red]) and fingerprint([image_mod.new("L", (4, 4), 0)]) != fingerprint(
-        [image_mod.new("RGB", (4, 4), 0)])
+    assert fingerprint([red, red]) != fingerprint([red]) and fingerprint(
+        [image_mod.new("L", (4, 4), 0)]
+    ) != fingerprint([image_mod.new("RGB", (4, 4), 0)])

@@ -35,7 +35,9 @@ def test_one_line_per_kind_the_worst_first() -> None:
     assert summary_lines([]) == []
 
 
-def test_evaluate_prints_one_line_the_json_keeps_every_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_evaluate_prints_one_line_the_json_keeps_every_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The real judge per task category: several groups miss the target under pooled calibration."""
     data = shared_file("mllm_judge", "llava_critic_7b_features.csv")
     out = tmp_path / "r.json"

@@ -245,7 +245,15 @@ def positions_output(
     shape = get_kind(kind).reader.record_shape
     if shape == "score":
         return score_output(tokens, positions, scale=scale or LikertScale(), floor=floor, flags=flags, source=source)
-    return letter_output(cast(Literal["pair", "choice"], shape), tokens, positions, list(letters), floor=floor, flags=flags, source=source)
+    return letter_output(
+        cast(Literal["pair", "choice"], shape),
+        tokens,
+        positions,
+        list(letters),
+        floor=floor,
+        flags=flags,
+        source=source,
+    )
 
 
 def failed_record(

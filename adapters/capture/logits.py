@@ -188,7 +188,9 @@ class RatingPosition(Mapping[str, float]):
         return list(zip(self._tokens, self._capture.rating_logprobs(self._position), strict=True))
 
 
-def capture_generation(output: Any, prompt_length: int, vocabulary: RatingVocabulary, stop_ids: set[int]) -> list[GenerationCapture]:
+def capture_generation(
+    output: Any, prompt_length: int, vocabulary: RatingVocabulary, stop_ids: set[int]
+) -> list[GenerationCapture]:
     """Per batch row, the generated ids up to the first stop id, with the call's logits to read from.
 
     ``output`` is ``generate(..., output_logits=True, return_dict_in_generate=True)``'s result.
@@ -265,11 +267,15 @@ def response_from_candidates(
 def capture_from_vllm_output(output: Any) -> tuple[list[int], list[dict[int, float]]]:
     """Generated ids and per-position ``{token id: logprob}`` (top-k) of a vLLM ``RequestOutput``."""
     completion = output.outputs[0]
-    positions = [{int(tid): float(lp.logprob) for tid, lp in (step or {}).items()} for step in (completion.logprobs or [])]
+    positions = [
+        {int(tid): float(lp.logprob) for tid, lp in (step or {}).items()} for step in (completion.logprobs or [])
+    ]
     return list(completion.token_ids), positions
 
 
-def response_from_vllm_capture(text: str, capture: tuple[list[int], list[dict[int, float]]], tokenizer: Any, scale: LikertScale, floor: float) -> str:
+def response_from_vllm_capture(
+    text: str, capture: tuple[list[int], list[dict[int, float]]], tokenizer: Any, scale: LikertScale, floor: float
+) -> str:
     ids, positions = capture
     n = min(_aligned_length(tokenizer, ids, text), len(positions))
     tokens = tokenizer.convert_ids_to_tokens(ids[:n])

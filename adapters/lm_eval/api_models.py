@@ -53,8 +53,18 @@ class OpenAIJudge(LocalChatCompletion):
         self.judgecp_scale = LikertScale.parse(str(scale))
         self.judgecp_floor = DEFAULT_FLOOR if floor in (None, "") else float(floor)  # type: ignore[arg-type]
 
-    def _create_payload(self, messages: Any, generate: bool = False, gen_kwargs: dict | None = None, seed: int = 1234, eos: Any = None, **kwargs: Any) -> dict:  # type: ignore[override]
-        payload = super()._create_payload(messages, generate=generate, gen_kwargs=gen_kwargs, seed=seed, eos=eos, **kwargs)
+    def _create_payload(
+        self,
+        messages: Any,
+        generate: bool = False,
+        gen_kwargs: dict | None = None,
+        seed: int = 1234,
+        eos: Any = None,
+        **kwargs: Any,
+    ) -> dict:  # type: ignore[override]
+        payload = super()._create_payload(
+            messages, generate=generate, gen_kwargs=gen_kwargs, seed=seed, eos=eos, **kwargs
+        )
         payload["logprobs"] = True
         payload["top_logprobs"] = self.top_logprobs
         return payload  # type: ignore[no-any-return]

@@ -138,7 +138,8 @@ def _interleaved(models: dict[str, Any], fn: Callable[[Any], Any], repeats: int)
 
 
 def _passes_and_times(models: dict[str, Any], requests: list[Any], repeats: int) -> dict[str, tuple[int, float, float]]:
-    """Forward passes (counted on a warm-up run) and median (wall, CPU) time of each model's ``loglikelihood(requests)``."""
+    """Forward passes (counted on a warm-up run) and median (wall, CPU) time of each model's
+    ``loglikelihood(requests)``."""
     passes = {}
     for name, lm in models.items():
         calls, handle = _count_forward(lm.model)
@@ -155,14 +156,23 @@ class _Bench:
     def __init__(self, llava: Any, text: Any, tokenizer: Any, data: Path, *, documents: int, gen_tokens: int,
                  repeats: int, on_cpu: bool, out: TextIO) -> None:
         self.llava, self.text, self.tokenizer, self.data = llava, text, tokenizer, data
-        self.documents, self.gen_tokens, self.repeats, self.on_cpu, self.w = documents, gen_tokens, repeats, on_cpu, out.write
+        self.documents, self.gen_tokens, self.repeats, self.on_cpu, self.w = (
+            documents,
+            gen_tokens,
+            repeats,
+            on_cpu,
+            out.write,
+        )
 
     def row(self, name: str, passes: float | None, wall: float, cpu: float, n: int) -> None:
         cells = f"{'' if passes is None else f'{passes / n:.2f}':>10s} {1000 * wall / n:9.2f}"
         self.w(f"  {name:46s} {cells}" + (f" {1000 * cpu / n:9.2f}\n" if self.on_cpu else "\n"))
 
     def head(self, title: str) -> None:
-        self.w(f"\n{title}\n  {'path':46s} {'passes/doc':>10s} {'ms/doc':>9s}" + (f" {'CPU ms/doc':>9s}\n" if self.on_cpu else "\n"))
+        self.w(
+            f"\n{title}\n  {'path':46s} {'passes/doc':>10s} {'ms/doc':>9s}"
+            + (f" {'CPU ms/doc':>9s}\n" if self.on_cpu else "\n")
+        )
 
     def ratio(self, label: str, a: tuple[float, float], b: tuple[float, float], target: str) -> None:
         cpu = f", CPU time {a[1] / b[1]:.3f}x" if self.on_cpu else ""
@@ -188,8 +198,12 @@ class _Bench:
         for name, (passes, wall, cpu) in results.items():
             self.row(name, passes, wall, cpu, n)
         (p1, *one), (p5, *five) = results.values()
-        self.ratio(f"one pass per label / one per document: passes {p5 / p1:.2f}x,", tuple(five), tuple(one),  # type: ignore[arg-type]
-                   "lm-eval's way, on the same model")
+        self.ratio(
+            f"one pass per label / one per document: passes {p5 / p1:.2f}x,",
+            tuple(five),
+            tuple(one),  # type: ignore[arg-type]
+            "lm-eval's way, on the same model",
+        )
         try:
             HFMultimodalLM(**args).loglikelihood(requests[:1], disable_tqdm=True)
         except NotImplementedError:
@@ -279,18 +293,26 @@ def bench_capture(
     register()
     with scratch_dir() as root, quiet_harness():
         started = time.perf_counter()
-        llava, processor = tiny_judge(vision=True, hidden=hidden, layers=layers, vocab=vocab, device=device, dtype=dtype)
+        llava, processor = tiny_judge(
+            vision=True, hidden=hidden, layers=layers, vocab=vocab, device=device, dtype=dtype
+        )
         processor.save_pretrained(root / "processor")  # hf-multimodal loads the processor by the model's name
         llava.name_or_path = str(root / "processor")
         built = time.perf_counter() - started
         data = build_mllm_judge_dir(root / "data", per_category=documents, categories=1, bad=False)
-        where = torch.cuda.get_device_name(device) if device.startswith("cuda") else f"CPU, {torch.get_num_threads()} torch threads"
+        where = (
+            torch.cuda.get_device_name(device)
+            if device.startswith("cuda")
+            else f"CPU, {torch.get_num_threads()} torch threads"
+        )
         params = sum(p.numel() for p in llava.parameters())
         size = f"{params / 1e9:.2f}B" if params >= 1e9 else f"{params / 1e6:.1f}M"
-        out.write(f"bench capture: random LLaVA (CLIP {layers} layers + Llama hidden {hidden}, {layers} layers, vocabulary "
-                  f"{llava.get_output_embeddings().weight.shape[0]}, {size} parameters, {dtype}; built on "
-                  f"{device} in {built:.1f} s; its language model is the text judge), {where}, torch {torch.__version__}, "
-                  f"{documents} MLLM-as-a-Judge-format documents with images (prompt B.1), median of {repeats}\n")
+        out.write(
+            f"bench capture: random LLaVA (CLIP {layers} layers + Llama hidden {hidden}, {layers} layers, vocabulary "
+            f"{llava.get_output_embeddings().weight.shape[0]}, {size} parameters, {dtype}; built on "
+            f"{device} in {built:.1f} s; its language model is the text judge), {where}, torch {torch.__version__}, "
+            f"{documents} MLLM-as-a-Judge-format documents with images (prompt B.1), median of {repeats}\n"
+        )
         bench = _Bench(llava, text_model_of(llava), processor.tokenizer, data, documents=documents,
                        gen_tokens=gen_tokens, repeats=repeats, on_cpu=not device.startswith("cuda"), out=out)
         for size in batch_sizes:

@@ -102,7 +102,9 @@ def documents_dataset(docs: list[dict[str, Any]], *, what: str) -> Any:
         if doc.get("exclude"):
             skipped.add(str(doc["exclude"]), doc["id"])
     for entry in skipped.to_json():
-        logger.warning("judgecp: %s: %d item(s) cannot be judged (counted in excluded): %s", what, entry["count"], entry["reason"])
+        logger.warning(
+            "judgecp: %s: %d item(s) cannot be judged (counted in excluded): %s", what, entry["count"], entry["reason"]
+        )
     return datasources.as_dataset_dict(docs, what=what)
 
 
@@ -162,7 +164,9 @@ class MultipleChoiceTask(JudgeReportTask):
     def categories(self) -> list[str]:
         """The documents' categories (per-category metrics), sorted; none when the dataset has none."""
         docs = self.task_docs
-        return sorted({str(c) for c, e in zip(docs["category"], docs["exclude"], strict=True) if c not in (None, "") and not e})
+        return sorted(
+            {str(c) for c, e in zip(docs["category"], docs["exclude"], strict=True) if c not in (None, "") and not e}
+        )
 
     def metrics(self) -> list[Metric]:
         return mcq_metrics(self.protocol, self.categories())
@@ -191,8 +195,11 @@ class PARCTask(MultipleChoiceTask):
 
     def metrics(self) -> list[Metric]:
         docs = self.task_docs
-        names = {variation_name(str(v), f, Exclusions(), "") for v, f, e in zip(docs["variation"], docs["family"], docs["exclude"], strict=True)
-                 if v and not e}
+        names = {
+            variation_name(str(v), f, Exclusions(), "")
+            for v, f, e in zip(docs["variation"], docs["family"], docs["exclude"], strict=True)
+            if v and not e
+        }
         variations, families = variation_order(names)
         datasets = sorted({str(d) for d, e in zip(docs["dataset"], docs["exclude"], strict=True) if d and not e})
         return parc_metrics(variations, families, datasets)

@@ -21,7 +21,9 @@ from judgecp.synthetic.judges import simulate_likert_judge
 #: Size and seed of the demo set (three groups: easy, medium, hard).
 DEMO_ITEMS = 600
 DEMO_SEED = 2026
-DEMO_SOURCE = f"judgecp.synthetic.judges.simulate_likert_judge(n={DEMO_ITEMS}, seed={DEMO_SEED}): synthetic, not a real model"
+DEMO_SOURCE = (
+    f"judgecp.synthetic.judges.simulate_likert_judge(n={DEMO_ITEMS}, seed={DEMO_SEED}): synthetic, not a real model"
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,4 +48,7 @@ def demo_items() -> tuple[dict[str, Any], ...]:
 
 def synthetic_recording() -> dict[str, dict[str, Any]]:
     """The replay model's default recording: document id -> label logprobs."""
-    return {item["id"]: {"id": item["id"], "kind": "synthetic", "logprobs": item["recorded_logprobs"]} for item in demo_items()}
+    return {
+        item["id"]: {"id": item["id"], "kind": "synthetic", "logprobs": item["recorded_logprobs"]}
+        for item in demo_items()
+    }

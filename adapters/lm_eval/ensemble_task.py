@@ -174,6 +174,14 @@ class PromptEnsembleTask(JudgeReportTask):
         glyphs = list(doc["glyphs"])
         logprobs = self.choice_logprobs(glyphs, results)
         model = (self.config.metadata or {}).get("model")
-        return study_record(doc["item"], doc["prompt_id"], order=doc["order"], label=doc.get("label"), logprobs=logprobs,
-                            answer_key=json.loads(doc["answer_key"]), judge=str(model) if model else model_name(),
-                            task=doc.get("dataset"), exclude=self.document_exclusion(doc))
+        return study_record(
+            doc["item"],
+            doc["prompt_id"],
+            order=doc["order"],
+            label=doc.get("label"),
+            logprobs=logprobs,
+            answer_key=json.loads(doc["answer_key"]),
+            judge=str(model) if model else model_name(),
+            task=doc.get("dataset"),
+            exclude=self.document_exclusion(doc),
+        )

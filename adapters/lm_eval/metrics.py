@@ -126,7 +126,9 @@ def task_report(
     return _compute(by_id(records), kind, protocol, task, scale)
 
 
-def _compute(records: list[Record], kind: str, protocol: Protocol, task: str, scale: LikertScale | None) -> dict[str, Any]:
+def _compute(
+    records: list[Record], kind: str, protocol: Protocol, task: str, scale: LikertScale | None
+) -> dict[str, Any]:
     source = f"lm-eval task {task}".strip()
     data = None
     try:
@@ -137,7 +139,9 @@ def _compute(records: list[Record], kind: str, protocol: Protocol, task: str, sc
     except InputError as exc:  # too few usable records, a Mondrian field the records lack, ...
         if data is None:
             raise
-        report = undefined_report(str(exc), data.n_read, data.n, data.excluded.to_json(), data.flags.to_json(key="flag"))
+        report = undefined_report(
+            str(exc), data.n_read, data.n, data.excluded.to_json(), data.flags.to_json(key="flag")
+        )
     return counted(report, task)
 
 

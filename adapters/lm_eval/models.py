@@ -162,7 +162,8 @@ class JudgeCaptureMixin(GenerationPairingMixin):
         return results  # type: ignore[return-value]
 
     def _judgecp_batch_size(self, longest: list[int]) -> int:
-        """``batch_size``, or with ``auto`` the size lm-eval's own detection finds for the longest row (once per length)."""
+        """``batch_size``, or with ``auto`` the size lm-eval's own detection finds for the longest row (once per
+        length)."""
         size = self.batch_size
         if isinstance(size, int) and size > 0:
             return size
@@ -198,7 +199,9 @@ class JudgeCaptureMixin(GenerationPairingMixin):
         return self._judgecp_logits_to_keep
 
     @staticmethod
-    def _judgecp_fit(context: list[int], extension: list[int], max_length: int, *, multimodal: bool) -> tuple[list[int], int]:
+    def _judgecp_fit(
+        context: list[int], extension: list[int], max_length: int, *, multimodal: bool
+    ) -> tuple[list[int], int]:
         """Context + extension within the model's length (left-truncating text contexts, like lm-eval)."""
         ids = context + extension
         if len(ids) <= max_length:
@@ -212,7 +215,10 @@ class JudgeCaptureMixin(GenerationPairingMixin):
         return ids[cut:], len(context) - cut
 
     def _loglikelihood_tokens(
-        self, requests: list[tuple[tuple[str, str], list[int], list[int]]], disable_tqdm: bool = False, override_bs: int | None = None
+        self,
+        requests: list[tuple[tuple[str, str], list[int], list[int]]],
+        disable_tqdm: bool = False,
+        override_bs: int | None = None,
     ) -> list[tuple[float, bool]]:
         """Text requests, grouped by context: one row per distinct context (causal models;
         encoder-decoder models keep lm-eval's own scoring)."""
@@ -305,7 +311,9 @@ class HFJudgeLM(JudgeCaptureMixin, HFLM):
         self._judgecp_write_record("direct", requests, results)
         return results
 
-    def _judgecp_encode_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[tuple[str, str], list[int], list[int]]]:
+    def _judgecp_encode_pairs(
+        self, pairs: Sequence[tuple[str, str]]
+    ) -> list[tuple[tuple[str, str], list[int], list[int]]]:
         """The requests as lm-eval 0.4.13 encodes them (``TemplateLM.loglikelihood``, ``_encode_pair``,
         ``HFLM.tok_encode``: trailing context spaces move to the continuation; the continuation's tokens
         are those of context + continuation past the context's), each distinct string encoded once.
@@ -355,9 +363,13 @@ class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
     """``hf-multimodal-judge``: lm-eval's ``hf-multimodal`` with image ``multiple_choice`` scoring
     (one forward pass per document) and logprob capture."""
 
-    def _model_multimodal_generate(self, inputs: Any, max_length: int, stop: list[str], **generation_kwargs: Any) -> Any:
+    def _model_multimodal_generate(
+        self, inputs: Any, max_length: int, stop: list[str], **generation_kwargs: Any
+    ) -> Any:
         def generate(**extra: Any) -> Any:
-            return HFMultimodalLM._model_multimodal_generate(self, inputs, max_length, stop, **generation_kwargs, **extra)
+            return HFMultimodalLM._model_multimodal_generate(
+                self, inputs, max_length, stop, **generation_kwargs, **extra
+            )
 
         return self._judgecp_generate(generate, inputs["input_ids"].shape[1])
 
@@ -375,7 +387,10 @@ class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
         encoding = self.processor(text=[text], images=images, return_tensors="pt")
         ids = encoding.pop("input_ids")[0].tolist()
         encoding.pop("attention_mask", None)
-        extra = {k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device)) for k, v in encoding.items()}
+        extra = {
+            k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device))
+            for k, v in encoding.items()
+        }
         return ids, text, extra
 
     def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple[float, bool]]:
@@ -390,7 +405,11 @@ class HFMultimodalJudgeLM(JudgeCaptureMixin, HFMultimodalLM):
             by_images: dict[Any, list[int]] = defaultdict(list)
             visuals_of = {id(requests[i].args[2]["visual"]) for i in idx}
             for i in idx:
-                key = id(requests[i].args[2]["visual"]) if len(visuals_of) == 1 else images.fingerprint(requests[i].args[2]["visual"])
+                key = (
+                    id(requests[i].args[2]["visual"])
+                    if len(visuals_of) == 1
+                    else images.fingerprint(requests[i].args[2]["visual"])
+                )
                 by_images[key].append(i)
             groups.extend(by_images.values())
         documents = []

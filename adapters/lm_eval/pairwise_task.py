@@ -137,7 +137,9 @@ def pairwise_dataset(pairs: Sequence[Pair], *, what: str, max_pairs: Any = None,
             k = int(max_pairs)
             seed = int(data_seed)
         except (TypeError, ValueError) as exc:
-            raise InputError(f"metadata max_pairs and data_seed must be integers, got {max_pairs!r}, {data_seed!r}") from exc
+            raise InputError(
+                f"metadata max_pairs and data_seed must be integers, got {max_pairs!r}, {data_seed!r}"
+            ) from exc
         if k < 1:
             raise InputError(f"metadata max_pairs must be positive, got {max_pairs!r}")
         keep = sorted(random.Random(seed).sample(range(len(usable)), k)) if k < len(usable) else range(len(usable))

@@ -47,18 +47,33 @@ def register_commands(commands: Any, benchmarks: Any) -> None:
     c = benchmarks.add_parser(
         "capture", help="judgecp's scoring paths against lm-eval's own on one random judge (needs judgecp[lm-eval])")
     c.add_argument("--documents", type=int, default=24, help="documents per measurement (default 24)")
-    c.add_argument("--gen-tokens", type=int, default=64, help="tokens generated per document for chain of thought (default 64)")
+    c.add_argument(
+        "--gen-tokens", type=int, default=64, help="tokens generated per document for chain of thought (default 64)"
+    )
     c.add_argument("--repeats", type=int, default=3, help="timed repetitions; the median is reported (default 3)")
-    c.add_argument("--batch-size", default="1",
-                   help="batch sizes, comma-separated, each measured with the judge built once (e.g. 1,8,auto; default 1)")
-    c.add_argument("--only", default=",".join(("image", "text", "cot")),
-                   help="sections to run: image (direct scoring), text (hf-judge against stock hf), cot (capture); default all")
+    c.add_argument(
+        "--batch-size",
+        default="1",
+        help="batch sizes, comma-separated, each measured with the judge built once (e.g. 1,8,auto; default 1)",
+    )
+    c.add_argument(
+        "--only",
+        default=",".join(("image", "text", "cot")),
+        help="sections to run: image (direct scoring), text (hf-judge against stock hf), cot (capture); default all",
+    )
     c.add_argument("--device", default="cpu", help="torch device: cpu (default), cuda, cuda:1")
     c.add_argument("--dtype", default=None, help="model dtype (default bfloat16 on a GPU, float32 on a CPU)")
     c.add_argument("--hidden", type=int, default=64, help="language model width (default 64; 4096 for a real judge's)")
-    c.add_argument("--layers", type=int, default=2, help="layers of the language model and the vision tower (default 2)")
-    c.add_argument("--vocab", type=int, default=None,
-                   help="widen the output layer to this many tokens, as a real judge's (e.g. 32000; default: the tokenizer's ~400)")
+    c.add_argument(
+        "--layers", type=int, default=2, help="layers of the language model and the vision tower (default 2)"
+    )
+    c.add_argument(
+        "--vocab",
+        type=int,
+        default=None,
+        help="widen the output layer to this many tokens, as a real judge's (e.g. 32000; default: the tokenizer's "
+             "~400)",
+    )
     c.set_defaults(func=run_bench_capture)
 
 
@@ -171,7 +186,9 @@ def read_samples(path: Path, *, kind: str | None = None, **options: Any) -> Reco
             records.append(record)
     if not records:
         reasons = ", ".join(f"{e['reason']}: {e['count']}" for e in excluded.to_json()) or "the file is empty"
-        raise InputError(f"{path}: no judgecp record in this file ({reasons}); is it the samples file of a judgecp task?")
+        raise InputError(
+            f"{path}: no judgecp record in this file ({reasons}); is it the samples file of a judgecp task?"
+        )
     # In id order, as the tasks' aggregations sort them: the same records give the same splits.
     records.sort(key=lambda r: str(r["id"]))
     return RecordBatch(records, str(path), excluded, n_read, {"lm_eval": {"samples_file": str(path)}})

@@ -111,5 +111,7 @@ class ReplayJudgeLM(LM):
 
     def _report_missing(self) -> None:
         if self.missing:
-            logger.warning("judgecp-replay: %d request(s) had no recorded scores; their documents are excluded", self.missing)
+            logger.warning(
+                "judgecp-replay: %d request(s) had no recorded scores; their documents are excluded", self.missing
+            )
             self.missing = 0

@@ -124,7 +124,9 @@ class JudgeReportTask(ConfigurableTask):
 
     def report(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if self.calibrator is not None:
-            return calibrated.calibrated_report(records, self.calibrator, self.KIND, task=str(self.config.task), scale=self.scale())
+            return calibrated.calibrated_report(
+                records, self.calibrator, self.KIND, task=str(self.config.task), scale=self.scale()
+            )
         return task_report(records, self.KIND, self.protocol, task=str(self.config.task), scale=self.scale())
 
     def aggregation(self) -> dict[str, Callable[[Sequence[Any]], float]]:

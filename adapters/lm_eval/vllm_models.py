@@ -31,7 +31,9 @@ class _VLLMJudgeMixin(GenerationPairingMixin):
         super().__init__(*args, **kwargs)  # lm-eval's vLLM model class, next in the MRO
         self._vllm_judge_init(top_logprobs, scale, floor, record)
 
-    def _vllm_judge_init(self, top_logprobs: int | str, scale: str, floor: float | str | None, record: str | None) -> None:
+    def _vllm_judge_init(
+        self, top_logprobs: int | str, scale: str, floor: float | str | None, record: str | None
+    ) -> None:
         self.top_logprobs = int(top_logprobs)
         self._pairing_init(record, scale, floor)
 
@@ -62,6 +64,15 @@ class VLLMJudge(_VLLMJudgeMixin, VLLM):
 class VLLMVLMJudge(_VLLMJudgeMixin, VLLM_VLM):
     """``vllm-vlm-judge`` (image + text)."""
 
-    def _multimodal_model_generate(self, requests: Any = None, generate: bool = False, max_tokens: int | None = None, stop: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
-        outputs = super()._multimodal_model_generate(requests, generate=generate, max_tokens=max_tokens, stop=stop, **kwargs)
+    def _multimodal_model_generate(
+        self,
+        requests: Any = None,
+        generate: bool = False,
+        max_tokens: int | None = None,
+        stop: Any = None,
+        **kwargs: Any,
+    ) -> Any:  # type: ignore[override]
+        outputs = super()._multimodal_model_generate(
+            requests, generate=generate, max_tokens=max_tokens, stop=stop, **kwargs
+        )
         return self._judgecp_queue(outputs) if generate else outputs

@@ -129,7 +129,9 @@ class HFJudge(lmms):  # type: ignore[misc]
             model = transformers.AutoModelForImageTextToText.from_pretrained(
                 pretrained, dtype=torch_dtype, trust_remote_code=remote)
         except ValueError:  # a text-only causal model
-            model = transformers.AutoModelForCausalLM.from_pretrained(pretrained, dtype=torch_dtype, trust_remote_code=remote)
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                pretrained, dtype=torch_dtype, trust_remote_code=remote
+            )
         self.model = model.to(self._device).eval()
         self.pretrained = pretrained
         self.batch_size_per_gpu = int(batch_size)
@@ -243,7 +245,9 @@ class HFJudge(lmms):  # type: ignore[misc]
         self._write_record("direct", requests, results)
         return results  # type: ignore[return-value]
 
-    def _score(self, documents: Sequence[tuple[Any, list[int], dict[str, list[int]], dict[str, Any]]]) -> list[list[tuple[float, bool]]]:
+    def _score(
+        self, documents: Sequence[tuple[Any, list[int], dict[str, list[int]], dict[str, Any]]]
+    ) -> list[list[tuple[float, bool]]]:
         """Every document's continuations' (log-likelihood, greedy), in batches of ``batch_size`` rows."""
         rows: list[tuple[int, list[int], int]] = []  # (document, input ids, context length)
         reads: list[list[tuple[int, list[int]]]] = []
@@ -275,8 +279,16 @@ class HFJudge(lmms):  # type: ignore[misc]
             width = max(len(rows[r][1]) for r in batch)
             inputs = torch.tensor([rows[r][1] + [pad] * (width - len(rows[r][1])) for r in batch], device=self._device)
             extras = [documents[rows[r][0]][3] for r in batch]
-            extra = {k: torch.cat([_per_token(e[k], len(documents[rows[r][0]][1]), width) for e, r in zip(extras, batch, strict=True)], dim=0)
-                     for k in extras[0]}
+            extra = {
+                k: torch.cat(
+                    [
+                        _per_token(e[k], len(documents[rows[r][0]][1]), width)
+                        for e, r in zip(extras, batch, strict=True)
+                    ],
+                    dim=0,
+                )
+                for k in extras[0]
+            }
             with torch.no_grad():
                 logits = self.model(input_ids=inputs, **extra).logits
             self.judgecp_stats["forward_passes"] += 1

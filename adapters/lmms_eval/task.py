@@ -182,4 +182,6 @@ def choice_text(doc: Mapping[str, Any], domain: str) -> str:
     options) without their ``<image>`` placeholders; a document left out before judging gets a short one."""
     if doc.get("exclude"):
         return f"(left out: {doc['exclude']})"
-    return choice_seed_prompt(doc["question"], doc["options"], doc["letters"], domain=domain, context=doc.get("context"))
+    return choice_seed_prompt(
+        doc["question"], doc["options"], doc["letters"], domain=domain, context=doc.get("context")
+    )

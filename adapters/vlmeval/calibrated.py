@@ -43,7 +43,9 @@ from judgecp.workflows.results import ApplyResult
 #: Suffix of the summary file written beside the prediction file.
 SUFFIX = "_calibrated"
 #: How a VLMEvalKit user applies a calibrator that does not fit (the dataset setting, not a CLI flag).
-FORCE_HINT = 'set "force": true next to "calibrator" in the dataset\'s --data-config or --config entry to apply it anyway'
+FORCE_HINT = (
+    'set "force": true next to "calibrator" in the dataset\'s --data-config or --config entry to apply it anyway'
+)
 
 
 def calibrated_evaluation(

@@ -346,17 +346,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             p = argparse.ArgumentParser(prog="python -m judgecp.adapters.vlmeval.ensemble evaluate")
             p.add_argument("predictions", help="a VLMEvalKit prediction file of an ImagePrefEnsemble_* dataset")
             p.add_argument("--sidecar", action="append", default=[], help="a logprob sidecar JSONL (repeatable)")
-            p.add_argument("--records", help="also write the ensemble records here (for judgecp evaluate --kind ensemble)")
+            p.add_argument(
+                "--records", help="also write the ensemble records here (for judgecp evaluate --kind ensemble)"
+            )
             for key in ("validation", "clusters", "seeds", "alpha", "procedure", "embeddings"):
                 p.add_argument(f"--{key}")
             args = p.parse_args(argv[1:])
             settings = {k: getattr(args, k) for k in STUDY_SETTINGS if getattr(args, k) is not None}
-            headline = evaluate_file(args.predictions, settings=settings, sidecars=args.sidecar, records_out=args.records)
+            headline = evaluate_file(
+                args.predictions, settings=settings, sidecars=args.sidecar, records_out=args.records
+            )
             print(json.dumps(headline, indent=1))
             print(f"full report: {metric_path(args.predictions)}")
             return 0
-        p = argparse.ArgumentParser(prog="python -m judgecp.adapters.vlmeval.ensemble",
-                                    description="Build an ImagePrefEnsemble_* TSV for VLMEvalKit (one row per item and prompt).")
+        p = argparse.ArgumentParser(
+            prog="python -m judgecp.adapters.vlmeval.ensemble",
+            description="Build an ImagePrefEnsemble_* TSV for VLMEvalKit (one row per item and prompt).",
+        )
         p.add_argument("--source", required=True, choices=("hpdv2", "mjbench"))
         p.add_argument("--root", help="local copy (default: the hub dataset)")
         p.add_argument("--split", default="quality", help="MJ-Bench split (default quality)")

@@ -105,7 +105,9 @@ def headline(report: Mapping[str, Any], protocol: Protocol | None = None) -> dic
     extra = None if built is None else {"excluded_at_build": sum(int(e["count"]) for e in built)}
     kind = report.get("kind")
     head = report_headline(report, protocol, extra)
-    return with_overall(head, str(kind)) if kind is not None else head  # an error report names no kind: no primary metric
+    return (
+        with_overall(head, str(kind)) if kind is not None else head
+    )  # an error report names no kind: no primary metric
 
 
 def _reasons(excluded: Exclusions) -> str:

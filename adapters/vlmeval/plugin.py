@@ -28,8 +28,14 @@ def register_commands(commands: Any, benchmarks: Any) -> None:
 
 @hookimpl
 def register_record_formats() -> list[RecordFormat]:
-    return [RecordFormat("vlmeval", "VLMEvalKit prediction files (<model>_<dataset>.xlsx/.tsv) with their logprob sidecars",
-                         read=read_prediction_file, sniff=is_prediction_file)]
+    return [
+        RecordFormat(
+            "vlmeval",
+            "VLMEvalKit prediction files (<model>_<dataset>.xlsx/.tsv) with their logprob sidecars",
+            read=read_prediction_file,
+            sniff=is_prediction_file,
+        )
+    ]
 
 
 def run_vlmeval(args: argparse.Namespace) -> int:

@@ -187,8 +187,13 @@ def legacy_record(old: dict[str, Any]) -> dict[str, Any] | None:
     shape = get_kind(kind).reader.record_shape
     meta = {k: old[k] for k in ("stage", "position", "n_tokens", "letters", "source", "prediction_sha1", "written_at")
             if k in old}
-    record = judge_output(shape, logprobs=old.get("logprobs"), prediction=old.get("parsed" if shape == "score" else "answer"),
-                          flags=old.get("flags") or [], **meta)
+    record = judge_output(
+        shape,
+        logprobs=old.get("logprobs"),
+        prediction=old.get("parsed" if shape == "score" else "answer"),
+        flags=old.get("flags") or [],
+        **meta,
+    )
     for name, key in (("id", "index"), ("task", "dataset"), ("judge", "model")):
         if old.get(key) is not None:
             record[name] = str(old[key])
@@ -403,7 +408,9 @@ def _meta(spec: JudgeSpec, columns: dict[str, Any], group: Any) -> dict[str, Any
     return {**(_free(spec.group, group) or {}), **(unbinned or {})} or None
 
 
-def likert_records(table: PredictionTable, spec: JudgeSpec, label_scale: LabelScale | None = None) -> list[dict[str, Any]]:
+def likert_records(
+    table: PredictionTable, spec: JudgeSpec, label_scale: LabelScale | None = None
+) -> list[dict[str, Any]]:
     """``judgecp.record/1`` score records of the table's rows.
 
     With ``label_scale`` the label is the spec's ``continuous_label`` column
@@ -521,8 +528,17 @@ def option_records(
                      "variation": variation, "family": row.columns.get("family"), "group": variation}
         else:
             where = {"task": dataset, "group": cols.get("category") if _text(cols.get("category")) else None}
-        records.append(choice_record(
-            row.index, options=options, label=to_list(cols.get("answer")), logprobs={k: lp[k] for k in options if k in lp},
-            prediction=row.record.get("prediction"), judge=model, flags=flags,
-            meta=_free("category", where["group"]) if where["group"] is not None else None, **where))
+        records.append(
+            choice_record(
+                row.index,
+                options=options,
+                label=to_list(cols.get("answer")),
+                logprobs={k: lp[k] for k in options if k in lp},
+                prediction=row.record.get("prediction"),
+                judge=model,
+                flags=flags,
+                meta=_free("category", where["group"]) if where["group"] is not None else None,
+                **where,
+            )
+        )
     return records

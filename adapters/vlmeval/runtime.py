@@ -231,7 +231,9 @@ def deliver(record: dict[str, Any], text: str, *, spec: Any, dataset: str, index
     prediction: ``{"prediction", "extra_records"}`` for judgecp's datasets, plain text for VLMEvalKit's own."""
     if index is not None:
         record["id"] = str(index)
-    record.update(task=dataset, judge=model, meta={**(record.get("meta") or {}), "prediction_sha1": prediction_sha1(text)})
+    record.update(
+        task=dataset, judge=model, meta={**(record.get("meta") or {}), "prediction_sha1": prediction_sha1(text)}
+    )
     target = sidecar_target(model, dataset)
     if target is not None and index is not None:
         append_record(target, record)

@@ -56,7 +56,8 @@ def levels(text: str) -> tuple[float, ...]:
 
 def number(*, above: float | None = None, at_least: float | None = None,
            below: float | None = None, at_most: float | None = None) -> Callable[[str], float]:
-    """A finite number in the stated range (bounds open with ``above``/``below``, closed with ``at_least``/``at_most``)."""
+    """A finite number in the stated range (bounds open with ``above``/``below``, closed with
+    ``at_least``/``at_most``)."""
     parts = ([f"> {above:g}"] if above is not None else []) + ([f">= {at_least:g}"] if at_least is not None else [])
     parts += ([f"< {below:g}"] if below is not None else []) + ([f"<= {at_most:g}"] if at_most is not None else [])
     wanted = " and ".join(parts)

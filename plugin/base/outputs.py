@@ -188,7 +188,9 @@ def building_directory(path: PathLike, *, last: str | None = None) -> Iterator[P
         shutil.rmtree(tmp, ignore_errors=True)
         inside = os.fspath(exc.filename) if isinstance(exc, OSError) and exc.filename is not None else ""
         if isinstance(exc, OSError) and inside.startswith(os.fspath(tmp)):  # name the output, not the build folder
-            raise type(exc)(exc.errno, exc.strerror or str(exc), os.fspath(path) + inside[len(os.fspath(tmp)):]) from None
+            raise type(exc)(
+                exc.errno, exc.strerror or str(exc), os.fspath(path) + inside[len(os.fspath(tmp)) :]
+            ) from None
         raise
     _fsync_dir(target.parent)
 
@@ -274,7 +276,8 @@ def check_outputs(outputs: Mapping[str, PathLike | Folder | None], *,
 
     ``outputs`` maps a flag (``"-o"``, ``"--json"``) to a file path, or to a
     :class:`Folder`; ``None`` values are skipped. ``inputs``: paths, or ``(what, path)`` pairs where ``what``
-    names the flag in a message (``"--join"``; a bare path, or ``"the input"``: a positional argument). Each problem is an
+    names the flag in a message (``"--join"``; a bare path, or ``"the input"``: a positional argument). Each problem is
+    an
     :class:`~judgecp.base.errors.InputError` of one line naming the flag and the path.
 
     One rule for every command: an output *file* goes into a folder that exists (a missing folder is

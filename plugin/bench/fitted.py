@@ -61,7 +61,9 @@ def bench_fitted(out: TextIO, rows: int = 10_000, repeats: int = 3, methods: Seq
     cpu: dict[str, float] = {}
     wall: dict[str, float] = {}
     for spec in specs:
-        cpu[spec], wall[spec] = time_method(spec, X, y, cal, test, data.scale, 5 * repeats if spec in CHEAP else repeats)
+        cpu[spec], wall[spec] = time_method(
+            spec, X, y, cal, test, data.scale, 5 * repeats if spec in CHEAP else repeats
+        )
         print(f"  {spec}: {cpu[spec]:.4f} s CPU, {wall[spec]:.4f} s wall", file=sys.stderr, flush=True)
     base = cpu["naive"]
     fitted = cpu.get("naive(predictor=regressor)")
@@ -82,7 +84,9 @@ def bench_fitted(out: TextIO, rows: int = 10_000, repeats: int = 3, methods: Seq
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", type=int, default=10_000)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--methods", default=None, help="comma-separated method specs (default: the fitted methods and cv=5)")
+    p.add_argument(
+        "--methods", default=None, help="comma-separated method specs (default: the fitted methods and cv=5)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -74,8 +74,10 @@ def _child(body: str, setup: str = "") -> dict[str, Any]:
 def _study(data: str, protocol: str, pick: str) -> dict[str, Any]:
     """``judgecp.evaluate(<data>, Protocol(<protocol>))<pick>`` in a fresh process, with its cost."""
     return _child(
-        f"(lambda d: {{'n': d.n, 'value': __import__('judgecp').evaluate(d, __import__('judgecp').Protocol({protocol})){pick}}})"
-        f"({data})", IMPORTED,
+        f"(lambda d: {{'n': d.n, 'value': __import__('judgecp').evaluate(d, "
+        f"__import__('judgecp').Protocol({protocol})){pick}}})"
+        f"({data})",
+        IMPORTED,
     )
 
 
@@ -89,7 +91,9 @@ def write_likert_csv(path: Path, n: int, seed: int = 0, jitter: float = 0.0) -> 
     import numpy as np
 
     data = simulate_likert_judge(n=n, seed=seed)
-    lp = data.logprobs + (np.random.default_rng(seed + 1).normal(scale=jitter, size=data.logprobs.shape) if jitter else 0.0)
+    lp = data.logprobs + (
+        np.random.default_rng(seed + 1).normal(scale=jitter, size=data.logprobs.shape) if jitter else 0.0
+    )
     lp = np.round(lp, 6)
     with path.open("w", encoding="utf-8") as handle:
         handle.write("id,lp1,lp2,lp3,lp4,lp5,label,group\n")
@@ -131,7 +135,7 @@ PLAIN_SETUP = _PLAIN_COMMON + textwrap.dedent('''
 
 #: The same five methods written plainly (pandas, numpy, scikit-learn; what is the same in every split
 #: computed once): the floor of the methods themselves, CQR's two boosted fits a split included.
-PLAIN_FIVE_SETUP = _PLAIN_COMMON + textwrap.dedent('''
+PLAIN_FIVE_SETUP = _PLAIN_COMMON + textwrap.dedent("""
     from sklearn.ensemble import HistGradientBoostingRegressor
     def set_width(sets):
         return np.where(sets.any(1), 4 - sets[:, ::-1].argmax(1) - sets.argmax(1), 0).mean()
@@ -146,7 +150,8 @@ PLAIN_FIVE_SETUP = _PLAIN_COMMON + textwrap.dedent('''
         return after
     def plain_five(path):
         p, score, y = read(path); n = y.size
-        F = np.column_stack([np.log(np.maximum(p, 1e-12)), score, np.sqrt(np.maximum(p @ np.arange(1, 6) ** 2 - score**2, 0))])
+        spread = np.sqrt(np.maximum(p @ np.arange(1, 6) ** 2 - score**2, 0))
+        F = np.column_stack([np.log(np.maximum(p, 1e-12)), score, spread])
         yi = y.astype(int) - 1
         order = np.argsort(-p, axis=1)
         aps = np.take_along_axis(np.cumsum(np.take_along_axis(p, order, 1), 1), np.argsort(order, 1), 1)
@@ -164,7 +169,7 @@ PLAIN_FIVE_SETUP = _PLAIN_COMMON + textwrap.dedent('''
             q = q_hat(np.maximum(lo.predict(F[conf]) - y[conf], y[conf] - hi.predict(F[conf])))
             widths["cqr"].append(np.mean(hi.predict(F[test]) - lo.predict(F[test]) + 2 * q))
         return {m: float(np.mean(w)) for m, w in widths.items()}
-''')
+""")
 
 
 def bench_scale(
@@ -196,26 +201,36 @@ def bench_scale(
         results.append({"what": "  the same with --jobs 2 (CPU s: all processes; peak: main / each worker)", **both})
         pair_run = _study(f"__import__('judgecp').simulate_pairwise_judge({pairs}, seed=0)", f"splits={pair_splits}",
                           "['controllers']['scope']['0.1']['risk']")
-        results.append({"what": f"judgecp: {pairs:,} pairs x {pair_splits} splits (5 controllers x 5 levels)", **pair_run})
+        results.append(
+            {"what": f"judgecp: {pairs:,} pairs x {pair_splits} splits (5 controllers x 5 levels)", **pair_run}
+        )
         # The worst case of predicting each distinct binned row once: CQR on rows that never repeat.
         distinct = Path(tmp) / "likert_distinct.csv"
         write_likert_csv(distinct, rows, jitter=JITTER)
         worst = _study(f"__import__('judgecp').load({str(distinct)!r})", "methods=('cqr',), splits=10",
                        "['methods']['cqr']['labels']['width']")
-        results.append({"what": f"judgecp: cqr alone x 10 splits, {rows:,} rows, every row distinct (jitter {JITTER:g})", **worst})
+        results.append(
+            {"what": f"judgecp: cqr alone x 10 splits, {rows:,} rows, every row distinct (jitter {JITTER:g})", **worst}
+        )
         distinct.unlink()
         names = list(methods) if methods is not None else list(method_classes())
         for name in names:
             run = _study(f"__import__('judgecp').simulate_likert_judge(n={method_rows}, seed=1)",
                          f"methods=({name!r},), splits=1", f"['methods'][{name!r}]['labels']['coverage']")
             time_c, mem_c = method_classes()[name].complexity
-            results.append({"what": f"{name} at {method_rows:,} records (one split)", "time": time_c, "memory": mem_c, **run})
+            results.append(
+                {"what": f"{name} at {method_rows:,} records (one split)", "time": time_c, "memory": mem_c, **run}
+            )
     out.write(f"  {'measurement':76s} {'wall s':>8s} {'CPU s':>8s} {'peak MB':>11s} {'ratio':>12s}\n")
     for r in results:
-        ratio = f"{r['ratio']:.1f}x CPU" if "ratio" in r else f"{r['wall_ratio']:.1f}x wall" if "wall_ratio" in r else ""
+        ratio = (
+            f"{r['ratio']:.1f}x CPU" if "ratio" in r else f"{r['wall_ratio']:.1f}x wall" if "wall_ratio" in r else ""
+        )
         peak = f"{r['peak_mb']:.0f}" + (f"/{r['worker_peak_mb']:.0f}" if r.get("worker_peak_mb", 0) > 0 else "")
         out.write(f"  {r['what']:76s} {r['seconds']:8.2f} {r['cpu_seconds']:8.2f} {peak:>11s} {ratio:>12s}\n")
-    out.write(f"  judgecp's study against the same five methods written plainly: {ours['ratio_to_plain_five']:.2f}x CPU\n")
+    out.write(
+        f"  judgecp's study against the same five methods written plainly: {ours['ratio_to_plain_five']:.2f}x CPU\n"
+    )
     stated = [r for r in results if "time" in r]
     if stated:
         out.write("  cost of one split of n rows, as each method states it (time; memory):\n")

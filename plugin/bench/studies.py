@@ -51,7 +51,10 @@ def bench_protocol(path: str | None, protocol: Protocol, out: TextIO) -> None:
     out.write(f"  {'all methods, fits and predictions':34s} {sequential:8.2f}\n")
     t0 = time.perf_counter()
     evaluate(data, protocol)
-    out.write(f"  full `evaluate` (metrics and diagnostics included, jobs={protocol.jobs}): {time.perf_counter() - t0:.2f} s\n")
+    out.write(
+        f"  full `evaluate` (metrics and diagnostics included, jobs={protocol.jobs}): {time.perf_counter() - t0:.2f} "
+        "s\n"
+    )
 
 
 def bench_scope(n_pairs: int, protocol: Protocol, out: TextIO) -> None:
@@ -60,7 +63,9 @@ def bench_scope(n_pairs: int, protocol: Protocol, out: TextIO) -> None:
     sig = signals(data)["bpe"]
     alphas = protocol.levels("pairwise")
     n_splits = protocol.n_splits("pairwise")
-    out.write(f"bench scope: {n_pairs} pairs, {n_splits} splits x {len(alphas)} levels (synthetic position-biased judge)\n")
+    out.write(
+        f"bench scope: {n_pairs} pairs, {n_splits} splits x {len(alphas)} levels (synthetic position-biased judge)\n"
+    )
     t0 = time.perf_counter()
     sp = Splits.of(sig, data.labels, n_splits, protocol.cal_fraction, protocol.random_state)
     out.write(f"  splits and per-split sorting: {time.perf_counter() - t0:.3f} s\n")

@@ -160,7 +160,8 @@ def text_model_of(llava: Any) -> Any:
 
 
 def _build(path: Path, vision: dict[str, Any] | None, **options: Any) -> Path:
-    """A tiny Llama, or with ``vision`` a tiny LLaVA around it (:func:`tiny_judge`), saved with its tokenizer or processor."""
+    """A tiny Llama, or with ``vision`` a tiny LLaVA around it (:func:`tiny_judge`), saved with its tokenizer or
+    processor."""
     settings: dict[str, Any] = {**(vision or {}), **options}
     model, processor = tiny_judge(vision=vision is not None, **settings)
     model.save_pretrained(path)

@@ -184,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 @contextmanager
 def progress_lines(args: argparse.Namespace) -> Iterator[None]:
-    """Progress on stderr for work past a few seconds (judgecp.base.progress): off with --quiet, from the start with --progress."""
+    """Progress on stderr for work past a few seconds (judgecp.base.progress): off with --quiet, from the start with
+    --progress."""
     forced = bool(getattr(args, "progress", False))
     with progress.enabled(forced or not getattr(args, "quiet", False), delay=0.0 if forced else progress.DELAY):
         yield

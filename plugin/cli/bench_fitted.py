@@ -11,7 +11,9 @@ from judgecp.bench.fitted import run as run_bench
 
 def add_parser(bench: Any) -> None:
     """Add ``fitted`` to the ``judgecp bench`` sub-parsers."""
-    b = bench.add_parser("fitted", help="every fitted method (and its cv=5 version) at 10k rows vs plain split conformal")
+    b = bench.add_parser(
+        "fitted", help="every fitted method (and its cv=5 version) at 10k rows vs plain split conformal"
+    )
 
     add_arguments(b)
     b.set_defaults(func=run)

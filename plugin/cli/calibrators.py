@@ -1,4 +1,5 @@
-"""``judgecp calibrate`` and ``judgecp apply`` (``judgecp estimate``: :mod:`judgecp.cli.estimate`; ``judgecp gate``: :mod:`judgecp.cli.gate`).
+"""``judgecp calibrate`` and ``judgecp apply`` (``judgecp estimate``: :mod:`judgecp.cli.estimate`; ``judgecp gate``:
+:mod:`judgecp.cli.gate`).
 
 Calibrate once on labeled records, apply the saved calibrator to every
 unlabeled run, estimate the human-scale mean with PPI++, and turn any of
@@ -42,8 +43,11 @@ def _input_flags(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--kind", choices=table_kinds(),
                    help="the records' kind (default: their shape, else likert)")
-    p.add_argument("--format", default="auto",
-                   help="auto (default: recognised by content), table, or a registered harness format (lm-eval, vlmeval)")
+    p.add_argument(
+        "--format",
+        default="auto",
+        help="auto (default: recognised by content), table, or a registered harness format (lm-eval, vlmeval)",
+    )
     p.add_argument("--sidecar", action="append", default=[], metavar="FILE", help="--format vlmeval: extra sidecar")
     cols = p.add_argument_group("columns (as in `judgecp evaluate`)")
     cols.add_argument("--label")
@@ -173,7 +177,11 @@ def run_apply(args: argparse.Namespace) -> int:
         print(f"judgecp: note: --history {history['file']}: the run's values are those of night "
               f"{history['duplicate_of']} (same digest); not added again", file=sys.stderr)
     print(format_summary(summary))
-    return 1 if args.strict and summary["warnings"] and any(w["kind"] != "compatibility" for w in summary["warnings"]) else 0
+    return (
+        1
+        if args.strict and summary["warnings"] and any(w["kind"] != "compatibility" for w in summary["warnings"])
+        else 0
+    )
 
 
 def load_calibrator(path: str, other: str) -> Calibrator:
@@ -240,18 +248,24 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"{summary['kind']} calibrator {summary['method']} (alpha {summary['alpha']:g}, "
              f"{summary['n_calibration']} calibration items): {summary['n_applied']} of {summary['n']} records applied"]
     if summary.get("calibrator"):
-        lines.append(f"  calibrator {summary['calibrator']['digest']} (content verified); {_judge_line(summary['judge'])}")
+        lines.append(
+            f"  calibrator {summary['calibrator']['digest']} (content verified); {_judge_line(summary['judge'])}"
+        )
     if summary["kind"] == "pairwise":
         lines.append(f"  accepted {summary['accepted']}, abstention rate {_num(summary['abstention_rate'])}")
     else:
-        lines.append(f"  mean set size {_num(summary['mean_set_size'])}, singletons {_num(summary['singleton_share'])}, "
-                     f"empty sets {summary['empty_sets']}")
+        lines.append(
+            f"  mean set size {_num(summary['mean_set_size'])}, singletons {_num(summary['singleton_share'])}, "
+            f"empty sets {summary['empty_sets']}"
+        )
     lab = summary.get("labeled")
     if lab:
         check = lab.get("check") or {}
         p = f", {check['test']} p = {check['p_value']:.3g}" if check.get("p_value") is not None else ""
         if "coverage" in lab:
-            lines.append(f"  labeled items {lab['n']}: coverage {_num(lab['coverage'])} (target {lab['target']:.2f}{p})")
+            lines.append(
+                f"  labeled items {lab['n']}: coverage {_num(lab['coverage'])} (target {lab['target']:.2f}{p})"
+            )
         else:
             lines.append(f"  labeled pairs {lab['n']}: error among accepted {_num(lab['error_among_accepted'])}"
                          f" (risk level {lab['risk_level']:g}{p})")

@@ -41,8 +41,11 @@ def add_records(sub: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="records JSONL to write")
 
     p.add_argument("--kind", choices=table_kinds())
-    p.add_argument("--format", default="auto",
-                   help="auto (default: recognised by content), table, or a registered harness format (lm-eval, vlmeval)")
+    p.add_argument(
+        "--format",
+        default="auto",
+        help="auto (default: recognised by content), table, or a registered harness format (lm-eval, vlmeval)",
+    )
     p.add_argument("--sidecar", action="append", default=[], metavar="FILE", help="--format vlmeval: extra sidecar")
     p.add_argument("--label")
     p.add_argument("--id", dest="id_column")
@@ -181,7 +184,9 @@ def add_bench(sub: Any) -> Any:
     p = sub.add_parser("bench", help="benchmarks (timings go to the terminal, never to tests)")
     bsub = p.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     b = bsub.add_parser("protocol", help="time every method over the splits on the 5.7k-row features")
-    b.add_argument("--data", help="features CSV (default: ../shared/data/mllm_judge/llava_critic_7b_features.csv, else synthetic)")
+    b.add_argument(
+        "--data", help="features CSV (default: ../shared/data/mllm_judge/llava_critic_7b_features.csv, else synthetic)"
+    )
     b.add_argument("--splits", default="10")
     b.add_argument("--methods", default="all")
     b.add_argument("--jobs", default="1")
@@ -195,7 +200,9 @@ def add_bench(sub: Any) -> Any:
     b.add_argument("--rows", type=whole(at_least=2), default=1_000_000, help="Likert records (default 1,000,000)")
     b.add_argument("--pairs", type=whole(at_least=2), default=1_000_000, help="pairs (default 1,000,000)")
     b.add_argument("--pair-splits", type=whole(), default=1000, help="pairwise splits (default 1000)")
-    b.add_argument("--method-rows", type=whole(at_least=2), default=100_000, help="records per method (default 100,000)")
+    b.add_argument(
+        "--method-rows", type=whole(at_least=2), default=100_000, help="records per method (default 100,000)"
+    )
     b.add_argument("--methods", help="methods to time at --method-rows (default: every registered method)")
     b.add_argument("--json", help="write the measurements as JSON")
     b.set_defaults(func=run_bench_scale)

@@ -26,11 +26,14 @@ from judgecp.workflows.nightly.compare import compare
 
 
 def add_compare(sub: Any) -> None:
-    p = sub.add_parser("compare", help="the judge-corrected difference of two runs' means (B - A) with valid intervals",
-                       description="Two runs judged by the same judge, each with zero or more human labels (rows with an "
-                       "empty label are unlabeled): PPI++, labeled-only and judge-only intervals for the difference of "
-                       "the mean human score (win rate, accuracy), B - A; paired by id when the runs share items; per "
-                       "group (task, --group) and pooled.")
+    p = sub.add_parser(
+        "compare",
+        help="the judge-corrected difference of two runs' means (B - A) with valid intervals",
+        description="Two runs judged by the same judge, each with zero or more human labels (rows with an "
+        "empty label are unlabeled): PPI++, labeled-only and judge-only intervals for the difference of "
+        "the mean human score (win rate, accuracy), B - A; paired by id when the runs share items; per "
+        "group (task, --group) and pooled.",
+    )
     p.add_argument("a", metavar="A", help="run A (the baseline): a table, records, a harness output file or folder")
     p.add_argument("b", metavar="B", help="run B (the candidate), as A")
     p.add_argument("--json", metavar="OUT", help="write the comparison as JSON (difference.ppi.lower, ...)")
@@ -120,7 +123,9 @@ def format_compare(out: dict[str, Any]) -> str:
         if info.get("stratified") and "strata" in info:
             lines.append(f"  run {run.upper()} stratified by {out['group']} ({len(info['strata'])} strata)")
     if out.get("clusters"):
-        lines.append(f"  cluster-robust: {out['clusters']['a']} and {out['clusters']['b']} clusters of {out['cluster']}")
+        lines.append(
+            f"  cluster-robust: {out['clusters']['a']} and {out['clusters']['b']} clusters of {out['cluster']}"
+        )
     for run in ("a", "b"):
         info = out["runs"][run]
         for line in left_out_lines(info.get("excluded") or [], {"label_off_scale": info.get("label_hint") or ""}):

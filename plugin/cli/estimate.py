@@ -22,12 +22,15 @@ from judgecp.workflows.results import EstimateResult
 
 
 def add_estimate(sub: Any) -> None:
-    p = sub.add_parser("estimate", help="prediction-powered (PPI++) mean with a valid interval from a few labels",
-                       description="Records with a label are the labeled sample, records without one the unlabeled "
-                       "sample (or give them as two files with --labeled/--unlabeled). Prints the PPI++ estimate of "
-                       "the human mean (Likert), win rate (pairwise) or accuracy (multiple choice) with its interval, "
-                       "next to the judge-only and labeled-only intervals. Rows with a label but no judge proxy are "
-                       "their own stratum; labels drawn by `judgecp select` are weighted by their sampling_probability.")
+    p = sub.add_parser(
+        "estimate",
+        help="prediction-powered (PPI++) mean with a valid interval from a few labels",
+        description="Records with a label are the labeled sample, records without one the unlabeled "
+        "sample (or give them as two files with --labeled/--unlabeled). Prints the PPI++ estimate of "
+        "the human mean (Likert), win rate (pairwise) or accuracy (multiple choice) with its interval, "
+        "next to the judge-only and labeled-only intervals. Rows with a label but no judge proxy are "
+        "their own stratum; labels drawn by `judgecp select` are weighted by their sampling_probability.",
+    )
     p.add_argument("input", nargs="?", help="records, labeled and unlabeled together")
     p.add_argument("--labeled", metavar="FILE", help="labeled records (with --unlabeled, instead of INPUT)")
     p.add_argument("--unlabeled", metavar="FILE", help="unlabeled records (their labels, if any, are ignored); with "
@@ -65,7 +68,9 @@ def run_estimate(args: argparse.Namespace) -> int:
           f"{1 - out['alpha']:.0%} intervals:")
     for name in ("ppi", "labeled_only", "judge_only"):
         e = est[name]
-        print(f"  {name:<13} {e['mean']:.4f}  [{e['lower']:.4f}, {e['upper']:.4f}]  width {e['upper'] - e['lower']:.4f}")
+        print(
+            f"  {name:<13} {e['mean']:.4f}  [{e['lower']:.4f}, {e['upper']:.4f}]  width {e['upper'] - e['lower']:.4f}"
+        )
     ess = out["effective_sample_size"]
     print(f"  effective sample size {ess:.0f} labeled items; judge bias (judge - PPI) {out['judge_bias']:+.4f}"
           if math.isfinite(ess) else "  effective sample size: unbounded")

@@ -52,12 +52,16 @@ def add_parser(sub: Any) -> None:
         help="the repeated-split study of a judge: conformal sets, selective risk, PARC, diagnostics",
         description="Evaluate a judge from its answer-token logprobs and human labels (any kind, any input).",
     )
-    p.add_argument("input", nargs="?", help="CSV/TSV/JSONL/Parquet of judge outputs, or a harness output file (--format)")
+    p.add_argument(
+        "input", nargs="?", help="CSV/TSV/JSONL/Parquet of judge outputs, or a harness output file (--format)"
+    )
     p.add_argument("--kind", choices=kind_names(), default=None,
                    help="likert: scores on a scale; pairwise: A/B verdicts in both orders; mcq: multiple-choice "
                    "answers; parc: multiple choice across prompt variations; ensemble: one judge's answers under "
                    "many prompts, pooled (default: the records' shape, else likert)")
-    p.add_argument("--example", action="store_true", help="run on the embedded synthetic example of --kind instead of INPUT")
+    p.add_argument(
+        "--example", action="store_true", help="run on the embedded synthetic example of --kind instead of INPUT"
+    )
     p.add_argument("--format", default="auto",
                    help="auto (default): recognise the input by its content (an lm-eval samples file, a VLMEvalKit "
                    "prediction file, judgecp records, a table); or name it: table (CSV/TSV/JSONL/Parquet), lm-eval, "
@@ -69,11 +73,19 @@ def add_parser(sub: Any) -> None:
     cols.add_argument("--id", dest="id_column", help="id column (default: id, sample_id, doc_id, index)")
     cols.add_argument("--logprobs", metavar="COLUMN|GLOB",
                       help="a column of {token: logprob} objects, or a glob of one column per token ('s2_lp*', 'lp_*')")
-    cols.add_argument("--prediction", "--parsed", dest="prediction",
-                      help="the judge's own answer (Likert: its parsed score; default: prediction, parsed, ...; else argmax)")
+    cols.add_argument(
+        "--prediction",
+        "--parsed",
+        dest="prediction",
+        help="the judge's own answer (Likert: its parsed score; default: prediction, parsed, ...; else argmax)",
+    )
     cols.add_argument("--group", help="field for per-group tables (Likert, pairwise) or grouping (multiple choice)")
-    cols.add_argument("--join", action="append", default=[], metavar="FILE[:PREFIX]", help="add columns from FILE by id (repeatable)")
-    cols.add_argument("--judge", metavar="NAME", help="the judge's name, for records that name none (calibrators check it)")
+    cols.add_argument(
+        "--join", action="append", default=[], metavar="FILE[:PREFIX]", help="add columns from FILE by id (repeatable)"
+    )
+    cols.add_argument(
+        "--judge", metavar="NAME", help="the judge's name, for records that name none (calibrators check it)"
+    )
     lik = p.add_argument_group("Likert (--kind likert)")
     lik.add_argument("--features", metavar="GLOB", help="extra feature columns for fitted models (multi-judge fusion)")
     lik.add_argument("--row-features", dest="row_features", metavar="FIELD[,FIELD]",
@@ -82,22 +94,39 @@ def add_parser(sub: Any) -> None:
     lik.add_argument("--scale", help="rating scale MIN:MAX (default 1:5)")
     lik.add_argument("--label-scale", dest="label_scale", metavar="LO:HI", help=LABEL_SCALE_HELP)
     lik.add_argument("--floor", type=number(), help="value for NaN/-inf logprobs that are floored (default log 1e-5)")
-    lik.add_argument("--nan", choices=("exclude", "floor"), help="rows with NaN logprobs: exclude (default) or floor and flag")
+    lik.add_argument(
+        "--nan", choices=("exclude", "floor"), help="rows with NaN logprobs: exclude (default) or floor and flag"
+    )
     run = p.add_argument_group("protocol (every kind)")
-    run.add_argument("--alpha", type=level, help="miscoverage (Likert, multiple choice), PARC's LAC level, or pairwise headline risk (default 0.1)")
-    run.add_argument("--alphas", type=levels, help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25; "
-                     "Likert and multiple choice: the same study at each level, in the report's alpha_sweep)")
-    run.add_argument("--methods", help="comma-separated conformal method specs, e.g. 'naive,lac(probabilities=recalibrated)', "
-                     "or 'all' for every registered method (default: Likert naive,lac, seconds on thousands of rows; "
-                     "multiple choice lac,aps,aps(randomized=False),raps,margin)")
+    run.add_argument(
+        "--alpha",
+        type=level,
+        help="miscoverage (Likert, multiple choice), PARC's LAC level, or pairwise headline risk (default 0.1)",
+    )
+    run.add_argument(
+        "--alphas",
+        type=levels,
+        help="levels to sweep, comma-separated (pairwise default 0.05,0.1,0.15,0.2,0.25; "
+        "Likert and multiple choice: the same study at each level, in the report's alpha_sweep)",
+    )
+    run.add_argument(
+        "--methods",
+        help="comma-separated conformal method specs, e.g. 'naive,lac(probabilities=recalibrated)', "
+        "or 'all' for every registered method (default: Likert naive,lac, seconds on thousands of rows; "
+        "multiple choice lac,aps,aps(randomized=False),raps,margin)",
+    )
     run.add_argument("--splits", help="random calibration/test splits (default 10; pairwise 1000)")
     run.add_argument("--seeds", help="the splits' seeds as a list (0,3,7), or a count (same as --splits)")
     run.add_argument("--random-state", dest="random_state", help="seed of the first split (default 0)")
-    run.add_argument("--cal-fraction", dest="cal_fraction", type=level, help="calibration share of each split (default 0.5)")
+    run.add_argument(
+        "--cal-fraction", dest="cal_fraction", type=level, help="calibration share of each split (default 0.5)"
+    )
     run.add_argument("--mondrian", metavar="FIELD", help="calibrate separately for each value of FIELD (Likert)")
     run.add_argument("--jobs", help="processes for the splits (Likert; default 1)")
     pw = p.add_argument_group("pairwise (--kind pairwise)")
-    pw.add_argument("--signal", help="uncertainty the controllers threshold: bpe (default), predictive, verbalized, agreement")
+    pw.add_argument(
+        "--signal", help="uncertainty the controllers threshold: bpe (default), predictive, verbalized, agreement"
+    )
     pw.add_argument("--controllers", help="risk controllers (default scope,clopper_pearson,naive,heuristic,vanilla)")
     pw.add_argument("--delta", type=level, help="Clopper-Pearson controller: 1 - confidence (default 0.1)")
     pa = p.add_argument_group("PARC (--kind parc)")
@@ -109,8 +138,12 @@ def add_parser(sub: Any) -> None:
     out.add_argument("--progress", action="store_true",
                      help="progress lines on stderr from the start (default: once the work runs past a few "
                      "seconds, a few lines a minute when stderr is not a terminal; none with --quiet)")
-    out.add_argument("--detail", metavar="METHOD",
-                     help="Likert: print coverage by label and by judge error, informativeness and midpoints for METHOD (default: the first)")
+    out.add_argument(
+        "--detail",
+        metavar="METHOD",
+        help="Likert: print coverage by label and by judge error, informativeness and midpoints for METHOD (default: "
+             "the first)",
+    )
     for kind in kinds().values():
         if kind.command is not None:
             kind.command.add_arguments(p)
@@ -145,7 +178,9 @@ def check_output(args: argparse.Namespace, outputs: dict[str, str | None], *, ap
     check_outputs(outputs, inputs=input_paths(args, skip=appended))
 
 
-def read_input(args: argparse.Namespace, kind: str | None, fields: Any, likert_options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def read_input(
+    args: argparse.Namespace, kind: str | None, fields: Any, likert_options: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
     """The validated data of ``args.input`` and the reader's own report section (if any)."""
 
     path = Path(args.input)
@@ -177,7 +212,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     for other in kinds().values():
         given = other.command.given(args) if other.command is not None else []
         if given:
-            raise InputError(f"{', '.join(given)}: options of --kind {other.name}, not of --kind {args.kind or TABLE_KIND}")
+            raise InputError(
+                f"{', '.join(given)}: options of --kind {other.name}, not of --kind {args.kind or TABLE_KIND}"
+            )
     fields = Fields(label=args.label, id=args.id_column, logprobs=args.logprobs, prediction=args.prediction,
                     group=args.group or args.mondrian, joins=tuple(args.join), features=args.features,
                     flags={"group": "--mondrian" if args.mondrian and not args.group else "--group",

@@ -45,11 +45,14 @@ def bound(text: str, flag: str) -> tuple[str, float]:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("gate", help="exit 1 when a metric of a judgecp result or an lm-eval results file is out of bounds",
-                       description="METRIC is a flat metric name of the file (judgecp results: `judgecp gate FILE "
-                       "--list` prints them; lm-eval results: TASK.METRIC or METRIC). Exit 0 when every condition "
-                       "holds; 1 with one line per failed condition (an undefined or untrustworthy value fails); 2 "
-                       "when a bound is not a number or a metric is missing.")
+    p = sub.add_parser(
+        "gate",
+        help="exit 1 when a metric of a judgecp result or an lm-eval results file is out of bounds",
+        description="METRIC is a flat metric name of the file (judgecp results: `judgecp gate FILE "
+        "--list` prints them; lm-eval results: TASK.METRIC or METRIC). Exit 0 when every condition "
+        "holds; 1 with one line per failed condition (an undefined or untrustworthy value fails); 2 "
+        "when a bound is not a number or a metric is missing.",
+    )
     p.add_argument("input", help="a judgecp JSON (evaluate, apply, estimate, compare ... --json) or lm-eval results")
     p.add_argument("--min", action="append", default=[], metavar="METRIC=VALUE", help="fail when METRIC < VALUE")
     p.add_argument("--max", action="append", default=[], metavar="METRIC=VALUE", help="fail when METRIC > VALUE")
@@ -87,13 +90,17 @@ def resolve(metric: str, values: Mapping[str, float | None], where: str, harness
     if harness:
         found = [k for k in values if k.split(".", 1)[1] == metric]
         if len(found) > 1:
-            raise InputError(f"metric {metric!r} is in several tasks of {where} ({', '.join(found)}); write TASK.METRIC")
+            raise InputError(
+                f"metric {metric!r} is in several tasks of {where} ({', '.join(found)}); write TASK.METRIC"
+            )
         if found:
             return found[0]
     names = list(values)
     shown = ", ".join(names[:SHOWN]) + (f" ... and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
 
-    raise InputError(f"metric {metric!r} is not in {where}{did_you_mean(metric, names)}; it has: {shown or 'no metrics'}")
+    raise InputError(
+        f"metric {metric!r} is not in {where}{did_you_mean(metric, names)}; it has: {shown or 'no metrics'}"
+    )
 
 
 def read_gated(path: Path) -> tuple[dict[str, float | None], dict[str, str], str, bool]:

@@ -39,11 +39,16 @@ from judgecp.workflows.results import SelectResult
 
 
 def add_plan(sub: Any) -> None:
-    p = sub.add_parser("plan", help="how many labels give an interval of a given half-width (PPI++ and labels alone)",
-                       description="From a calibrator's labeled items or a pilot table's labeled rows: the judge-human "
-                       "relationship, and the number of labels for a target half-width with PPI++ and with labels alone.")
+    p = sub.add_parser(
+        "plan",
+        help="how many labels give an interval of a given half-width (PPI++ and labels alone)",
+        description="From a calibrator's labeled items or a pilot table's labeled rows: the judge-human "
+        "relationship, and the number of labels for a target half-width with PPI++ and with labels alone.",
+    )
     p.add_argument("input", help="a calibrator JSON (judgecp calibrate), or a pilot table or records with some labels")
-    p.add_argument("--half-width", dest="half_width", type=number(above=0), required=True, help="the interval half-width wanted")
+    p.add_argument(
+        "--half-width", dest="half_width", type=number(above=0), required=True, help="the interval half-width wanted"
+    )
     p.add_argument("--unlabeled", type=number(above=0), default=None, metavar="N",
                    help="unlabeled items in the run (default: the pilot's unlabeled rows, else unbounded)")
     p.add_argument("--run", metavar="RUN", help="the run to plan for (read with the same flags): its unlabeled items "
@@ -110,9 +115,11 @@ def format_plan(out: dict[str, Any]) -> str:
                         "the pilot's judge scores are like it") + f" ({check['message']})")
     deff = rel.get("design_effect")
     if deff:
-        lines.append(f"  clustered by {out['cluster']} ({deff['n_clusters']} clusters of {deff['mean_cluster_size']:.1f} "
-                     f"labeled items on average): design effect {deff['labels']:.2f} for labels alone, "
-                     f"{deff['residual']:.2f} for PPI++")
+        lines.append(
+            f"  clustered by {out['cluster']} ({deff['n_clusters']} clusters of {deff['mean_cluster_size']:.1f} "
+            f"labeled items on average): design effect {deff['labels']:.2f} for labels alone, "
+            f"{deff['residual']:.2f} for PPI++"
+        )
     lines += [f"  {line}" for line in left_out_lines(out.get("excluded") or [],
                                                      {"label_off_scale": out.get("label_hint") or ""})]
     return "\n".join(lines)
@@ -126,10 +133,13 @@ def _count(n: int | None) -> str:
 
 
 def add_select(sub: Any) -> None:
-    p = sub.add_parser("select", help="which unlabeled items to label next (active inference), with the expected gain",
-                       description="Sampling probabilities from the judge's uncertainty (or its error on a calibrator's "
-                       "or a pilot's labeled items), mixed with uniform sampling; each item drawn independently. The "
-                       "items to label are written with their sampling_probability, which `judgecp estimate` uses.")
+    p = sub.add_parser(
+        "select",
+        help="which unlabeled items to label next (active inference), with the expected gain",
+        description="Sampling probabilities from the judge's uncertainty (or its error on a calibrator's "
+        "or a pilot's labeled items), mixed with uniform sampling; each item drawn independently. The "
+        "items to label are written with their sampling_probability, which `judgecp estimate` uses.",
+    )
     p.add_argument("input", help="the run: a table, records, or a harness output file")
     p.add_argument("--budget", type=number(above=0), required=True, help="the expected number of items to label")
     p.add_argument("-o", "--output", required=True, help="the items to label (JSONL, as the input's rows)")

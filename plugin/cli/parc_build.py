@@ -36,7 +36,9 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--variations", default="vision",
                    help="comma-separated PARC names (LR-I,LR-C,LR-V,LS-N,LS-A,LS-M,VR-B,VR-L,VR-R,VS-S,VS-E), "
                    "or all / vision / language (default: vision, without VS-E unless --exchange-map is given)")
-    b.add_argument("--dataset", help="dataset name in the records (default: the rows' dataset field, else the source's name)")
+    b.add_argument(
+        "--dataset", help="dataset name in the records (default: the rows' dataset field, else the source's name)"
+    )
     b.add_argument("--split", help="hub or hub-copy split (mmbench: dev)")
     b.add_argument("--config", help="hub dataset config")
     b.add_argument("--image-root", help="directory image paths are relative to (default: the source's)")
@@ -59,11 +61,22 @@ def add_parser(sub: Any) -> None:
     rw.add_argument("--ls-n-fallback", action="store_true",
                     help="LS-N by rule where there is no rewriter or its output fails a check (flagged per record)")
     vs = b.add_argument_group("vision")
-    vs.add_argument("--exchange-map", help="VS-E: JSON/JSONL of {question, image, beats: [...]} or {question, image, score}")
-    vs.add_argument("--exchange-min-gap", type=number(at_least=0), default=0.0, help="scores: a beats b when score(a) - score(b) > GAP")
+    vs.add_argument(
+        "--exchange-map", help="VS-E: JSON/JSONL of {question, image, beats: [...]} or {question, image, score}"
+    )
+    vs.add_argument(
+        "--exchange-min-gap",
+        type=number(at_least=0),
+        default=0.0,
+        help="scores: a beats b when score(a) - score(b) > GAP",
+    )
     vs.add_argument("--exchange-replace", choices=("winner", "loser", "either"), default="winner",
                     help="which image VS-E replaces (supplement A7.3: the winner; or the roles swapped)")
-    vs.add_argument("--blur-fraction", type=number(above=0, below=1), help="VR-B radius as a fraction of the shorter side (default 0.02)")
+    vs.add_argument(
+        "--blur-fraction",
+        type=number(above=0, below=1),
+        help="VR-B radius as a fraction of the shorter side (default 0.02)",
+    )
     vs.add_argument("--brightness", type=number(above=1), help="VR-L brightness factor (default 1.6)")
     vs.add_argument("--rotation", type=int, choices=(90, 180, 270), help="VR-R degrees counter-clockwise (default 90)")
     b.add_argument("--jobs", type=whole(), default=1, help="threads for the image transforms (default 1)")
@@ -95,7 +108,11 @@ def run_build(args: argparse.Namespace) -> int:
         spec = "VR-B,VR-L,VR-R,VS-S"
     variations = parse_variations(spec)
     settings = TransformSettings()
-    for flag, name in (("blur_fraction", "blur_fraction"), ("brightness", "brightness_factor"), ("rotation", "rotation_degrees")):
+    for flag, name in (
+        ("blur_fraction", "blur_fraction"),
+        ("brightness", "brightness_factor"),
+        ("rotation", "rotation_degrees"),
+    ):
         value = getattr(args, flag)
         if value is not None:
             settings = replace(settings, **{name: value})
@@ -110,7 +127,9 @@ def run_build(args: argparse.Namespace) -> int:
     )
     manifest = result.manifest
     if args.json:
-        print(json.dumps({k: manifest[k] for k in ("counts", "excluded", "source", "review", "content_hash")}, indent=2))
+        print(
+            json.dumps({k: manifest[k] for k in ("counts", "excluded", "source", "review", "content_hash")}, indent=2)
+        )
         return 0
     src = manifest["source"]
     limited = f"; --limit {src['limit']} of {src['rows_in_source']} rows" if "limit" in src else ""
@@ -123,5 +142,9 @@ def run_build(args: argparse.Namespace) -> int:
         detail = ", ".join(f"{e['reason']} {e['count']}" for e in left)
         print(f"  {variation:5s} {count:6d} written" + (f"   left out: {detail}" if detail else ""))
     if result.review:
-        print(f"  {len(result.review)} entries to review (failed checks, rule-based LS-N): {result.out_dir / 'review.jsonl'}", file=sys.stderr)
+        print(
+            f"  {len(result.review)} entries to review (failed checks, rule-based LS-N): "
+            f"{result.out_dir / 'review.jsonl'}",
+            file=sys.stderr,
+        )
     return 0

@@ -33,8 +33,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--names", help="comma-separated display names, one per report (default: the file names)")
     p.add_argument("--method", help="method (pairwise: controller) of the one-line-per-report figures "
                    "(default: the first one every report has)")
-    p.add_argument("--alphas", default="0.05,0.1,0.2", type=levels,
-                   help="levels at which harness output files are evaluated (default 0.05,0.1,0.2); reports are drawn as they are")
+    p.add_argument(
+        "--alphas",
+        default="0.05,0.1,0.2",
+        type=levels,
+        help="levels at which harness output files are evaluated (default 0.05,0.1,0.2); reports are drawn as they are",
+    )
     p.set_defaults(func=run_report)
 
 

@@ -54,7 +54,9 @@ HUB_ERRORS = frozenset({"OfflineModeIsEnabled", "LocalEntryNotFoundError", "Repo
 
 def is_hub_failure(exc: BaseException) -> bool:
     """Whether ``exc`` says the hub could not be reached or refused the repository."""
-    return isinstance(exc, (ConnectionError, TimeoutError)) or bool(HUB_ERRORS & {c.__name__ for c in type(exc).__mro__})
+    return isinstance(exc, (ConnectionError, TimeoutError)) or bool(
+        HUB_ERRORS & {c.__name__ for c in type(exc).__mro__}
+    )
 
 
 def local_alternative(env_var: str | None) -> str:
@@ -79,7 +81,9 @@ def from_the_hub(hub_id: str, local: str) -> Iterator[None]:
             raise
         reason = (str(exc).strip().splitlines() or [""])[0] or type(exc).__name__
         offline = ", HF_HUB_OFFLINE is set" if os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0") else ""
-        raise InputError(f"{hub_id}: the Hugging Face hub cannot give this dataset ({reason}{offline}); {local}") from exc
+        raise InputError(
+            f"{hub_id}: the Hugging Face hub cannot give this dataset ({reason}{offline}); {local}"
+        ) from exc
 
 
 def hub_snapshot(repo_id: str, allow_patterns: Sequence[str], *, env_var: str | None = None) -> Path:
@@ -150,7 +154,9 @@ def load_table(
     return datasets.load_dataset("parquet", data_files={name: [str(f) for f in files]}, split=name)  # type: ignore[attr-defined]
 
 
-def rows_of(root: Path | None, *, hub_id: str, split: str, env_var: str | None = None) -> tuple[list[dict[str, Any] | None], str]:
+def rows_of(
+    root: Path | None, *, hub_id: str, split: str, env_var: str | None = None
+) -> tuple[list[dict[str, Any] | None], str]:
     """Text rows of a dataset split, and where they came from.
 
     A local copy holds ``<split>.jsonl`` (one row per line, the hub's fields)

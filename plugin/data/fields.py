@@ -54,7 +54,8 @@ def is_judge_column(name: str, columns: Mapping[str, tuple[str, ...]]) -> bool:
 
 
 class Rows:
-    """The data of a kind with one ``labels`` entry a row (:class:`~judgecp.data.ScoreData`, :class:`~judgecp.data.PairData`)."""
+    """The data of a kind with one ``labels`` entry a row (:class:`~judgecp.data.ScoreData`,
+    :class:`~judgecp.data.PairData`)."""
 
     labels: NDArray[Any]
 
@@ -107,8 +108,10 @@ class Fields:
         if column is None and required:
             names = [c for c in table.columns if not c.startswith("_")]
             shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
-            raise InputError(f"{table.source}: no label column (looked for {', '.join(column_candidates(columns, 'label'))}; "
-                             f"read as a table with columns {shown}); pass {self.flag('label')} COLUMN")
+            raise InputError(
+                f"{table.source}: no label column (looked for {', '.join(column_candidates(columns, 'label'))}; "
+                f"read as a table with columns {shown}); pass {self.flag('label')} COLUMN"
+            )
         return column
 
 
@@ -311,7 +314,9 @@ def glob_columns(pattern: str, columns: Sequence[str], flag: str) -> dict[str, s
     """``{token: column}`` for the columns a glob matches; the token is what the glob's fixed prefix leaves."""
     matched = [c for c in columns if fnmatch.fnmatchcase(c, pattern)]
     if not matched:
-        raise InputError(f"{flag} {pattern!r} matches no column{did_you_mean(pattern, columns)}; columns: {', '.join(columns)}")
+        raise InputError(
+            f"{flag} {pattern!r} matches no column{did_you_mean(pattern, columns)}; columns: {', '.join(columns)}"
+        )
     prefix = pattern.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]
     return {c[len(prefix):] or c: c for c in matched}
 

@@ -141,7 +141,9 @@ def _load(doc: Mapping[str, Any], ref: str | None) -> Any:
         key = _key(doc)
         if key not in _failed:
             what = "image" if ref is None else f"image {ref}"
-            logger.warning("judgecp: %s of document %s could not be read (%s); it will be excluded", what, doc.get("id"), exc)
+            logger.warning(
+                "judgecp: %s of document %s could not be read (%s); it will be excluded", what, doc.get("id"), exc
+            )
         _failed.add(key)
         return Image.new("RGB", PLACEHOLDER_SIZE)
 

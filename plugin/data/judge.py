@@ -54,6 +54,8 @@ def name_judge_in_records(records: list[dict[str, Any]], judge: str, *, flag: st
     _check_name(judge, flag)
     others = sorted({str(r["judge"]) for r in records if _named(r.get("judge")) and str(r["judge"]) != judge})
     if others:
-        raise InputError(f"{flag} {judge}: the records name the judge {others[0]!r}; leave --judge out, or give that name")
+        raise InputError(
+            f"{flag} {judge}: the records name the judge {others[0]!r}; leave --judge out, or give that name"
+        )
     for record in records:
         record["judge"] = judge

@@ -53,8 +53,11 @@ UNLABELED = -1
 
 #: The columns a plain table usually names each record field by (``--label``, ``--prediction``,
 #: ``--logprobs`` override them), the first found wins.
-PAIR_COLUMNS: Mapping[str, tuple[str, ...]] = {"label": ("label", "winner", "preference"), "prediction": ("prediction",),
-                                               "logprobs": ("logprobs",)}
+PAIR_COLUMNS: Mapping[str, tuple[str, ...]] = {
+    "label": ("label", "winner", "preference"),
+    "prediction": ("prediction",),
+    "logprobs": ("logprobs",),
+}
 
 
 @dataclass
@@ -253,7 +256,9 @@ def pair_data(table: Table, fields: Fields | None = None, *, require_label: bool
             out.append(math.nan if value is None else value)
         groups.append(str(g) if g is not None else "")
         if "sampling_probability" in col:  # a pair drawn by `judgecp select` carries its probability
-            sampled.append("" if is_blank(col["sampling_probability"][first]) else str(col["sampling_probability"][first]))
+            sampled.append(
+                "" if is_blank(col["sampling_probability"][first]) else str(col["sampling_probability"][first])
+            )
     if not ids:
         raise NoUsableRecords(table.source, excluded, table.n_read)
     verb_arr, agree_arr = np.asarray(verb), np.asarray(agree)

@@ -135,7 +135,9 @@ def _conversation(name: str, questions: Sequence[str], answers: Sequence[str]) -
 def pairwise_user_turn(questions: Sequence[str], answers_a: Sequence[str], answers_b: Sequence[str]) -> str:
     """The pairwise user turn: ``pair-v2``'s template for one question, ``pair-v2-multi-turn``'s for more."""
     if len(questions) == 1:
-        return PAIRWISE_SINGLE_TURN_TEMPLATE.format(question=questions[0], response_a=answers_a[0], response_b=answers_b[0])
+        return PAIRWISE_SINGLE_TURN_TEMPLATE.format(
+            question=questions[0], response_a=answers_a[0], response_b=answers_b[0]
+        )
     return _conversation("A", questions, answers_a) + "\n\n\n" + _conversation("B", questions, answers_b)
 
 

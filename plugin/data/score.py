@@ -75,7 +75,8 @@ class ScoreData(Rows):
     columns: dict[str, Any] = field(default_factory=dict)
     kind: Literal["likert"] = "likert"
     #: Rows left out only for want of a judge proxy (no score logprobs): their labels, NaN where unlabeled.
-    #: Not in the arrays above; PPI keeps them as their own stratum (:func:`judgecp.workflows.nightly.estimate.estimate`).
+    # : Not in the arrays above; PPI keeps them as their own stratum
+    # (:func:`judgecp.workflows.nightly.estimate.estimate`).
     no_proxy_labels: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     #: The scale the labels were given on, when not the judge's (``labels`` are mapped onto ``scale``).
     label_scale: LabelScale | None = None
@@ -107,10 +108,21 @@ class ScoreData(Rows):
 
     def take(self, index: NDArray[Any]) -> ScoreData:
         return ScoreData(
-            self.ids[index], self.labels[index], self.logprobs[index], self.scale, self.parsed[index],
-            self.fields.take(index) if isinstance(self.fields, FieldColumns) else {k: v[index] for k, v in self.fields.items()},
+            self.ids[index],
+            self.labels[index],
+            self.logprobs[index],
+            self.scale,
+            self.parsed[index],
+            self.fields.take(index)
+            if isinstance(self.fields, FieldColumns)
+            else {k: v[index] for k, v in self.fields.items()},
             None if self.extra_features is None else self.extra_features[index],
-            self.excluded, self.flags, self.n_read, self.source, self.columns, label_scale=self.label_scale,
+            self.excluded,
+            self.flags,
+            self.n_read,
+            self.source,
+            self.columns,
+            label_scale=self.label_scale,
         )
 
     @classmethod
@@ -160,7 +172,8 @@ def _ids(table: Table, id_col: str | None) -> list[str]:
     if len(set(ids)) < len(ids):
         dups = sorted(v for v, c in Counter(ids).items() if c > 1)
         raise InputError(
-            f"{table.source}: duplicate ids in {id_col!r}: {dups[:5]}{' ...' if len(dups) > 5 else ''}; ids must be unique"
+            f"{table.source}: duplicate ids in {id_col!r}: {dups[:5]}{' ...' if len(dups) > 5 else ''}; ids must be "
+            "unique"
         )
     return ids
 
@@ -294,7 +307,9 @@ def score_data(
         table.column(fields.group, fields.flag("group"))
     feature_cols: list[str] = []
     if fields.features:
-        feature_cols = [c for c in table.names if fnmatch.fnmatchcase(c, fields.features) and c not in lp.by_token.values()]
+        feature_cols = [
+            c for c in table.names if fnmatch.fnmatchcase(c, fields.features) and c not in lp.by_token.values()
+        ]
         if not feature_cols:
             raise unknown(f"{fields.flag('features')} glob", fields.features, table.names)
 

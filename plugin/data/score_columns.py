@@ -40,7 +40,9 @@ def logprob_columns(table: Table, fields: Fields, scale: LikertScale) -> Logprob
         wanted = {int(v) for v in scale.labels}
         candidates = [g for g in groups.values() if set(g) == wanted]
         if len(candidates) != 1:
-            raise InputError(f"{table.source}: " + _no_logprob_columns(scale, groups, flag, columns, several=bool(candidates)))
+            raise InputError(
+                f"{table.source}: " + _no_logprob_columns(scale, groups, flag, columns, several=bool(candidates))
+            )
         return LogprobColumns(by_token={str(v): candidates[0][int(v)] for v in scale.labels})
     matched = [c for c in columns if fnmatch.fnmatchcase(c, given)]
     if not matched:
@@ -79,6 +81,9 @@ def _no_logprob_columns(scale: LikertScale, groups: dict[str, dict[int, str]], f
             return (f"--scale {scale} needs one logprob column per label {scale.minimum}..{scale.maximum}, but the "
                     f"numbered columns {found[min(found)]}..{found[max(found)]} are a {min(found)}:{max(found)} scale; "
                     f"is --scale right? (or pass {flag} GLOB)")
-    return (f"cannot tell which columns hold the score-token logprobs of the scale {scale}"
-            + (" (several candidates)" if several else "")
-            + f"; pass {flag} GLOB (e.g. 'lp*') or {flag} COLUMN (of {{\"1\": lp, ...}} objects). Columns: {', '.join(columns)}")
+    return (
+        f"cannot tell which columns hold the score-token logprobs of the scale {scale}"
+        + (" (several candidates)" if several else "")
+        + f"; pass {flag} GLOB (e.g. 'lp*') or {flag} COLUMN (of {{\"1\": lp, ...}} objects). Columns: "
+          f"{', '.join(columns)}"
+    )

@@ -5,7 +5,8 @@ A *kind* is what a judge answers and how judgecp treats it (:mod:`judgecp.kinds.
 ``likert``, ``pairwise``, ``mcq``, ``parc`` (:mod:`judgecp.kinds.choice`) and ``ensemble``, registered
 by :mod:`judgecp.kinds.builtin` through the ``register_kinds`` hook; :mod:`judgecp.kinds.registry`
 looks kinds, methods and risk controllers up by name. Shared by the kinds: the evaluation protocol
-(:mod:`~judgecp.kinds.protocol`), the public estimators live with their kinds (``judgecp.kinds.likert.estimator``, ...), reading
+(:mod:`~judgecp.kinds.protocol`), the public estimators live with their kinds (``judgecp.kinds.likert.estimator``, ...),
+reading
 any source as a kind's data (:mod:`~judgecp.kinds.reading`), metric names (:mod:`~judgecp.kinds.metrics`),
 the alpha sweep (:mod:`~judgecp.kinds.sweep`) and a calibrator's kind parts
 (:mod:`~judgecp.kinds.calibration`). Every layer above looks a kind up instead of branching on its name.

@@ -108,7 +108,8 @@ def check_spec_field(r: StateReader, check: Callable[[], str]) -> None:
 
 @dataclass
 class ApplyParts:
-    """What one kind's calibrator gives on a run (:meth:`judgecp.kinds.kind.Calibration.apply`); :func:`judgecp.workflows.calibrators.apply`
+    """What one kind's calibrator gives on a run (:meth:`judgecp.kinds.kind.Calibration.apply`);
+    :func:`judgecp.workflows.calibrators.apply`
     adds the checks every kind shares."""
 
     #: The kind's summary fields (set sizes, or the accepted share), in the summary's order.
@@ -171,7 +172,11 @@ def set_counts(methods: dict[str, Any], groups: NDArray[Any], covered: NDArray[n
 
 def coverage_result(counts: list[GroupCount] | None) -> dict[str, Any]:
     if counts is None:
-        return {"test": None, "p_value": None, "reason": "the method sets two thresholds; no calibration-conditional law"}
+        return {
+            "test": None,
+            "p_value": None,
+            "reason": "the method sets two thresholds; no calibration-conditional law",
+        }
     return beta_binomial_pvalue(counts)
 
 

@@ -165,7 +165,8 @@ class Calibration:
         return []
 
     def apply(self, cal: Any, data: Any, *, groups: str | None) -> Any:
-        """The calibrator's per-item output on ``data`` and its summary (:class:`judgecp.kinds.calibration.ApplyParts`)."""
+        """The calibrator's per-item output on ``data`` and its summary
+        (:class:`judgecp.kinds.calibration.ApplyParts`)."""
         raise NotImplementedError
 
     def record_key(self, record: Any) -> str:

@@ -103,7 +103,8 @@ def metric_values(report: Mapping[str, Any], metrics: Sequence[Metric]) -> dict[
 
 
 def metric_suffix(spec: str) -> str:
-    """A metric-name-safe form of a method spec: ``lac(probabilities=recalibrated)`` -> ``lac_probabilities_recalibrated``."""
+    """A metric-name-safe form of a method spec: ``lac(probabilities=recalibrated)`` ->
+    ``lac_probabilities_recalibrated``."""
     return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9]+", "_", spec)).strip("_")
 
 

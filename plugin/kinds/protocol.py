@@ -287,7 +287,9 @@ def parse_settings(
     return protocol
 
 
-def resolve_methods(items: Sequence[str], *, kind: str, spell: str = "methods") -> tuple[list[str], list[tuple[str, str]]]:
+def resolve_methods(
+    items: Sequence[str], *, kind: str, spell: str = "methods"
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Method specs (canonical form) to run, and the ones ``all`` had to skip (missing optional dependency).
 
     ``all`` stands for every registered method the kind can use, at its

@@ -43,7 +43,8 @@ def resolve_kind(table: Table, kind: str | None) -> str:
             readers = kinds_of_shape(shape)
             raise InputError(
                 f"{table.source}: these are {shape} records; --kind {kind} reads "
-                f"{get_kind(kind).reader.record_shape if get_kind(kind).reads_tables else 'no'} records (use --kind {' or '.join(readers) or '?'})"
+                f"{get_kind(kind).reader.record_shape if get_kind(kind).reads_tables else 'no'} records (use --kind "
+                f"{' or '.join(readers) or '?'})"
             )
         return kind
     return kind or TABLE_KIND

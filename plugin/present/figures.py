@@ -160,7 +160,9 @@ def _alpha_sweep(
     """
     swept = [r for r in runs if r.report.get("alpha_sweep")]
     if not swept:
-        return Missing(fid, title, "no `alpha_sweep` in the report: run `judgecp evaluate` with `--alphas 0.05,0.1,0.2`")
+        return Missing(
+            fid, title, "no `alpha_sweep` in the report: run `judgecp evaluate` with `--alphas 0.05,0.1,0.2`"
+        )
     fig = new_figure(WIDTH + extra_width[0 if len(runs) == 1 else 1], 3.8)
     ax_cov, ax_s = fig.subplots(1, 2)
     series = series_by_method_or_report(runs, swept, focus, lambda r: r.report["alpha_sweep"]["methods"])
@@ -225,7 +227,14 @@ def _method_bars(
     from matplotlib.ticker import MaxNLocator
 
     ax_cov.xaxis.set_major_locator(MaxNLocator(5))
-    fig.legend(handles, names, loc="outside lower center", ncols=legend_columns(names, min(len(names), 4)), fontsize=8, frameon=False)
+    fig.legend(
+        handles,
+        names,
+        loc="outside lower center",
+        ncols=legend_columns(names, min(len(names), 4)),
+        fontsize=8,
+        frameon=False,
+    )
     fig.suptitle(title, fontsize=11)
     return Plot(fid, title, f"Headline level α = {alpha:g}, mean over the splits.", fig)
 
@@ -237,7 +246,9 @@ def _reliability(
     """A reliability diagram: one line per ``(label, diagram)`` of ``series_of(runs with a diagram)``."""
     have = runs_with(runs, "reliability_diagram")
     if not have:
-        return Missing(fid, title, "no `reliability_diagram` in the report (made by judgecp evaluate from this version on)")
+        return Missing(
+            fid, title, "no `reliability_diagram` in the report (made by judgecp evaluate from this version on)"
+        )
     fig = new_figure(WIDTH, 4.2)
     ax = fig.subplots()
     series = series_of(have)

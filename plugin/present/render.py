@@ -36,7 +36,8 @@ class Table:
 
 @dataclass
 class Document:
-    """Blocks in order: ``("h1"|"h2"|"h3"|"p", text)``, ``("table", Table)``, ``("figure", Plot)``, ``("list", [..])``."""
+    """Blocks in order: ``("h1"|"h2"|"h3"|"p", text)``, ``("table", Table)``, ``("figure", Plot)``, ``("list",
+    [..])``."""
 
     blocks: list[tuple[str, Any]] = field(default_factory=list)
 

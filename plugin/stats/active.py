@@ -220,7 +220,9 @@ def cross_validated(y: FloatArray, f: FloatArray, f_pool: FloatArray, f_all: Flo
     pool_bin = np.searchsorted(edges, f_pool, side="right")
     pairs_in_bin = np.bincount(pair_bin, minlength=n_bins)
     to_pool = np.bincount(pool_bin, minlength=n_bins)[pair_bin] / pairs_in_bin[pair_bin]
-    to_all = np.bincount(np.searchsorted(edges, f_all, side="right"), minlength=n_bins)[pair_bin] / pairs_in_bin[pair_bin]
+    to_all = (
+        np.bincount(np.searchsorted(edges, f_all, side="right"), minlength=n_bins)[pair_bin] / pairs_in_bin[pair_bin]
+    )
     terms = {mix: np.zeros((CV_REPEATS, m)) for mix in set(mixes) | {1.0}}
     squared = np.zeros((CV_REPEATS, m))
     rng = np.random.default_rng(random_state)
@@ -313,7 +315,10 @@ def sampling_design(f: FloatArray, pool: IntArray, budget: float, *,
     if mix is not None:
         chosen, why = mix, f"--mix {mix:g}"
     elif check["mismatch"]:
-        chosen, why = 1.0, "uniform sampling: the error model's items are unlike the run's, its gain is not to be trusted"
+        chosen, why = (
+            1.0,
+            "uniform sampling: the error model's items are unlike the run's, its gain is not to be trusted",
+        )
     else:
         chosen = choose_mix(cv)
         why = ("cross-validated: " + ("no mix gains more than its noise over uniform sampling" if chosen == 1.0

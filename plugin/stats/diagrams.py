@@ -33,11 +33,15 @@ def reliability_bins(confidence: NDArray[np.float64], correct: NDArray[Any], bin
         acc = float(np.mean(correct[m])) if n else None
         if n:
             ece += n / confidence.size * abs(acc - conf)  # type: ignore[operator]
-        out.append({"lower": float(edges[b]), "upper": float(edges[b + 1]), "n": n, "confidence": conf, "accuracy": acc})
+        out.append(
+            {"lower": float(edges[b]), "upper": float(edges[b + 1]), "n": n, "confidence": conf, "accuracy": acc}
+        )
     return {"bins": out, "ece": ece}
 
 
-def likert_reliability(probabilities: NDArray[np.float64], labels: NDArray[np.float64], scale_labels: Sequence[float]) -> dict[str, Any]:
+def likert_reliability(
+    probabilities: NDArray[np.float64], labels: NDArray[np.float64], scale_labels: Sequence[float]
+) -> dict[str, Any]:
     """The judge's reliability diagram: max score-token probability against argmax label == human label."""
     top = np.asarray(scale_labels, dtype=np.float64)[np.argmax(probabilities, axis=1)]
     out = reliability_bins(probabilities.max(axis=1), top == labels)

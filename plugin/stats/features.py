@@ -142,7 +142,9 @@ def predict_many_in_blocks(models: Sequence[Any], F: FloatArray, block: int = PR
             B, distinct, inverse = bins[owner]
             if np.array_equal(trees.predict(B[:block]), np.asarray(model.predict(F[:block]), dtype=np.float64)):
                 rows = B if distinct is None else B[distinct]
-                values = np.concatenate([trees.predict(rows[s : s + block]) for s in range(0, rows.shape[0], block)] or [np.empty(0)])
+                values = np.concatenate(
+                    [trees.predict(rows[s : s + block]) for s in range(0, rows.shape[0], block)] or [np.empty(0)]
+                )
                 values = values if inverse is None else values[inverse]
             else:
                 binned[i] = None  # not what predict gives (another scikit-learn): use predict
@@ -225,7 +227,9 @@ class _BinnedTrees:
     def same_bins(self, other: _BinnedTrees) -> bool:
         a, b = self.mapper.bin_thresholds_, other.mapper.bin_thresholds_
         return self.mapper is other.mapper or (
-            len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True)) and self.missing == other.missing
+            len(a) == len(b)
+            and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+            and self.missing == other.missing
         )
 
     def bin(self, rows: FloatArray) -> Any:

@@ -272,9 +272,12 @@ def difference(da: Design, db: Design, *, alpha: float, clip: bool = True) -> di
     judge = unit_sums(keys, np.concatenate([-da.judge, db.judge]))
     return {
         "ppi": normal_interval(db.base - da.base + float(slope @ lam), float(dev @ dev), alpha, df).to_dict(),
-        "labeled_only": normal_interval(db.base - da.base, float(a_units @ a_units), alpha, min(da.df, db.df)).to_dict(),
-        "judge_only": normal_interval(db.judge_mean - da.judge_mean, float(judge @ judge), alpha,
-                                      min(da.judge_df, db.judge_df)).to_dict(),
+        "labeled_only": normal_interval(
+            db.base - da.base, float(a_units @ a_units), alpha, min(da.df, db.df)
+        ).to_dict(),
+        "judge_only": normal_interval(
+            db.judge_mean - da.judge_mean, float(judge @ judge), alpha, min(da.judge_df, db.judge_df)
+        ).to_dict(),
         "lambda": {"a": float(lam[0]) if p_a == 1 else None, "b": float(lam[p_a]) if p_b == 1 else None},
         "df": None if math.isinf(df) else df,
     }

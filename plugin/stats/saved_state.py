@@ -119,7 +119,8 @@ class StateReader:
 
     def number(self, key: str, *, low: float = -math.inf, high: float = math.inf, infinite: bool = False,
                open_interval: bool = False) -> float:
-        """A number in ``[low, high]`` (``(low, high)`` with ``open_interval``); ``"inf"``/``"-inf"`` when ``infinite``."""
+        """A number in ``[low, high]`` (``(low, high)`` with ``open_interval``); ``"inf"``/``"-inf"`` when
+        ``infinite``."""
         value = self.get(key)
         if infinite and value in ("inf", "-inf"):
             return float(value)

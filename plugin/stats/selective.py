@@ -200,7 +200,9 @@ def register_risk_controllers() -> list[type[RiskController]]:
     return list(BUILTIN_CONTROLLERS)
 
 
-def apply(threshold: FloatArray, u: FloatArray, e: NDArray[np.bool_]) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+def apply(
+    threshold: FloatArray, u: FloatArray, e: NDArray[np.bool_]
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
     """Test-split risk (FDR; 0 when nothing is accepted), coverage and accepted count per split."""
     accept = u <= threshold[:, None]
     n_acc = accept.sum(axis=1)

@@ -55,7 +55,9 @@ def simulate_likert_judge(
     spread = scale.span / 3.5
     g = rng.integers(len(groups), size=n)
     z = rng.normal(size=n)
-    human = np.clip(np.round(centre + spread * (z + rng.normal(scale=human_noise, size=n))), scale.minimum, scale.maximum)
+    human = np.clip(
+        np.round(centre + spread * (z + rng.normal(scale=human_noise, size=n))), scale.minimum, scale.maximum
+    )
     noise = np.asarray([s for _, s in groups])[g]
     perceived = centre + spread * (compression * z + judge_bias + rng.normal(size=n) * noise)
     labels = scale.labels.astype(np.float64)

@@ -93,7 +93,8 @@ def report_headline(
 
 
 def calibrated_headline(summary: Mapping[str, Any]) -> dict[str, float | None]:
-    """The plain numbers of a calibrator's summary (:func:`judgecp.workflows.calibrators.apply`); ``None`` where undefined.
+    """The plain numbers of a calibrator's summary (:func:`judgecp.workflows.calibrators.apply`); ``None`` where
+    undefined.
 
     The scalars of the apply summary (:class:`judgecp.workflows.results.ApplyResult`, the metrics
     lm-eval's calibrated tasks report by the same names): ``n``, ``n_read``, ``excluded``; Likert and

@@ -1,4 +1,5 @@
-"""``judgecp evaluate --kind ensemble``: the same study as ``python -m judgecp.kinds.ensemble.evaluate``, flags checked."""
+"""``judgecp evaluate --kind ensemble``: the same study as ``python -m judgecp.kinds.ensemble.evaluate``, flags
+checked."""
 
 from __future__ import annotations
 
@@ -26,7 +27,18 @@ def records_on_disk(tmp_path):
 
 def test_the_command_and_the_module_give_the_same_report(records_on_disk, tmp_path, capsys):
     records, embeddings = records_on_disk
-    common = ["--embeddings", str(embeddings), "--seeds", "3", "--validation", "60", "--clusters", "3", "--alpha", "0.2"]
+    common = [
+        "--embeddings",
+        str(embeddings),
+        "--seeds",
+        "3",
+        "--validation",
+        "60",
+        "--clusters",
+        "3",
+        "--alpha",
+        "0.2",
+    ]
     assert main(["evaluate", "--kind", "ensemble", str(records), *common, "--json", str(tmp_path / "a.json")]) == 0
     printed = capsys.readouterr().out
     assert "mixture" in printed and "excluded: 1" in printed

@@ -1,4 +1,5 @@
-"""judgecp.kinds.ensemble.study: a study that cannot be evaluated still reports its counts (what both harnesses show)."""
+"""judgecp.kinds.ensemble.study: a study that cannot be evaluated still reports its counts (what both harnesses
+show)."""
 
 from __future__ import annotations
 

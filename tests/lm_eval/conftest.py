@@ -37,7 +37,8 @@ def _text_task_yaml(name: str, data: Path, cot: bool) -> str:
     if cot:
         body = "output_type: generate_until\ngeneration_kwargs:\n  until: []\n  max_gen_toks: 12\n  do_sample: false\n"
     else:
-        body = 'output_type: multiple_choice\ndoc_to_choice: ["1", "2", "3", "4", "5"]\ntarget_delimiter: " "\ngen_prefix: "Score:"\n'
+        body = ('output_type: multiple_choice\ndoc_to_choice: ["1", "2", "3", "4", "5"]\n'
+                'target_delimiter: " "\ngen_prefix: "Score:"\n')
     return head + body + "metadata:\n  version: 1.0\n"
 
 
@@ -51,7 +52,9 @@ def harness_ready() -> None:
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory, harness_ready: None) -> Path:
     from judgecp.bench.tiny_models import build_tiny_llama
 
-    return build_tiny_llama(tmp_path_factory.mktemp("models") / "llama", prepare=lambda m, t: script_judge(m, t, SCRIPT))
+    return build_tiny_llama(
+        tmp_path_factory.mktemp("models") / "llama", prepare=lambda m, t: script_judge(m, t, SCRIPT)
+    )
 
 
 @pytest.fixture(scope="session")

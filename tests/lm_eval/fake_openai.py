@@ -29,7 +29,8 @@ def _completion(request: dict[str, Any]) -> dict[str, Any]:
 
 
 class FakeOpenAI(JSONServer):
-    """``with FakeOpenAI() as server: server.url``, the chat completions endpoint; ``server.requests``: see JSONServer."""
+    """``with FakeOpenAI() as server: server.url``, the chat completions endpoint; ``server.requests``: see
+    JSONServer."""
 
     def __init__(self) -> None:
         super().__init__(lambda body, path, headers: _completion(body))

@@ -45,10 +45,15 @@ def offline_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def run(cmd: list[str], env: dict[str, str], *, cwd: Path | None = None, timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: list[str], env: dict[str, str], *, cwd: Path | None = None, timeout: int = 300, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} exited {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-8000:]}")
+        raise AssertionError(
+            f"{' '.join(cmd)} exited {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- "
+            f"stderr\n{proc.stderr[-8000:]}"
+        )
     return proc
 
 
@@ -120,10 +125,13 @@ def task_metrics(kind: str, records: list[dict[str, Any]], metadata: dict[str, A
     return metric_values(report, metric_list)
 
 
-def aggregate_as_lm_eval(metric_list: Sequence[Any], compute: Any, records: Sequence[dict[str, Any]]) -> tuple[dict[str, float], Any]:
+def aggregate_as_lm_eval(
+    metric_list: Sequence[Any], compute: Any, records: Sequence[dict[str, Any]]
+) -> tuple[dict[str, float], Any]:
     """Every metric's value as lm-eval computes it: each document's ``process_results`` values
     (:func:`~judgecp.adapters.lm_eval.metrics.document_values`) collected per metric, then one aggregation
-    per metric in that order. Returns the values and the task's :class:`~judgecp.adapters.lm_eval.metrics.TaskReport`."""
+    per metric in that order. Returns the values and the task's
+    :class:`~judgecp.adapters.lm_eval.metrics.TaskReport`."""
     from judgecp.adapters.lm_eval.metrics import TaskReport, aggregations, document_values
 
     per_metric: dict[str, list[Any]] = {}

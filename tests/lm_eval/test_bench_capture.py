@@ -37,8 +37,13 @@ def leftovers(tmp_path: Path) -> list[str]:
 
 
 def test_bench_capture_measures_each_section_at_each_batch_size(tmp_path: Path) -> None:
-    proc = subprocess.run([*BENCH, "--documents", "4", "--gen-tokens", "4", "--repeats", "1", "--batch-size", "1,2,auto"],
-                          env=bench_env(tmp_path), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [*BENCH, "--documents", "4", "--gen-tokens", "4", "--repeats", "1", "--batch-size", "1,2,auto"],
+        env=bench_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "built on cpu" in out and "float32" in out and "its language model is the text judge" in out
@@ -113,8 +118,10 @@ def test_the_gpu_script_runs_verbatim_with_options_the_bench_takes(tmp_path: Pat
     """scripts/bench_capture_gpu.sh with its judgecp replaced by one that only parses the options (no GPU here)."""
     repo = Path(__file__).resolve().parents[2]
     stub = tmp_path / "judgecp"
-    stub.write_text(f"#!{sys.executable}\nimport sys\nfrom judgecp.cli import build_parser\n"
-                    "args = build_parser().parse_args(sys.argv[1:])\nprint('parsed', args.device, args.dtype, args.batch_size)\n")
+    stub.write_text(
+        f"#!{sys.executable}\nimport sys\nfrom judgecp.cli import build_parser\n"
+        "args = build_parser().parse_args(sys.argv[1:])\nprint('parsed', args.device, args.dtype, args.batch_size)\n"
+    )
     stub.chmod(0o755)
     out = tmp_path / "table.txt"
     env = {**bench_env(tmp_path), "JUDGECP": str(stub), "PYTHON": sys.executable}

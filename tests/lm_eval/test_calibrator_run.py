@@ -1,4 +1,5 @@
-"""A calibrator applied to the samples file of a real lm-eval run (tiny local judge, CPU), and the gate on its results."""
+"""A calibrator applied to the samples file of a real lm-eval run (tiny local judge, CPU), and the gate on its
+results."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def test_calibrate_on_a_run_then_apply_estimate_and_gate(direct_run: Path, tmp_p
 
 def test_unlabeled_run_with_a_calibrator_in_metadata(direct_run: Path, text_tasks: Path, tiny_llama: Path,
                                                      tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`--metadata '{"calibrator": PATH}'` on a task whose documents have no labels: set size, drift, corrected score."""
+    """`--metadata '{"calibrator": PATH}'` on a task whose documents have no labels: set size, drift, corrected
+    score."""
     from tests.lm_eval.conftest import TEXT_TASK_UTILS, _text_task_yaml
 
     samples = sorted((direct_run / "results").rglob("samples_judge_text_2*.jsonl"))
@@ -76,7 +78,9 @@ def test_unlabeled_run_with_a_calibrator_in_metadata(direct_run: Path, text_task
     judge_run(tmp_path, "hf-judge", f"pretrained={tiny_llama},dtype=float32", "judge_text_unlabeled", out,
               {"calibrator": str(cal)}, "--include_path", str(folder))
     results_path = sorted(out.rglob("results_*.json"))[-1]
-    got = {k.split(",")[0]: v for k, v in json.loads(results_path.read_text())["results"]["judge_text_unlabeled"].items()}
+    got = {
+        k.split(",")[0]: v for k, v in json.loads(results_path.read_text())["results"]["judge_text_unlabeled"].items()
+    }
     assert got["n"] == 40 and got["excluded"] == 0
     assert 1.0 <= got["set_size"] <= 5.0 and 0.0 <= got["singleton_share"] <= 1.0
     assert got["drift.p_value"] > 0.01 and got["drift.alarm"] == 0  # the same documents and judge as calibration

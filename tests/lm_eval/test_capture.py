@@ -79,7 +79,9 @@ def text_judge(tiny_llama: Path) -> Any:
     return HFJudgeLM(pretrained=str(tiny_llama), dtype="float32", device="cpu", batch_size=4)
 
 
-def test_direct_scoring_one_pass_per_document_equals_manual_forward(text_judge: Any, text_tasks: Path, tiny_llama: Path) -> None:
+def test_direct_scoring_one_pass_per_document_equals_manual_forward(
+    text_judge: Any, text_tasks: Path, tiny_llama: Path
+) -> None:
     from lm_eval.models.huggingface import HFLM
 
     reqs = instances(["judge_text"], text_tasks)
@@ -103,7 +105,9 @@ def manual_reads(model: Any, context: list[int], continuation: list[int]) -> tup
     with torch.no_grad():
         lp = torch.log_softmax(model(torch.tensor([context + continuation[:-1]])).logits[0].float(), -1)
     rows = lp[len(context) - 1 : len(context) - 1 + len(continuation)]
-    return float(sum(rows[k, t] for k, t in enumerate(continuation))), bool((rows.argmax(-1) == torch.tensor(continuation)).all())
+    return float(sum(rows[k, t] for k, t in enumerate(continuation))), bool(
+        (rows.argmax(-1) == torch.tensor(continuation)).all()
+    )
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 8, "auto"])
@@ -135,7 +139,9 @@ def test_batched_direct_scoring_equals_a_manual_pass_per_continuation(text_judge
             assert ll == pytest.approx(want, abs=1e-4) and greedy == want_greedy
 
 
-def test_requests_are_encoded_as_lm_eval_encodes_them(text_judge: Any, text_tasks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_requests_are_encoded_as_lm_eval_encodes_them(
+    text_judge: Any, text_tasks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each distinct string tokenised once, in one call: the same ids as lm-eval's own per-request encoding."""
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
@@ -145,7 +151,11 @@ def test_requests_are_encoded_as_lm_eval_encodes_them(text_judge: Any, text_task
     odd = [("", " 3"), ("Score:  ", "4"), (bos + "Judge this. Score:", " 5"), ("Score: 1", "0"), ("x", "")]
     reqs += [Instance("loglikelihood", {}, args, 0) for args in odd]
     captured: list[Any] = []
-    monkeypatch.setattr(text_judge, "_loglikelihood_tokens", lambda encoded, **_: captured.extend(encoded) or [(0.0, True)] * len(encoded))
+    monkeypatch.setattr(
+        text_judge,
+        "_loglikelihood_tokens",
+        lambda encoded, **_: captured.extend(encoded) or [(0.0, True)] * len(encoded),
+    )
     HFLM.loglikelihood(text_judge, reqs, disable_tqdm=True)  # lm-eval's own encoding
     assert text_judge._judgecp_encode_pairs([r.args for r in reqs]) == captured
 
@@ -209,7 +219,11 @@ def test_batched_cot_capture_equals_a_manual_pass_per_row(text_judge: Any) -> No
     for i in range(24):
         until = ["\n\n"] if i < 16 else [" Score"]  # a separate batch: lm-eval batches one set of settings
         gen_kwargs = {"until": until, "max_gen_toks": 12, "do_sample": False}
-        reqs.append(Instance("generate_until", {"id": str(i)}, (f"Case {i}{'x' * (i % 5)}: rate it{endings[i % 4]}", gen_kwargs), i))
+        reqs.append(
+            Instance(
+                "generate_until", {"id": str(i)}, (f"Case {i}{'x' * (i % 5)}: rate it{endings[i % 4]}", gen_kwargs), i
+            )
+        )
     vocab = RatingVocabulary(text_judge.tokenizer, LikertScale())
     saved = text_judge.batch_size_per_gpu
     try:
@@ -227,7 +241,10 @@ def test_batched_cot_capture_equals_a_manual_pass_per_row(text_judge: Any) -> No
         cut += len(text) < len(text_judge.tokenizer.decode(new, skip_special_tokens=True))
         lengths.add(len(new))
         assert got["meta"]["text"] == alone["meta"]["text"] == text
-        assert got["meta"]["position"] == alone["meta"]["position"] and got["meta"]["n_tokens"] == alone["meta"]["n_tokens"]
+        assert (
+            got["meta"]["position"] == alone["meta"]["position"]
+            and got["meta"]["n_tokens"] == alone["meta"]["n_tokens"]
+        )
         if got["logprobs"] is None:
             assert alone["logprobs"] is None
             continue
@@ -309,7 +326,11 @@ def test_vllm_outputs_to_judge_output(tiny_llama: Path) -> None:
     steps = [{i: SimpleNamespace(logprob=-0.1)} for i in ids]
     steps[-1] = {three: SimpleNamespace(logprob=-0.05), one: SimpleNamespace(logprob=-3.2)}
     output = SimpleNamespace(outputs=[SimpleNamespace(token_ids=ids, logprobs=steps)])
-    response = parse_judge_output(response_from_vllm_capture(" Fine Score: 3", capture_from_vllm_output(output), tok, LikertScale(), math.log(1e-5)))
+    response = parse_judge_output(
+        response_from_vllm_capture(
+            " Fine Score: 3", capture_from_vllm_output(output), tok, LikertScale(), math.log(1e-5)
+        )
+    )
     assert response is not None and response["prediction"] == 3
     assert response["logprobs"]["3"] == pytest.approx(-0.05) and response["logprobs"]["1"] == pytest.approx(-3.2)
     assert response["logprobs"]["2"] == pytest.approx(math.log(1e-5)) and "missing_token" in response["flags"]

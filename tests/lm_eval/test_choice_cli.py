@@ -89,7 +89,9 @@ def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def pairwise_run(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path, data_dirs: dict[str, str]) -> tuple[Path, str]:
+def pairwise_run(
+    tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path, data_dirs: dict[str, str]
+) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("pairwise_run")
     proc = judge_run(out, "hf-judge", f"pretrained={tiny_llama},dtype=float32", PAIRWISE_TASKS, out / "results",
                      PAIRWISE_METADATA, env=data_dirs)
@@ -97,7 +99,9 @@ def pairwise_run(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path, dat
 
 
 @pytest.fixture(scope="module")
-def image_run(tmp_path_factory: pytest.TempPathFactory, tiny_llava: Path, data_dirs: dict[str, str]) -> tuple[Path, str]:
+def image_run(
+    tmp_path_factory: pytest.TempPathFactory, tiny_llava: Path, data_dirs: dict[str, str]
+) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("image_choice_run")
     proc = judge_run(out, "hf-multimodal-judge", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
                      CHOICE_TASKS + PARC_TASKS, out / "results", IMAGE_METADATA, env=data_dirs)
@@ -110,8 +114,14 @@ def image_run(tmp_path_factory: pytest.TempPathFactory, tiny_llava: Path, data_d
 def test_pairwise_tasks_report_bpe_and_selective_risk(pairwise_run: tuple[Path, str]) -> None:
     output, stderr = pairwise_run
     expected = {"mt_bench_human_cp": (16, 4), "rewardbench_cp": (12, 0), "chatbot_arena_cp": (8, 4)}
-    results = checked_results(output, stderr, {
-        task: {"n_pairs": pairs, "excluded": excluded, "single_order": 0} for task, (pairs, excluded) in expected.items()})
+    results = checked_results(
+        output,
+        stderr,
+        {
+            task: {"n_pairs": pairs, "excluded": excluded, "single_order": 0}
+            for task, (pairs, excluded) in expected.items()
+        },
+    )
     for task in expected:
         got = task_metrics(results, task)
         assert 0.0 <= got["bpe"] <= math.log(2) + 1e-9
@@ -130,8 +140,15 @@ def test_pairwise_tasks_report_bpe_and_selective_risk(pairwise_run: tuple[Path, 
     # Bad rows are counted with their reasons: tie votes, a winner that is neither model, a
     # conversation without the judged turn, a line that is not JSON.
     assert exclusions(output, "chatbot_arena_cp") == {"tie_label": 4}
-    assert exclusions(output, "mt_bench_human_cp") == {"tie_label": 1, "conversation_incomplete": 1, "malformed_json_line": 1}
-    assert "mt_bench_human_cp: 4 excluded: conversation_incomplete 1, label_unknown 1, malformed_json_line 1, tie_label 1" in stderr
+    assert exclusions(output, "mt_bench_human_cp") == {
+        "tie_label": 1,
+        "conversation_incomplete": 1,
+        "malformed_json_line": 1,
+    }
+    assert (
+        "mt_bench_human_cp: 4 excluded: conversation_incomplete 1, label_unknown 1, malformed_json_line 1, tie_label 1"
+        in stderr
+    )
 
 
 def test_pairwise_documents_are_judged_in_both_orders(pairwise_run: tuple[Path, str]) -> None:
@@ -145,7 +162,9 @@ def test_pairwise_documents_are_judged_in_both_orders(pairwise_run: tuple[Path, 
         assert {fwd["target"], rev["target"]} == {"A", "B"}  # the human's letter in each prompt's order
         assert [a["arg_1"] for a in fwd["arguments"].values()] == [" A", " B"]
     # the multi-turn prompt for a second-turn MT-Bench vote
-    second = next(s for s in samples(output, "mt_bench_human_cp") if s["doc"]["turn"] == "2" and not s["doc"]["exclude"])
+    second = next(
+        s for s in samples(output, "mt_bench_human_cp") if s["doc"]["turn"] == "2" and not s["doc"]["exclude"]
+    )
     prompt = second["arguments"]["gen_args_0"]["arg_0"]
     assert "focus on who provides a better answer to the second user question" in prompt
     assert "<|The Start of Assistant A's Conversation with User|>" in prompt
@@ -217,7 +236,9 @@ def test_image_choice_tasks_report_conformal_sets(image_run: tuple[Path, str]) -
     # bad input is counted with its reason, never fatal
     records = {s["doc"]["id"]: s["n"] for s in samples(output, "scienceqa_img_cp")}
     assert records["scienceqa_img/00000"]["exclude"] == "image_load_failed"
-    assert records["scienceqa_img/00001"]["label"] == ["H"]  # an answer index past the options: the core's answer_not_an_option
+    assert records["scienceqa_img/00001"]["label"] == [
+        "H"
+    ]  # an answer index past the options: the core's answer_not_an_option
     assert "scienceqa_img_cp: 3 excluded: answer_not_an_option 1, image_load_failed 1, options_missing 1" in stderr
     assert exclusions(output, "mmmu_val_cp") == {"open_question": 1, "multiple_images": 1}
     # a document is scored over its own letters (2 to 5 options), read from one pass

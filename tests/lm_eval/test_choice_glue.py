@@ -62,7 +62,10 @@ def test_pairwise_settings_defaults_and_metadata() -> None:
     s = task_protocol({"version": 1.0}, "pairwise")
     assert s.levels("pairwise") == (0.05, 0.1, 0.15, 0.2, 0.25) and s.n_splits("pairwise") == 1000 and s.signal == "bpe"
     assert s.controller_names() == ("scope", "clopper_pearson", "naive", "heuristic", "vanilla") and s.delta == 0.1
-    s = task_protocol({"alphas": "0.1,0.2", "n_splits": 50, "controllers": ["scope"], "signal": "predictive", "delta": 0.05}, "pairwise")
+    s = task_protocol(
+        {"alphas": "0.1,0.2", "n_splits": 50, "controllers": ["scope"], "signal": "predictive", "delta": 0.05},
+        "pairwise",
+    )
     assert (s.levels("pairwise"), s.n_splits("pairwise"), s.controller_names(), s.signal, s.delta) == (
         (0.1, 0.2), 50, ("scope",), "predictive", 0.05)
 
@@ -79,7 +82,10 @@ def test_pairwise_bad_settings_name_the_value(metadata: dict, message: str) -> N
 
 
 def test_pairwise_metric_names_and_stderr_order() -> None:
-    names = [m.name for m in pairwise_metrics(task_protocol({"alphas": [0.1, 0.25], "controllers": "scope,naive"}, "pairwise"))]
+    names = [
+        m.name
+        for m in pairwise_metrics(task_protocol({"alphas": [0.1, 0.25], "controllers": "scope,naive"}, "pairwise"))
+    ]
     assert names[:3] == ["n_pairs", "excluded", "single_order"]
     assert {"auroc_bpe", "ece_bpe", "auprc_bpe", "accuracy_bpe", "auroc_predictive"} <= set(names)
     for c in ("scope", "naive"):
@@ -201,7 +207,12 @@ def test_mcq_bad_input_is_counted_never_fatal() -> None:
     records[4] = {**records[4], "label": []}
     got = report("mcq", records, {"seeds": 2})
     assert {e["reason"]: e["count"] for e in got["excluded"]} == {
-        "image_load_failed": 1, "answer_not_an_option": 1, "logprob_invalid": 1, "options_missing": 1, "answer_missing": 1}
+        "image_load_failed": 1,
+        "answer_not_an_option": 1,
+        "logprob_invalid": 1,
+        "options_missing": 1,
+        "answer_missing": 1,
+    }
     assert got["n"] == 25 and excluded_count(got) == 5
     few = report("mcq", records[:7], {"seeds": 2})
     assert "error" in few and few["n"] == 2 and excluded_count(few) == 5
@@ -232,7 +243,10 @@ def test_parc_variation_names_outside_parc_use_their_family() -> None:
 
     flags = Exclusions()
     assert variation_name("LR-I", None, flags, "a") == "LR-I" and variation_name("O", "LR", flags, "b") == "O"
-    assert variation_name("blurry", "VR", flags, "c") == "VR-blurry" and variation_name("blurry", "vr", flags, "d") == "VR-blurry"
+    assert (
+        variation_name("blurry", "VR", flags, "c") == "VR-blurry"
+        and variation_name("blurry", "vr", flags, "d") == "VR-blurry"
+    )
     assert variation_name("blurry", None, flags, "e") == "blurry"  # PARC counts it as variation_unknown
     assert dict(flags.counts) == {"variation_renamed": 2}
 
@@ -247,7 +261,9 @@ def test_samples_files_are_read_as_they_are(kind: str, tmp_path: Path, capsys: p
     records = pairwise_records(30) if kind == "pairwise" else mcq_records(simulate_mcq_records(n=40, seed=0), task="d")
     records[0] = {**records[0], "exclude": "image_load_failed"}
     samples = tmp_path / "samples_t_2026.jsonl"
-    samples.write_text("".join(json.dumps({"doc_id": i, "metrics": ["n"], "n": r}) + "\n" for i, r in enumerate(records)))
+    samples.write_text(
+        "".join(json.dumps({"doc_id": i, "metrics": ["n"], "n": r}) + "\n" for i, r in enumerate(records))
+    )
     args = ["evaluate", str(samples), "--format", "lm-eval", "--quiet", "--json", str(tmp_path / "r.json")]
     assert judgecp_cli([*args, "--splits", "10"] if kind == "pairwise" else [*args, "--seeds", "2"]) == 0
     got = json.loads((tmp_path / "r.json").read_text())

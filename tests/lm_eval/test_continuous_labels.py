@@ -41,7 +41,10 @@ def test_metadata_label_scale_reaches_the_report() -> None:
     assert report["label_scale"]["continuous"] and [s["method"] for s in report["skipped"]] == ["lac"]
     values = {m.name: read_metric(report, m) for m in likert_metrics(protocol)}
     # coverage_<m> and width_<m> are the interval's when the labels are continuous; a skipped set method is NaN
-    assert values["coverage_naive"] == report["methods"]["naive"]["interval"]["coverage"] and 0.8 < values["coverage_naive"] <= 1
+    assert (
+        values["coverage_naive"] == report["methods"]["naive"]["interval"]["coverage"]
+        and 0.8 < values["coverage_naive"] <= 1
+    )
     assert values["width_naive"] == values["interval_width_naive"] and math.isnan(values["coverage_lac"])
     assert values["n"] == 300 and values["excluded"] == 0
 
@@ -74,7 +77,9 @@ def test_polaris_continuous_through_lm_eval(tiny_llava: Path, tmp_path: Path) ->
 
     data = build_polaris_dir(tmp_path / "polaris", n=10)
     lines = [json.loads(line) for line in (data / "test.jsonl").read_text().splitlines()]
-    (data / "test.jsonl").write_text("".join(json.dumps({**d, "human_score": c}) + "\n" for d, c in zip(lines, SCORES, strict=True)))
+    (data / "test.jsonl").write_text(
+        "".join(json.dumps({**d, "human_score": c}) + "\n" for d, c in zip(lines, SCORES, strict=True))
+    )
     out = tmp_path / "out"
     judge_run(tmp_path, "hf-multimodal-judge", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
               "polaris_cp_continuous", out, {"seeds": 3}, env={"JUDGECP_POLARIS_DIR": str(data)})

@@ -40,7 +40,13 @@ def test_mllm_judge_downloads_the_named_hub_dataset(tmp_path: Path, monkeypatch:
     monkeypatch.delenv("JUDGECP_MLLM_JUDGE_DIR", raising=False)
     utils = task_utils("mllm_judge_cp")
     docs = utils.load_docs(category="mm_vet")["test"]
-    assert calls == [{"repo_id": "ONE-Lab/MLLM-as-a-Judge", "repo_type": "dataset", "allow_patterns": ["Benchmark/score.jsonl", "image/*"]}]
+    assert calls == [
+        {
+            "repo_id": "ONE-Lab/MLLM-as-a-Judge",
+            "repo_type": "dataset",
+            "allow_patterns": ["Benchmark/score.jsonl", "image/*"],
+        }
+    ]
     assert [d["group"] for d in docs] == ["mm-vet"]
     yaml_text = (tasks_path() / "mllm_judge_cp" / "_template_direct_yaml").read_text()
     assert "dataset_path: ONE-Lab/MLLM-as-a-Judge" in yaml_text
@@ -67,7 +73,12 @@ def test_polaris_hub_split_and_parquet_copy(tmp_path: Path, monkeypatch: pytest.
     image = tmp_path / "a.png"
     Image.new("RGB", (8, 8), (10, 20, 30)).save(image)
     table = datasets.Dataset.from_dict(
-        {"refs": [["r"], ["s"], ["t"]], "cand": ["x", "y", "z"], "img": [str(image)] * 3, "human_score": [0.0, 0.625, None]}
+        {
+            "refs": [["r"], ["s"], ["t"]],
+            "cand": ["x", "y", "z"],
+            "img": [str(image)] * 3,
+            "human_score": [0.0, 0.625, None],
+        }
     ).cast_column("img", datasets.Image())
     (tmp_path / "copy" / "data").mkdir(parents=True)
     table.to_parquet(tmp_path / "copy" / "data" / "test-00000-of-00001.parquet")
@@ -96,7 +107,9 @@ HUB_LOADS = {
 
 
 @pytest.mark.parametrize("folder", sorted(HUB_LOADS))
-def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_choice_tasks_load_the_named_hub_dataset_or_a_local_copy(
+    folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same documents from the local copy (data_dir) and from the hub dataset the YAML and README name."""
     import datasets
 

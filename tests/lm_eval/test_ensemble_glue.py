@@ -43,7 +43,9 @@ def test_default_prompts_start_with_the_sample_and_have_distinct_texts() -> None
 
 def test_prompts_by_id_from_a_prompt_set_file(tmp_path) -> None:
     path = tmp_path / "set.json"
-    write_prompt_set(build_prompt_set(personas=["photographer"], criteria=["alignment"], templates=["supplement-sample"]), path)
+    write_prompt_set(
+        build_prompt_set(personas=["photographer"], criteria=["alignment"], templates=["supplement-sample"]), path
+    )
     everything = select_prompts(str(path))
     assert len(everything) == 5  # the sample + 4 augmented versions
     two = select_prompts(str(path), "photographer.supplement-sample.alignment.flip.III, supplement-sample")
@@ -115,7 +117,9 @@ def test_task_report_equals_the_core_report_and_counts_excluded_records(tmp_path
     settings = task_settings({"embeddings": str(tmp_path / "emb.npz"), "validation": 30, "seeds": 3, "clusters": 2})
     report = records_report(records, settings, task="t")
     values = metric_values(report, ensemble_metrics(True))
-    core = ensemble_report(read_ensemble_records(records, embeddings=vectors), validation=30, clusters=2, seeds=[0, 1, 2])
+    core = ensemble_report(
+        read_ensemble_records(records, embeddings=vectors), validation=30, clusters=2, seeds=[0, 1, 2]
+    )
     assert values["ece_mixture"] == pytest.approx(core["methods"]["mixture"]["ece"], abs=1e-12)
     assert values["n_items"] == 119 and values["n_prompts"] == 4
     assert values["excluded"] == 1 and report["excluded"][0]["reason"] == "image_load_failed (item left out)"
@@ -156,7 +160,9 @@ def test_mjbench_from_the_hub_keeps_images_in_the_table(tmp_path, monkeypatch) -
         _png(tmp_path / f"{i}b.png", (0, 10 * i, 200))
         rows.append({"caption": f"c{i}", "image0": str(tmp_path / f"{i}a.png"), "image1": str(tmp_path / f"{i}b.png"),
                      "label": 0, "info": "x"})
-    table = datasets.Dataset.from_list(rows).cast_column("image0", datasets.Image()).cast_column("image1", datasets.Image())
+    table = (
+        datasets.Dataset.from_list(rows).cast_column("image0", datasets.Image()).cast_column("image1", datasets.Image())
+    )
     calls = []
     monkeypatch.setattr(datasets, "load_dataset", lambda *a, **kw: calls.append((a, kw)) or table)
     monkeypatch.delenv("JUDGECP_MJBENCH_DIR", raising=False)
@@ -198,7 +204,10 @@ def test_hpdv2_from_the_hub_and_from_a_local_copy(tmp_path, monkeypatch) -> None
     assert calls == ["ymhao/HPDv2"] and [d["id"] for d in hub] == [d["id"] for d in local]
     one = utils.load_hpdv2(data_dir=str(root), prompts=2, max_items=1)["test"]
     assert len(one) == 2
-    assert "dataset_path: ymhao/HPDv2" in (tasks_path() / "image_pref_ensemble_cp" / "image_pref_ensemble_cp_hpdv2.yaml").read_text()
+    assert (
+        "dataset_path: ymhao/HPDv2"
+        in (tasks_path() / "image_pref_ensemble_cp" / "image_pref_ensemble_cp_hpdv2.yaml").read_text()
+    )
 
 
 def test_metrics_after_the_first_read_its_report_and_never_guess() -> None:

@@ -55,7 +55,9 @@ def build(root: Path) -> tuple[Path, Path, Path]:
         for name in names:
             (root / "hpdv2" / "test" / str(c)).mkdir(parents=True, exist_ok=True)
             Image.new("RGB", (4, 4), colour).save(root / "hpdv2" / "test" / name)
-        annotations.append({"prompt": f"object {c}", "image_path": names, "rank": [int(r) for r in rng.permutation(3) + 1]})
+        annotations.append(
+            {"prompt": f"object {c}", "image_path": names, "rank": [int(r) for r in rng.permutation(3) + 1]}
+        )
     (root / "hpdv2" / "test.json").write_text(json.dumps(annotations))
     items = read_hpdv2(root / "hpdv2")
     prompts = {p.id: p for p in build_prompt_set()}
@@ -105,7 +107,9 @@ def test_the_mixture_beats_uniform_and_bpe_inside_lm_eval(replay_run: tuple[Path
     # judge the mixture's ECE is about the average's (.167 vs .162 here) while NLL and AUPRC improve.
 
 
-def test_the_post_hoc_weights_find_each_clusters_reliable_prompts(replay_run: tuple[Path, Path, Path], tmp_path: Path) -> None:
+def test_the_post_hoc_weights_find_each_clusters_reliable_prompts(
+    replay_run: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
     from judgecp.cli import main
 
     output, embeddings, _ = replay_run
@@ -122,7 +126,9 @@ def test_the_post_hoc_weights_find_each_clusters_reliable_prompts(replay_run: tu
         assert best > 1.5 * third  # the reliable prompts clearly ahead of the others
 
 
-def test_negative_control_without_rekeying_the_flipped_prompts_look_unreliable(replay_run: tuple[Path, Path, Path]) -> None:
+def test_negative_control_without_rekeying_the_flipped_prompts_look_unreliable(
+    replay_run: tuple[Path, Path, Path],
+) -> None:
     from judgecp.data.ensemble.records import read_ensemble_records
     from judgecp.kinds.ensemble.evaluate import ensemble_report
 
@@ -141,7 +147,9 @@ def test_negative_control_without_rekeying_the_flipped_prompts_look_unreliable(r
     assert sorted(top, key=sorted) != sorted(planted, key=sorted)
 
 
-def test_the_table6_sweep_reads_the_samples_file(replay_run: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_table6_sweep_reads_the_samples_file(
+    replay_run: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     from judgecp.kinds.ensemble.sweep import main as sweep_main
 
     output, embeddings, _ = replay_run

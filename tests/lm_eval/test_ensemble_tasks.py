@@ -109,7 +109,11 @@ def ensemble_run(tmp_path_factory: pytest.TempPathFactory, tiny_llava: Path) -> 
     root = tmp_path_factory.mktemp("ensemble_run")
     hpdv2 = build_hpdv2_dir(root / "hpdv2")
     mjbench = build_mjbench_dir(root / "mjbench")
-    metadata = {**SETTINGS, "prompts": ",".join(PROMPTS), "embeddings": str(colour_embeddings(hpdv2, mjbench, root / "emb.npz"))}
+    metadata = {
+        **SETTINGS,
+        "prompts": ",".join(PROMPTS),
+        "embeddings": str(colour_embeddings(hpdv2, mjbench, root / "emb.npz")),
+    }
     proc = judge_run(root, "hf-multimodal-judge", f"pretrained={tiny_llava},dtype=float32,max_length=4096",
                      (HPDV2, MJBENCH), root / "results", metadata,
                      env={"JUDGECP_HPDV2_DIR": str(hpdv2), "JUDGECP_MJBENCH_DIR": str(mjbench)}, timeout=600)
@@ -151,9 +155,14 @@ def test_every_item_is_judged_under_every_prompt(ensemble_run: tuple[Path, str, 
     # the corrupt image's pairs are judged with a blank image and excluded, never fatal
     failed = {r["meta"]["item"] for r in records if r["exclude"] == "image_load_failed"}
     assert failed == {"hpdv2-test-2-0-2", "hpdv2-test-2-1-2"}
-    assert "2 source row(s) left out: image file missing" in stderr and "1 source row(s) left out: tied human rank" in stderr
+    assert (
+        "2 source row(s) left out: image file missing" in stderr
+        and "1 source row(s) left out: tied human rank" in stderr
+    )
     # one forward pass per document, for the glyphs A/B and I/II alike
-    found = re.findall(r"judgecp: (\d+) documents scored in (\d+) forward passes \((\d+) needed one pass per choice\)", stderr)
+    found = re.findall(
+        r"judgecp: (\d+) documents scored in (\d+) forward passes \((\d+) needed one pass per choice\)", stderr
+    )
     assert found and found[-1][0] == found[-1][1] and found[-1][2] == "0", stderr[-2000:]
 
 

@@ -27,8 +27,11 @@ def synthetic_records(n: int = 200, seed: int = 0) -> list[dict]:
     data = simulate_likert_judge(n=n, seed=seed)
     return [
         score_record(
-            data.ids[i], label=str(int(data.labels[i])), logprobs=dict(zip(data.scale.tokens, data.logprobs[i].tolist(), strict=True)),
-            prediction=int(np.argmax(data.logprobs[i])) + 1, group=data.fields["group"][i],
+            data.ids[i],
+            label=str(int(data.labels[i])),
+            logprobs=dict(zip(data.scale.tokens, data.logprobs[i].tolist(), strict=True)),
+            prediction=int(np.argmax(data.logprobs[i])) + 1,
+            group=data.fields["group"][i],
         )
         for i in range(n)
     ]
@@ -42,8 +45,15 @@ def test_settings_defaults_and_metadata() -> None:
     s = task_protocol({"version": 1.0, "pretrained": "some/model"}, "likert")
     assert (s.level, s.method_specs("likert"), s.split_seeds("likert"), s.cal_fraction, s.mondrian) == (
         0.1, ("naive", "lac"), tuple(range(10)), 0.5, None)
-    s = task_protocol({"alpha": "0.2", "methods": "lac(probabilities=recalibrated),naive", "seeds": [3, 5], "mondrian": "group"}, "likert")
-    assert s.level == 0.2 and s.methods == ("lac(probabilities=recalibrated)", "naive") and s.split_seeds("likert") == (3, 5)
+    s = task_protocol(
+        {"alpha": "0.2", "methods": "lac(probabilities=recalibrated),naive", "seeds": [3, 5], "mondrian": "group"},
+        "likert",
+    )
+    assert (
+        s.level == 0.2
+        and s.methods == ("lac(probabilities=recalibrated)", "naive")
+        and s.split_seeds("likert") == (3, 5)
+    )
     assert s.mondrian == "group"
     assert task_protocol({"splits": 4, "random_state": 7}, "likert").split_seeds("likert") == (7, 8, 9, 10)
     # one --metadata goes to every task of a run: a pairwise setting is not a Likert task's error
@@ -63,7 +73,9 @@ def test_bad_settings_name_the_value(metadata: dict, message: str) -> None:
 
 
 def test_metric_names_and_stderr_order() -> None:
-    names = [m.name for m in likert_metrics(task_protocol({"methods": "naive,lac(probabilities=recalibrated)"}, "likert"))]
+    names = [
+        m.name for m in likert_metrics(task_protocol({"methods": "naive,lac(probabilities=recalibrated)"}, "likert"))
+    ]
     assert names[:2] == ["n", "excluded"]
     for m in ("naive", "lac_probabilities_recalibrated"):
         for base in ("coverage", "width"):
@@ -81,8 +93,12 @@ def test_aggregation_equals_the_core_report_and_is_computed_once(monkeypatch: py
     calls = []
     real = metrics._compute
     monkeypatch.setattr(metrics, "_compute", lambda *a: calls.append(1) or real(*a))
-    values, task_report_ = aggregate_as_lm_eval(likert_metrics(protocol), lambda r: task_report(r, "likert", protocol, scale=SCALE), records)
-    assert len(calls) == 1 == task_report_.computations, "the report must be computed once per task, not once per metric"
+    values, task_report_ = aggregate_as_lm_eval(
+        likert_metrics(protocol), lambda r: task_report(r, "likert", protocol, scale=SCALE), records
+    )
+    assert len(calls) == 1 == task_report_.computations, (
+        "the report must be computed once per task, not once per metric"
+    )
     assert values["coverage_naive"] == core["methods"]["naive"]["labels"]["coverage"]
     assert values["coverage_naive_stderr"] == core["methods"]["naive"]["labels"]["coverage_std"]
     assert values["interval_width_naive"] == core["methods"]["naive"]["interval"]["width"]
@@ -102,7 +118,11 @@ def test_each_document_holds_its_record_once_and_metrics_never_guess(caplog: pyt
     aggs = aggregations(metric_list, task.of)
     # a placeholder metric before the records, or of another number of documents: NaN and one warning
     assert math.isnan(aggs["coverage_naive"]([None] * 40)) and math.isnan(aggs["n"]([None] * 40))
-    assert aggs["n"](records) == 40 and aggs["coverage_naive"]([None] * 40) == report(records, {"seeds": 2})["methods"]["naive"]["labels"]["coverage"]
+    assert (
+        aggs["n"](records) == 40
+        and aggs["coverage_naive"]([None] * 40)
+        == report(records, {"seeds": 2})["methods"]["naive"]["labels"]["coverage"]
+    )
     assert math.isnan(aggs["pearson"]([None] * 39))
     assert math.isnan(aggs["n"]([*records[:39], None]))  # a document without its record: never guessed
     assert task.computations == 1
@@ -142,8 +162,15 @@ def test_too_few_usable_records_give_nan_metrics_and_counts() -> None:
 
 
 def test_judge_output_round_trip_and_non_json() -> None:
-    raw = json.dumps(judge_output("score", logprobs={"1": -9.0, "2": float("-inf"), "3": -2.0, "4": -0.2, "5": float("nan")},
-                                  prediction=4, flags=["missing_token"], text="Fine. Score: 4"))
+    raw = json.dumps(
+        judge_output(
+            "score",
+            logprobs={"1": -9.0, "2": float("-inf"), "3": -2.0, "4": -0.2, "5": float("nan")},
+            prediction=4,
+            flags=["missing_token"],
+            text="Fine. Score: 4",
+        )
+    )
     back = parse_judge_output(raw, "score")
     assert back is not None and back["prediction"] == 4 and back["logprobs"]["2"] == "-inf"
     assert back["flags"] == ["missing_token"] and back["meta"]["text"] == "Fine. Score: 4"
@@ -173,9 +200,19 @@ def test_records_from_samples_written_once_and_before(tmp_path: Path) -> None:
     records = synthetic_records(6)
     metric_list = likert_metrics(task_protocol({}, "likert"))
     now, before = tmp_path / "samples_now_2026.jsonl", tmp_path / "samples_before_2026.jsonl"
-    now.write_text("".join(json.dumps({"doc_id": i, "metrics": [m.name for m in metric_list], **document_values(metric_list, r)}) + "\n"
-                           for i, r in enumerate(records)))
-    before.write_text("".join(json.dumps({"doc_id": i, "metrics": [m.name for m in metric_list], **{m.name: r for m in metric_list}}) + "\n"
-                              for i, r in enumerate(records)))
+    now.write_text(
+        "".join(
+            json.dumps({"doc_id": i, "metrics": [m.name for m in metric_list], **document_values(metric_list, r)})
+            + "\n"
+            for i, r in enumerate(records)
+        )
+    )
+    before.write_text(
+        "".join(
+            json.dumps({"doc_id": i, "metrics": [m.name for m in metric_list], **{m.name: r for m in metric_list}})
+            + "\n"
+            for i, r in enumerate(records)
+        )
+    )
     assert read_samples(now).records == read_samples(before).records == sorted(records, key=lambda r: r["id"])
     assert now.stat().st_size * 5 < before.stat().st_size

@@ -39,7 +39,11 @@ METADATA = json.dumps({"seeds": 5})
 
 
 def judgecp_metrics(results: dict[str, Any], task: str) -> dict[str, float]:
-    return {k.split(",")[0]: v for k, v in results["results"][task].items() if k.endswith(",none") and not k.split(",")[0].endswith("_stderr_stderr")}
+    return {
+        k.split(",")[0]: v
+        for k, v in results["results"][task].items()
+        if k.endswith(",none") and not k.split(",")[0].endswith("_stderr_stderr")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +76,9 @@ def test_samples_file_recomputes_every_metric(text_run: Path) -> None:
 
 
 @pytest.mark.parametrize("route", ["samples file", "exported records"])
-def test_judgecp_evaluate_on_the_samples_file_gives_the_same_numbers(text_run: Path, tmp_path: Path, route: str) -> None:
+def test_judgecp_evaluate_on_the_samples_file_gives_the_same_numbers(
+    text_run: Path, tmp_path: Path, route: str
+) -> None:
     from judgecp.cli import main as judgecp_cli
 
     (samples_file,) = sorted((text_run / "results").rglob("samples_judge_text_2*.jsonl"))
@@ -80,7 +86,17 @@ def test_judgecp_evaluate_on_the_samples_file_gives_the_same_numbers(text_run: P
     if route == "exported records":
         assert judgecp_cli(["records", *source, "-o", str(tmp_path / "records.jsonl")]) == 0
         source = [str(tmp_path / "records.jsonl")]
-    args = ["evaluate", *source, "--methods", "naive,lac", "--seeds", "5", "--quiet", "--json", str(tmp_path / "r.json")]
+    args = [
+        "evaluate",
+        *source,
+        "--methods",
+        "naive,lac",
+        "--seeds",
+        "5",
+        "--quiet",
+        "--json",
+        str(tmp_path / "r.json"),
+    ]
     assert judgecp_cli(args) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     results = results_file(text_run / "results")
@@ -92,9 +108,17 @@ def test_judgecp_evaluate_on_the_samples_file_gives_the_same_numbers(text_run: P
 def test_cot_responses_are_judge_outputs(text_run: Path) -> None:
     lines = samples(text_run / "results", "judge_text_cot")
     response = parse_judge_output(lines[0]["resps"][0][0], "score")
-    assert response is not None and response["meta"]["text"] == " Fine Score: 3" and response["meta"]["stage"] == "anchored"
+    assert (
+        response is not None
+        and response["meta"]["text"] == " Fine Score: 3"
+        and response["meta"]["stage"] == "anchored"
+    )
     record = lines[0]["n"]
-    assert record["logprobs"] == response["logprobs"] and record["prediction"] == 3 and "text" not in record.get("meta", {})
+    assert (
+        record["logprobs"] == response["logprobs"]
+        and record["prediction"] == 3
+        and "text" not in record.get("meta", {})
+    )
 
 
 def test_stock_hf_still_works_and_agrees(text_run: Path, tiny_llama: Path, text_tasks: Path, tmp_path: Path) -> None:
@@ -114,16 +138,45 @@ def test_stock_hf_still_works_and_agrees(text_run: Path, tiny_llama: Path, text_
     assert reasons == {"response_not_json"}
 
 
-def test_two_process_accelerate_run_gives_the_same_metrics(text_run: Path, tiny_llama: Path, text_tasks: Path, tmp_path: Path) -> None:
+def test_two_process_accelerate_run_gives_the_same_metrics(
+    text_run: Path, tiny_llama: Path, text_tasks: Path, tmp_path: Path
+) -> None:
     """Same records, same metrics. Same to float32 rounding, that is: CPU forward passes in two
     processes are not always bit-identical (generation logprobs have differed by ~2e-6)."""
-    proc = run([
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "lm_eval",
-        "--model", "hf-judge", "--model_args", f"pretrained={tiny_llama},dtype=float32", "--device", "cpu",
-        "--tasks", "judge_text,judge_text_cot", "--include_path", str(text_tasks),
-        "--output_path", str(tmp_path), "--log_samples", "--metadata", METADATA,
-    ], offline_env(tmp_path, ACCELERATE_USE_CPU="true"))
+    proc = run(
+        [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--multi_gpu",
+            "--num_processes",
+            "2",
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "-m",
+            "lm_eval",
+            "--model",
+            "hf-judge",
+            "--model_args",
+            f"pretrained={tiny_llama},dtype=float32",
+            "--device",
+            "cpu",
+            "--tasks",
+            "judge_text,judge_text_cot",
+            "--include_path",
+            str(text_tasks),
+            "--output_path",
+            str(tmp_path),
+            "--log_samples",
+            "--metadata",
+            METADATA,
+        ],
+        offline_env(tmp_path, ACCELERATE_USE_CPU="true"),
+    )
     assert "CPU data parallel, process 1 of 2" in proc.stderr
     single, double = results_file(text_run / "results"), results_file(tmp_path)
     for task in ("judge_text", "judge_text_cot"):
@@ -149,12 +202,17 @@ def test_image_judge_on_the_shipped_tasks(tiny_llava: Path, mllm_dir: Path, pola
     # forward pass: the pooled task shares the category tasks' passes.
     assert "judgecp: 38 documents scored in 38 forward passes (0 needed one pass per choice)" in proc.stderr
     # Two documents per category are too few for a calibration/test split: NaN, said in the log.
-    assert math.isnan(metric(results, "mllm_judge_cp_wit", "coverage_naive")) and metric(results, "mllm_judge_cp_wit", "n") == 2
+    assert (
+        math.isnan(metric(results, "mllm_judge_cp_wit", "coverage_naive"))
+        and metric(results, "mllm_judge_cp_wit", "n") == 2
+    )
     assert "mllm_judge_cp_wit: metrics undefined: need at least 4 valid rows" in proc.stderr
     assert metric(results, "mllm_judge_cp_all", "n") == 26 and metric(results, "mllm_judge_cp_all", "excluded") == 2
     assert not math.isnan(metric(results, "mllm_judge_cp_all", "coverage_naive"))
     # coco holds the unreadable image and the 0 score: nothing left to calibrate, counted, not fatal.
-    assert metric(results, "mllm_judge_cp_coco", "excluded") == 2 and math.isnan(metric(results, "mllm_judge_cp_coco", "width_naive"))
+    assert metric(results, "mllm_judge_cp_coco", "excluded") == 2 and math.isnan(
+        metric(results, "mllm_judge_cp_coco", "width_naive")
+    )
     coco = {s["doc"]["id"]: s["n"]["exclude"] for s in samples(tmp_path, "mllm_judge_cp_coco")}
     assert coco == {"0": "image_load_failed", "1": None}
     label_zero = next(s for s in samples(tmp_path, "mllm_judge_cp_coco") if s["doc"]["id"] == "1")
@@ -180,7 +238,12 @@ def test_embedded_demo_runs_with_plain_lm_eval(tmp_path: Path) -> None:
     proc = run_lm_eval(tmp_path, "--model", "judgecp-replay", "--tasks", "judgecp_demo", "--output_path", str(tmp_path),
                        "--log_samples")
     results = results_file(tmp_path)
-    for task, n in (("judgecp_demo_all", 600), ("judgecp_demo_easy", 205), ("judgecp_demo_medium", 212), ("judgecp_demo_hard", 183)):
+    for task, n in (
+        ("judgecp_demo_all", 600),
+        ("judgecp_demo_easy", 205),
+        ("judgecp_demo_medium", 212),
+        ("judgecp_demo_hard", 183),
+    ):
         assert metric(results, task, "n") == n and metric(results, task, "excluded") == 0
         assert 0.85 <= metric(results, task, "coverage_naive") <= 0.95
     assert metric(results, "judgecp_demo_easy", "width_naive") < metric(results, "judgecp_demo_hard", "width_naive")
@@ -189,8 +252,10 @@ def test_embedded_demo_runs_with_plain_lm_eval(tmp_path: Path) -> None:
     lines = samples(tmp_path, "judgecp_demo_all")
     assert len(lines) == 600 and all([m for m in s["metrics"] if s[m] is not None] == ["n"] for s in lines)
     size = sum(len(json.dumps(s, ensure_ascii=False)) for s in lines)
-    plain = sum(len(json.dumps({**{k: v for k, v in s.items() if k not in s["metrics"]}, "metrics": []}, ensure_ascii=False))
-                for s in lines)
+    plain = sum(
+        len(json.dumps({**{k: v for k, v in s.items() if k not in s["metrics"]}, "metrics": []}, ensure_ascii=False))
+        for s in lines
+    )
     assert size <= 1.5 * plain, f"samples {size} bytes, {size / plain:.2f}x the {plain} bytes without judgecp's fields"
 
 
@@ -208,9 +273,21 @@ def test_api_judge_against_a_local_server(text_tasks: Path, tmp_path: Path) -> N
 
     with FakeOpenAI() as server:
         run_lm_eval(
-            tmp_path, "--model", "openai-judge", "--model_args", f"base_url={server.url},model=judge,top_logprobs=5,num_concurrent=1,max_retries=1",
-            "--apply_chat_template", "--tasks", "judge_text_cot", "--include_path", str(text_tasks),
-            "--output_path", str(tmp_path), "--log_samples", "--metadata", METADATA,
+            tmp_path,
+            "--model",
+            "openai-judge",
+            "--model_args",
+            f"base_url={server.url},model=judge,top_logprobs=5,num_concurrent=1,max_retries=1",
+            "--apply_chat_template",
+            "--tasks",
+            "judge_text_cot",
+            "--include_path",
+            str(text_tasks),
+            "--output_path",
+            str(tmp_path),
+            "--log_samples",
+            "--metadata",
+            METADATA,
         )
         sent = [r["body"] for r in server.requests]
     assert len(sent) == 40 and sent[0]["logprobs"] is True and sent[0]["top_logprobs"] == 5

@@ -34,7 +34,10 @@ def record_paths(wheel: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)], offline_env(out))
+    run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
+        offline_env(out),
+    )
     return next(out.glob("judgecp-*.whl"))
 
 
@@ -66,7 +69,10 @@ def test_installed_wheel_registers_models_and_tasks_through_its_own_hook(wheel: 
     """Install the wheel into a bare folder and start Python without the environment's own .pth
     files (-S), so only the installed hook can make lm-eval see judgecp."""
     target = tmp_path / "site"
-    run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(target), str(wheel)], offline_env(tmp_path))
+    run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(target), str(wheel)],
+        offline_env(tmp_path),
+    )
     assert HOOK_FILES <= {p.name for p in target.iterdir()}
     import lm_eval
 
@@ -85,6 +91,8 @@ tm = TaskManager()
 assert {{"mllm_judge_cp", "mllm_judge_cp_cot_wit", "polaris_cp", "judgecp_demo"}} <= set(tm.all_tasks)
 print("ok", tm.task_index["polaris_cp"].yaml_path)
 """
-    proc = subprocess.run([sys.executable, "-S", "-c", code], env=offline_env(tmp_path), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", code], env=offline_env(tmp_path), capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.startswith("ok " + str(target))

@@ -1,4 +1,5 @@
-"""docs/lm_eval.md's first command and its numbers: the table excerpt and the coverage range are what the demo prints."""
+"""docs/lm_eval.md's first command and its numbers: the table excerpt and the coverage range are what the demo
+prints."""
 
 from __future__ import annotations
 
@@ -30,7 +31,11 @@ def test_the_docs_demo_numbers_are_what_the_command_prints(tmp_path: Path) -> No
     run_lm_eval(tmp_path, *command.split()[1:-3], "--output_path", str(tmp_path))
     results = results_file(tmp_path)
     rows = doc_table()
-    assert len(rows) >= 10 and {task for task, *_ in rows} == {"judgecp_demo_all", "judgecp_demo_easy", "judgecp_demo_hard"}
+    assert len(rows) >= 10 and {task for task, *_ in rows} == {
+        "judgecp_demo_all",
+        "judgecp_demo_easy",
+        "judgecp_demo_hard",
+    }
     for task, name, value, stderr in rows:
         assert value == f"{metric(results, task, name):.4f}", (task, name)
         err = metric(results, task, name + "_stderr")

@@ -59,8 +59,16 @@ def _originals(root: Path) -> tuple[Path, ExchangeMap]:
         entries.append({"question": "Which object is more sliced?", "image": f"img/c{i}_{1 - win}.png",
                         "beats": [f"img/c{nxt}_{1 - nxt % 2}.png"]})
         Image.fromarray(rng.integers(0, 256, (20, 20, 3), dtype=np.uint8)).save(root / "img" / f"m{i}.png")
-        rows.append({"id": f"mmb-{i}", "dataset": "mmbench", "question": "Which animal is shown?",
-                     "options": {"A": "cat", "B": "dog", "C": "bird"}, "correct": "ABC"[i % 3], "image": f"img/m{i}.png"})
+        rows.append(
+            {
+                "id": f"mmb-{i}",
+                "dataset": "mmbench",
+                "question": "Which animal is shown?",
+                "options": {"A": "cat", "B": "dog", "C": "bird"},
+                "correct": "ABC"[i % 3],
+                "image": f"img/m{i}.png",
+            }
+        )
     path = root / "originals.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path, ExchangeMap.from_entries(entries)
@@ -122,7 +130,9 @@ def test_the_samples_file_rescores_to_the_same_numbers(parc_run: tuple[Path, Pat
     found = parc_metrics(["O", *ALL_VARIATIONS], ["LR", "LS", "VR", "VS"],
                          ["mit_states", "mmbench"])
     got = task_metrics("parc", records, results["configs"]["parc_cp"]["metadata"], found)
-    expected = {k.split(",")[0]: v for k, v in results["results"]["parc_cp"].items() if k.endswith(",none") and v != "N/A"}
+    expected = {
+        k.split(",")[0]: v for k, v in results["results"]["parc_cp"].items() if k.endswith(",none") and v != "N/A"
+    }
     assert sorted(got) == sorted(expected)
     for name, value in got.items():
         assert (math.isnan(value) and math.isnan(expected[name])) or value == expected[name], name

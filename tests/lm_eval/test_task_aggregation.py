@@ -40,7 +40,9 @@ def pairwise_recording(path: Path, data: Path) -> Path:
 
     from judgecp.adapters.lm_eval import tasks_path
 
-    task = TaskManager(include_path=str(tasks_path()), include_defaults=False).load(["mt_bench_human_cp"])["tasks"]["mt_bench_human_cp"]
+    task = TaskManager(include_path=str(tasks_path()), include_defaults=False).load(["mt_bench_human_cp"])["tasks"][
+        "mt_bench_human_cp"
+    ]
     rng = random.Random(0)
     with path.open("w") as handle:
         for doc in task.eval_docs:

@@ -78,7 +78,9 @@ def metric(results: dict[str, Any], task: str, name: str) -> Any:
     return results["results"][task][f"{name},none"]
 
 
-def report_and_table(report: Any, results: dict[str, Any], task: str, kind: str = "likert") -> dict[str, tuple[float, Any]]:
+def report_and_table(
+    report: Any, results: dict[str, Any], task: str, kind: str = "likert"
+) -> dict[str, tuple[float, Any]]:
     """Every metric of the task (default settings, no categories): (read from a ``judgecp evaluate`` report,
     the value in lmms-eval's results)."""
     metrics = {"likert": likert_metrics, "mcq": mcq_metrics}[kind](task_protocol({}, kind))

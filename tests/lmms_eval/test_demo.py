@@ -71,7 +71,9 @@ def test_one_record_per_document_with_the_recorded_logprobs(demo: tuple[Path, st
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_judgecp_evaluate_on_the_samples_file_reproduces_the_table(demo: tuple[Path, str], tmp_path: Path, task: str) -> None:
+def test_judgecp_evaluate_on_the_samples_file_reproduces_the_table(
+    demo: tuple[Path, str], tmp_path: Path, task: str
+) -> None:
     """``judgecp evaluate SAMPLES`` (format recognised by content) gives every metric of the task's row."""
     written, compared = evaluate_matches_the_table(demo[0], task, tmp_path / "report.json")
     assert written["lmms_eval"]["samples_file"].endswith(f"_samples_{task}.jsonl")  # read as lmms-eval's

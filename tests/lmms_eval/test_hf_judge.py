@@ -120,7 +120,9 @@ def next_logprobs(judge: Any, encoding: dict[str, Any]) -> Callable[[list[int]],
 
 
 @pytest.mark.parametrize("batch_size", [1, 3])
-def test_cot_capture_equals_a_manual_forward_pass_at_the_score_position(judge: Any, tasks: dict[str, Any], batch_size: int) -> None:
+def test_cot_capture_equals_a_manual_forward_pass_at_the_score_position(
+    judge: Any, tasks: dict[str, Any], batch_size: int
+) -> None:
     task = tasks[COT]
     requests = task.instances
     with by_hand.in_batches_of(judge, batch_size):
@@ -185,7 +187,9 @@ def test_losses_of_lmms_evals_own_models_are_excluded_not_read_as_logprobs(tasks
     """lmms-eval's models answer loglikelihood with a loss (>= 0); such a document is counted out."""
     task = tasks[DIRECT]
     doc = task.dataset["test"][3]
-    ours = task.process_results(doc, ["(-2.5, False)", "(-1.5, False)", "(-0.5, True)", "(-3.0, False)", "(-4.0, False)"])
+    ours = task.process_results(
+        doc, ["(-2.5, False)", "(-1.5, False)", "(-0.5, True)", "(-3.0, False)", "(-4.0, False)"]
+    )
     record = ours["n"]
     assert record["exclude"] is None and record["logprobs"]["3"] == -0.5 and record["prediction"] == 3
     stock = task.process_results(doc, ["(2.5, False)", "(1.5, False)", "(0.5, True)", "(3.0, False)", "(4.0, False)"])
@@ -194,14 +198,28 @@ def test_losses_of_lmms_evals_own_models_are_excluded_not_read_as_logprobs(tasks
         task.process_results(doc, ["-0.5"] * 5)
 
 
-def test_image_judge_tasks_end_to_end_in_lmms_eval(tiny_llava: Path, mllm_dir: Path, ai2d_dir: Path, tmp_path: Path) -> None:
+def test_image_judge_tasks_end_to_end_in_lmms_eval(
+    tiny_llava: Path, mllm_dir: Path, ai2d_dir: Path, tmp_path: Path
+) -> None:
     """``lmms-eval --model judgecp-hf`` (batch 2) on MLLM-as-a-Judge direct and CoT and on AI2D: counted
     exclusions, one record per document naming the judge, and ``judgecp evaluate`` on each samples file
     gives every metric of the task's row."""
     out = tmp_path / "out"
-    proc = run_lmms_eval(tmp_path, "--model", "judgecp-hf", "--model_args", f"pretrained={tiny_llava},dtype=float32",
-                         "--tasks", f"{DIRECT},{COT},ai2d_cp", "--batch_size", "2", "--output_path", str(out),
-                         "--log_samples", env={"JUDGECP_MLLM_JUDGE_DIR": str(mllm_dir), "JUDGECP_AI2D_DIR": str(ai2d_dir)})
+    proc = run_lmms_eval(
+        tmp_path,
+        "--model",
+        "judgecp-hf",
+        "--model_args",
+        f"pretrained={tiny_llava},dtype=float32",
+        "--tasks",
+        f"{DIRECT},{COT},ai2d_cp",
+        "--batch_size",
+        "2",
+        "--output_path",
+        str(out),
+        "--log_samples",
+        env={"JUDGECP_MLLM_JUDGE_DIR": str(mllm_dir), "JUDGECP_AI2D_DIR": str(ai2d_dir)},
+    )
     assert "mllm_judge_cp_all: 2 excluded: image_load_failed 1, label_off_scale 1" in proc.stdout + proc.stderr
     results = results_file(out)
     for task, kind, n, used in ((DIRECT, "likert", 8, 6), (COT, "likert", 8, 6), ("ai2d_cp", "mcq", 10, 10)):

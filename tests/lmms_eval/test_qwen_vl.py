@@ -89,8 +89,10 @@ def judge(qwen: Path) -> Any:
 
 def request(judge: Any, i: int, second: Any, prefix: str | None) -> Any:
     """An lmms-eval request of document ``i`` (what the evaluator builds: args, and the task's metadata)."""
-    return types.SimpleNamespace(args=(f"Case {i}{'x' * i}: rate it.", second, lambda doc: [doc["img"]], i, "t", "test"),
-                                 metadata={"gen_prefix": prefix} if prefix else {})
+    return types.SimpleNamespace(
+        args=(f"Case {i}{'x' * i}: rate it.", second, lambda doc: [doc["img"]], i, "t", "test"),
+        metadata={"gen_prefix": prefix} if prefix else {},
+    )
 
 
 def manual_logits(judge: Any, text: str, image: Any, extra: list[int]) -> Any:

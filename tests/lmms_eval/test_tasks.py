@@ -94,7 +94,9 @@ def test_choice_records_count_what_cannot_be_judged(built: dict[str, Any]) -> No
     assert {"options_missing", "answer_not_an_option"} <= reasons["scienceqa_img_cp"]
 
 
-def test_settings_from_the_environment_and_a_bad_one_named(built: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_from_the_environment_and_a_bad_one_named(
+    built: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lmms_eval.tasks import TaskManager, get_task_dict
 
 
@@ -102,7 +104,11 @@ def test_settings_from_the_environment_and_a_bad_one_named(built: dict[str, Any]
     manager = TaskManager("ERROR", include_path=str(tasks_path()))
     monkeypatch.setenv(METADATA_ENV, json.dumps({"alpha": 0.2, "methods": "lac"}))
     (task,) = get_task_dict(["judgecp_demo_easy"], manager).values()
-    assert task.protocol.level == 0.2 and [m.name for m in task._judgecp_metrics][:3] == ["n", "excluded", "coverage_lac"]
+    assert task.protocol.level == 0.2 and [m.name for m in task._judgecp_metrics][:3] == [
+        "n",
+        "excluded",
+        "coverage_lac",
+    ]
     monkeypatch.setenv(METADATA_ENV, json.dumps({"methods": "naiv"}))
     with pytest.raises(InputError, match="metadata methods: unknown method 'naiv'"):
         get_task_dict(["judgecp_demo_easy"], manager)

@@ -171,7 +171,10 @@ def parc_source(root: Path, n_items: int = 8, bad_rows: bool = True, dataset: st
                 correct = ["A"] if (k // 2) % 2 == 0 else ["B"]
                 if variation == "LS-N":
                     correct = ["B"] if correct == ["A"] else ["A"]
-                img: object = [image(f"{source}_{variation}_l.png", 30 * k + v), image(f"{source}_{variation}_r.png", 30 * k + v + 7)]
+                img: object = [
+                    image(f"{source}_{variation}_l.png", 30 * k + v),
+                    image(f"{source}_{variation}_r.png", 30 * k + v + 7),
+                ]
             else:
                 options = {"A": "red", "B": "green", "C": "blue"}
                 correct = ["ABC"[k % 3]]

@@ -21,15 +21,25 @@ from tests.vlmeval.sources import png_bytes
 TOKENS = [
     {"token": "The", "logprob": -0.1, "top_logprobs": [{"token": "The", "logprob": -0.1}]},
     {"token": " answer", "logprob": -0.3, "top_logprobs": [{"token": " answer", "logprob": -0.3}]},
-    {"token": " is", "logprob": -0.2, "top_logprobs": [{"token": " is", "logprob": -0.2}, {"token": " 2", "logprob": -3.0}]},
+    {
+        "token": " is",
+        "logprob": -0.2,
+        "top_logprobs": [{"token": " is", "logprob": -0.2}, {"token": " 2", "logprob": -3.0}],
+    },
     {"token": " good", "logprob": -0.5, "top_logprobs": [{"token": " good", "logprob": -0.5}]},
     {"token": ".\n", "logprob": -0.1, "top_logprobs": [{"token": ".\n", "logprob": -0.1}]},
     {"token": "Score", "logprob": -0.01, "top_logprobs": [{"token": "Score", "logprob": -0.01}]},
     {"token": ":", "logprob": -0.01, "top_logprobs": [{"token": ":", "logprob": -0.01}]},
-    {"token": " 4", "logprob": -0.4, "top_logprobs": [
-        {"token": " 4", "logprob": -0.4}, {"token": " 3", "logprob": -1.3}, {"token": "4", "logprob": -2.5},
-        {"token": " 2", "logprob": -4.0},
-    ]},
+    {
+        "token": " 4",
+        "logprob": -0.4,
+        "top_logprobs": [
+            {"token": " 4", "logprob": -0.4},
+            {"token": " 3", "logprob": -1.3},
+            {"token": "4", "logprob": -2.5},
+            {"token": " 2", "logprob": -4.0},
+        ],
+    },
 ]
 
 

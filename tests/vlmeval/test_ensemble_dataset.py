@@ -198,13 +198,19 @@ def stub_vlmeval(monkeypatch: pytest.MonkeyPatch, lmu: Path) -> None:
     smp.toliststr = toliststr  # type: ignore[attr-defined]
     image_base = types.ModuleType("vlmeval.dataset.image_base")
     image_base.ImageBaseDataset = ImageBaseDataset  # type: ignore[attr-defined]
-    for name, module in (("vlmeval", types.ModuleType("vlmeval")), ("vlmeval.dataset", types.ModuleType("vlmeval.dataset")),
-                         ("vlmeval.dataset.image_base", image_base), ("vlmeval.smp", smp)):
+    for name, module in (
+        ("vlmeval", types.ModuleType("vlmeval")),
+        ("vlmeval.dataset", types.ModuleType("vlmeval.dataset")),
+        ("vlmeval.dataset.image_base", image_base),
+        ("vlmeval.smp", smp),
+    ):
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.setattr(ensemble, "_CLASS", [])
 
 
-def test_dataset_class_registers_prompts_for_the_capture_and_evaluates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dataset_class_registers_prompts_for_the_capture_and_evaluates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from judgecp.adapters.vlmeval.runtime import PROMPTS, is_mcq
 
     lmu = tmp_path / "lmu"

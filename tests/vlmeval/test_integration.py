@@ -60,7 +60,9 @@ def ws(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, letters_model
 
 
 def ok(proc: Any) -> str:
-    assert proc.returncode == 0, f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-6000:]}"
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-6000:]}"
+    )
     return str(proc.stdout + proc.stderr)
 
 
@@ -223,9 +225,13 @@ def records_match_a_forward_pass(ws: Workspace, run: Path, model: str, dataset: 
         prompt = judge.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True)
         inputs = judge._process(prompt, images)
         with torch.no_grad():
-            out = judge.model(input_ids=sequence[None, :], attention_mask=torch.ones_like(sequence)[None, :],
-                              pixel_values=inputs["pixel_values"], pixel_attention_mask=inputs.get("pixel_attention_mask"),
-                              use_cache=False)
+            out = judge.model(
+                input_ids=sequence[None, :],
+                attention_mask=torch.ones_like(sequence)[None, :],
+                pixel_values=inputs["pixel_values"],
+                pixel_attention_mask=inputs.get("pixel_attention_mask"),
+                use_cache=False,
+            )
         logp = torch.log_softmax(out.logits[0].float(), dim=-1)
         row_at = len(sequence) - steps + record["meta"]["position"] - 1
         for label in labels:
@@ -326,7 +332,10 @@ def test_model_without_capture_fails_the_run_with_one_line_and_counts_rows_witho
     # issue 29, item 14: no usable row is a failure of the run: exit 1 and one line saying why
     assert proc.returncode == 1, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("judgecp: error: VLMEvalKit logged 1 error(s)") and "MLLMJudge_CP: judgecp has no metrics" in last
+    assert (
+        last.startswith("judgecp: error: VLMEvalKit logged 1 error(s)")
+        and "MLLMJudge_CP: judgecp has no metrics" in last
+    )
     assert "no usable rows (no_logprob_record: 4, image_missing: 2, image_unreadable: 2)" in last
     assert f"run its -lp twin (`--model {LP}`" in last  # issue 38, item 2
     assert "Traceback" not in proc.stdout + proc.stderr  # judgecp's own error, logged without its traceback

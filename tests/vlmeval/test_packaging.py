@@ -23,7 +23,8 @@ ADAPTER = Path(__file__).resolve().parents[2] / "adapters" / "vlmeval"
 
 def test_importing_judgecp_and_the_adapter_imports_no_harness_and_no_torch() -> None:
     code = (
-        "import sys, judgecp, judgecp.cli, judgecp.adapters.vlmeval, judgecp.adapters.capture.generate, judgecp.adapters.capture.logits\n"
+        "import sys, judgecp, judgecp.cli, judgecp.adapters.vlmeval, judgecp.adapters.capture.generate, "
+        "judgecp.adapters.capture.logits\n"
         "from judgecp.adapters.vlmeval import builders, evaluation, predictions, models, api_judge, "
         "register, launcher, cli, runtime, specs\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('vlmeval', 'torch', 'transformers', 'pandas'))\n"

@@ -87,9 +87,22 @@ def test_clean_run_records_are_embedded(tmp_path: Path) -> None:
 
 def test_old_capture_records_read_as_judge_outputs() -> None:
     """The layout before judgecp.record/1 (the committed fixtures, old runs) converts field by field."""
-    old = {"v": 1, "kind": "likert", "source": "hf_generate", "logprobs": {"1": -0.5, "2": -1.0}, "parsed": 1,
-           "stage": "backward", "position": 0, "n_tokens": 2, "flags": ["backward_scan"], "index": 0,
-           "dataset": "MLLMJudge_CP", "model": "m-lp", "prediction_sha1": "ab", "written_at": "2026-11-22T02:15:36+00:00"}
+    old = {
+        "v": 1,
+        "kind": "likert",
+        "source": "hf_generate",
+        "logprobs": {"1": -0.5, "2": -1.0},
+        "parsed": 1,
+        "stage": "backward",
+        "position": 0,
+        "n_tokens": 2,
+        "flags": ["backward_scan"],
+        "index": 0,
+        "dataset": "MLLMJudge_CP",
+        "model": "m-lp",
+        "prediction_sha1": "ab",
+        "written_at": "2026-11-22T02:15:36+00:00",
+    }
     record = legacy_record(old)
     assert record is not None and problem(record) is None
     assert (record["shape"], record["id"], record["task"], record["judge"]) == ("score", "0", "MLLMJudge_CP", "m-lp")
@@ -116,7 +129,10 @@ def test_sidecars_mixing_the_old_and_the_new_layout_match_the_same_rows(tmp_path
     clean = read_predictions(prediction(root))
     assert mixed.record_sources["sidecar"] == len(mixed.rows) == 24 and not mixed.excluded
     def fields(table: Any) -> list[tuple[Any, ...]]:
-        return [(r.index, r.record["id"], r.record["logprobs"], r.record["prediction"], r.record["flags"]) for r in table.rows]
+        return [
+            (r.index, r.record["id"], r.record["logprobs"], r.record["prediction"], r.record["flags"])
+            for r in table.rows
+        ]
 
     assert fields(mixed) == fields(clean)
 

@@ -71,9 +71,19 @@ def build_mllm_judge(
             "actor": _text(item, "name"), "image_id": _text(item, "id"), KIND_COLUMN: spec.kind,
             SCALE_COLUMN: f"{spec.scale.minimum}:{spec.scale.maximum}",
         })
-    return build.write(out_dir, name or ("MLLMJudge_CP_Lite" if lite else "MLLMJudge_CP"), rows,
-                       {"kind": spec.kind, "benchmark": spec.title, "from": spec.source, "scores": str(scores), "images": str(images),
-                        "limit": limit})
+    return build.write(
+        out_dir,
+        name or ("MLLMJudge_CP_Lite" if lite else "MLLMJudge_CP"),
+        rows,
+        {
+            "kind": spec.kind,
+            "benchmark": spec.title,
+            "from": spec.source,
+            "scores": str(scores),
+            "images": str(images),
+            "limit": limit,
+        },
+    )
 
 
 def _response(item: dict[str, Any], key: str) -> tuple[str, str] | None:

@@ -90,6 +90,18 @@ def build_polaris(
             "refs": entry["refs"], "imgid": imgid, KIND_COLUMN: spec.kind,
             SCALE_COLUMN: f"{spec.scale.minimum}:{spec.scale.maximum}",
         })
-    return build.write(out_dir, name, rows,
-                       {"kind": spec.kind, "benchmark": spec.title, "from": spec.source, "csv": str(table), "images": str(images),
-                        "pairs": len(pairs), "label_rule": "round_half_even(4 * mean) + 1", "limit": limit})
+    return build.write(
+        out_dir,
+        name,
+        rows,
+        {
+            "kind": spec.kind,
+            "benchmark": spec.title,
+            "from": spec.source,
+            "csv": str(table),
+            "images": str(images),
+            "pairs": len(pairs),
+            "label_rule": "round_half_even(4 * mean) + 1",
+            "limit": limit,
+        },
+    )

@@ -246,7 +246,9 @@ def read_ensemble_records(
         classes = ["A", "B"]
         unknown = sorted(answers - set(classes))
         if unknown:
-            raise InputError(f"pair answers must be 'A'/'B' after re-keying, got {unknown[0]!r} (is an answer_key missing?)")
+            raise InputError(
+                f"pair answers must be 'A'/'B' after re-keying, got {unknown[0]!r} (is an answer_key missing?)"
+            )
     elif shape == "score":
         classes = sorted(answers, key=lambda a: float(a))
     else:

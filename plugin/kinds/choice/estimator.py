@@ -42,7 +42,10 @@ class ChoicePrediction:
 
     def option_sets(self) -> list[list[str]]:
         """Each item's set as option letters."""
-        return [[o for o, inside in zip(opts, row, strict=False) if inside] for opts, row in zip(self.options, self.sets, strict=True)]
+        return [
+            [o for o, inside in zip(opts, row, strict=False) if inside]
+            for opts, row in zip(self.options, self.sets, strict=True)
+        ]
 
     @property
     def size(self) -> NDArray[np.int64]:
@@ -131,7 +134,12 @@ class PromptReliability:
             raise InputError(f"reference must be 'variation' or 'original', got {self.reference!r}")
         rs = row_scores(data)
         self.thresholds_: dict[tuple[str, str, str], Any] = {}
-        for key in sorted({(m, d, v) for m, d, v in zip(rs.model[rs.usable], rs.dataset[rs.usable], rs.variation[rs.usable], strict=True)}):
+        for key in sorted(
+            {
+                (m, d, v)
+                for m, d, v in zip(rs.model[rs.usable], rs.dataset[rs.usable], rs.variation[rs.usable], strict=True)
+            }
+        ):
             rows = np.flatnonzero(rs.usable & (rs.model == key[0]) & (rs.dataset == key[1]) & (rs.variation == key[2]))
             self.thresholds_[key] = fit_lac(data, rows, _alpha(self.confidence_level), None)
         return self
@@ -142,7 +150,12 @@ class PromptReliability:
             raise NotCalibratedError("PromptReliability: call fit() first")
         rs = row_scores(data)
         cells: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for key in sorted({(m, d, v) for m, d, v in zip(rs.model[rs.usable], rs.dataset[rs.usable], rs.variation[rs.usable], strict=True)}):
+        for key in sorted(
+            {
+                (m, d, v)
+                for m, d, v in zip(rs.model[rs.usable], rs.dataset[rs.usable], rs.variation[rs.usable], strict=True)
+            }
+        ):
             rows = np.flatnonzero(rs.usable & (rs.model == key[0]) & (rs.dataset == key[1]) & (rs.variation == key[2]))
             ref = (key[0], key[1], "O") if self.reference == "original" else key
             lac = self.thresholds_.get(ref)

@@ -34,17 +34,24 @@ def mcq_sweep(runs: Sequence[Run], focus: str) -> Result:
 
 
 def mcq_methods(runs: Sequence[Run], focus: str) -> Result:
-    return _method_bars(runs, "mcq_methods", "Coverage and set size by method", lambda e: e,
-                        size=("set_size", "set_size_std"),
-                        labels=("coverage of the option sets", "mean set size (options)", "set size (± std over splits)"),
-                        height=(2.8, 0.35))
+    return _method_bars(
+        runs,
+        "mcq_methods",
+        "Coverage and set size by method",
+        lambda e: e,
+        size=("set_size", "set_size_std"),
+        labels=("coverage of the option sets", "mean set size (options)", "set size (± std over splits)"),
+        height=(2.8, 0.35),
+    )
 
 
 def mcq_groups(runs: Sequence[Run], focus: str) -> Result:
     fid, title = "mcq_groups", "Coverage per data set and category"
     sections = [k for k in ("by_dataset", "by_category") if any(r.report.get(k) for r in runs)]
     if not sections:
-        return Missing(fid, title, "no `by_dataset` or `by_category` in the report (records without task or group fields)")
+        return Missing(
+            fid, title, "no `by_dataset` or `by_category` in the report (records without task or group fields)"
+        )
     fig = new_figure(WIDTH + 1.2, 3.8)
     axes = np.atleast_1d(fig.subplots(1, len(sections), squeeze=False)[0])
     alpha = runs[0].alpha
@@ -80,7 +87,9 @@ def set_size_hist(runs: Sequence[Run], focus: str) -> Result:
     fid, title = "set_size_hist", "Set-size distribution"
     have = runs_with(runs, "set_size_distribution")
     if not have:
-        return Missing(fid, title, "no `set_size_distribution` in the report (made by judgecp evaluate from this version on)")
+        return Missing(
+            fid, title, "no `set_size_distribution` in the report (made by judgecp evaluate from this version on)"
+        )
     series = series_by_method_or_report(runs, have, focus, lambda r: r.report["set_size_distribution"])
     sizes = sorted({int(k) for _, d in series for k in d})
     fig = new_figure(WIDTH + (1.0 if len(series) > 4 else 0), 3.8)
@@ -90,7 +99,11 @@ def set_size_hist(runs: Sequence[Run], focus: str) -> Result:
     for j, ((label, dist), c) in enumerate(zip(series, colors(len(series)), strict=True)):
         ax.bar(x - 0.4 + w * (j + 0.5), [dist.get(str(k), 0.0) for k in sizes], width=w, color=c, label=label)
     ax.set_xticks(x, [str(k) for k in sizes])
-    ax.set(xlabel="set size (options)", ylabel="share of test items", title=title + ("" if len(runs) == 1 else f" ({focus})"))
+    ax.set(
+        xlabel="set size (options)",
+        ylabel="share of test items",
+        title=title + ("" if len(runs) == 1 else f" ({focus})"),
+    )
     ax.grid(axis="y", alpha=0.3)
     fig.legend(loc="outside right upper", fontsize=8, frameon=False)
     alpha = have[0].alpha
@@ -148,7 +161,9 @@ def parc_heatmaps(runs: Sequence[Run], focus: str) -> Result:
                     else:
                         ax.text(j, i, "–", ha="center", va="center", fontsize=7, color="gray")
             ax.set_xticks(range(len(datasets)), datasets, rotation=30, ha="right", fontsize=8)
-            ax.set_yticks(range(len(variations)), [f"{v} ({f})" if f and f != v else v for v, f in variations], fontsize=8)
+            ax.set_yticks(
+                range(len(variations)), [f"{v} ({f})" if f and f != v else v for v, f in variations], fontsize=8
+            )
             fams = [f for _, f in variations]
             for i in range(1, len(fams)):
                 if fams[i] != fams[i - 1]:

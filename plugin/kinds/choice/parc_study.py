@@ -121,7 +121,9 @@ def fit_lac(data: ChoiceData, rows: NDArray[np.int64], alpha: float, seed: int |
     return lac
 
 
-def add_test_rows(cell: dict[str, list[float]], rs: RowScores, test: NDArray[np.int64], cert: NDArray[np.float64] | None) -> None:
+def add_test_rows(
+    cell: dict[str, list[float]], rs: RowScores, test: NDArray[np.int64], cert: NDArray[np.float64] | None
+) -> None:
     """One split's (or one fitted calibration's) scores of a cell's test rows."""
     if cert is not None and not np.isnan(cert).all():
         cell["certainty"].append(float(np.nanmean(cert)))

@@ -50,16 +50,25 @@ def write_mcq_table(report: Mapping[str, Any], out: TextIO) -> None:
       f"options per item {report['options']['mean']:.2f}\n\n")
     w(f"  {'method':24s} {'coverage':>14s} {'set size':>14s} {'size|correct':>13s} {'size|wrong':>11s} {'empty':>6s}\n")
     for name, m in report["methods"].items():
-        w(f"  {name:24s} {pm_cell(m, 'coverage'):>14s} {pm_cell(m, 'set_size', 2):>14s} {fmt(m['set_size_correct'], 2):>13s} "
-          f"{fmt(m['set_size_incorrect'], 2):>11s} {m['empty']:6.3f}\n")
+        w(
+            f"  {name:24s} {pm_cell(m, 'coverage'):>14s} {pm_cell(m, 'set_size', 2):>14s} "
+            f"{fmt(m['set_size_correct'], 2):>13s} "
+            f"{fmt(m['set_size_incorrect'], 2):>11s} {m['empty']:6.3f}\n"
+        )
 
 
 def write_parc_table(report: Mapping[str, Any], out: TextIO) -> None:
     """PARC's calibrated scores by variation (below the head)."""
     w = out.write
     p = report["protocol"]
-    w(f"  certainty from {1 - p['alpha']:.0%} LAC sets, threshold from the {p['reference']} prompts, {len(p['seeds'])} seeds\n\n")
-    w(f"  {'variation':10s} {'reliability':>12s} {'accuracy':>9s} {'certainty':>10s} {'consistency':>12s}   (calibrated)\n")
+    w(
+        f"  certainty from {1 - p['alpha']:.0%} LAC sets, threshold from the {p['reference']} prompts, "
+        f"{len(p['seeds'])} seeds\n\n"
+    )
+    w(
+        f"  {'variation':10s} {'reliability':>12s} {'accuracy':>9s} {'certainty':>10s} {'consistency':>12s}   "
+        "(calibrated)\n"
+    )
     for v in report["reliability"]["variation"]:
         cells = []
         for score in ("reliability", "accuracy", "certainty", "consistency"):
@@ -70,10 +79,17 @@ def write_parc_table(report: Mapping[str, Any], out: TextIO) -> None:
 
 def mcq_tables(runs: Sequence[Run]) -> list[Table]:
     methods = [m for m in runs[0].report["methods"] if all(m in r.report["methods"] for r in runs)]
-    rows = [[r.name, report_cell(r.report.get("accuracy"))] + [
-        f"{report_cell(r.report['methods'][m]['coverage'])} / {report_cell(r.report['methods'][m]['set_size'], 2)}" for m in methods]
-        for r in runs]
-    return [Table(["judge", "accuracy", *methods], rows, "Coverage / mean set size at each report's α, judges as rows.")]
+    rows = [
+        [r.name, report_cell(r.report.get("accuracy"))]
+        + [
+            f"{report_cell(r.report['methods'][m]['coverage'])} / {report_cell(r.report['methods'][m]['set_size'], 2)}"
+            for m in methods
+        ]
+        for r in runs
+    ]
+    return [
+        Table(["judge", "accuracy", *methods], rows, "Coverage / mean set size at each report's α, judges as rows.")
+    ]
 
 
 def parc_tables(runs: Sequence[Run]) -> list[Table]:
@@ -86,12 +102,17 @@ def parc_tables(runs: Sequence[Run]) -> list[Table]:
             cells = {k: v for k, v in r.report.get("cells", {}).items() if k.split("|")[0] == model}
             row = [r.name + (f": {model}" if model and len(per_model) > 1 else "")]
             for d in datasets:
-                vals = [c["reliability"]["calibrated"] if isinstance(c.get("reliability"), dict) else c.get("reliability")
-                        for k, c in cells.items() if k.split("|")[1] == d]
+                vals = [
+                    c["reliability"]["calibrated"] if isinstance(c.get("reliability"), dict) else c.get("reliability")
+                    for k, c in cells.items()
+                    if k.split("|")[1] == d
+                ]
                 vals = [v for v in vals if v is not None]
                 row.append(report_cell(sum(vals) / len(vals)) if vals else "–")
             rows.append(row)
-    return [Table(["judge", *datasets], rows, "Calibrated reliability, mean over the prompt variations, judges as rows.")]
+    return [
+        Table(["judge", *datasets], rows, "Calibrated reliability, mean over the prompt variations, judges as rows.")
+    ]
 
 
 #: Reasons a PARC report counts among ``excluded`` for records it still uses: a variation whose

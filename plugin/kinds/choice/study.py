@@ -190,7 +190,9 @@ class ChoiceStudy(Study):
     def run(self, data: Any, protocol: Protocol) -> dict[str, Any]:
         return evaluate_choices(data, protocol)
 
-    def metrics(self, protocol: Protocol, body: Mapping[str, Any] | None = None, categories: tuple[str, ...] = ()) -> list[Metric]:
+    def metrics(
+        self, protocol: Protocol, body: Mapping[str, Any] | None = None, categories: tuple[str, ...] = ()
+    ) -> list[Metric]:
         if body is not None:
             protocol = protocol.with_(methods=tuple(body["methods"]) or None)
             categories = tuple(body.get("by_category") or ())

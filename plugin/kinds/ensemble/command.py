@@ -37,15 +37,32 @@ SHARED = {"input", "kind", "example", "format", "alpha", "seeds", "json", "quiet
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``ensemble (--kind ensemble)`` argument group of ``judgecp evaluate``."""
     g = parser.add_argument_group("prompt ensembles (--kind ensemble; docs/ensembles.md)")
-    g.add_argument("--embeddings", metavar="FILE", help="item embeddings, .npz or .jsonl keyed by meta.item (default: the records' meta.embedding)")
-    g.add_argument("--prompt-set", dest="prompt_set", metavar="FILE", help="prompt-set JSON giving each prompt's answer_key")
-    g.add_argument("--item-field", dest="item_field", metavar="PATH", help="dotted field tying an item's records together (default meta.item)")
-    g.add_argument("--validation", type=whole(), help="labeled items the BPE and mixture weights are fitted on (default 50)")
+    g.add_argument(
+        "--embeddings",
+        metavar="FILE",
+        help="item embeddings, .npz or .jsonl keyed by meta.item (default: the records' meta.embedding)",
+    )
+    g.add_argument(
+        "--prompt-set", dest="prompt_set", metavar="FILE", help="prompt-set JSON giving each prompt's answer_key"
+    )
+    g.add_argument(
+        "--item-field",
+        dest="item_field",
+        metavar="PATH",
+        help="dotted field tying an item's records together (default meta.item)",
+    )
+    g.add_argument(
+        "--validation", type=whole(), help="labeled items the BPE and mixture weights are fitted on (default 50)"
+    )
     g.add_argument("--clusters", type=whole(), help="clusters K of the mixture (default 4)")
     g.add_argument("--membership", choices=("hard", "soft"), help="p(z|x): k-means assignment (default) or soft")
     g.add_argument("--concentration", type=number(above=0), help="sharpness of soft membership (default 20)")
-    g.add_argument("--procedure", choices=("by", "bh"), help="selective prediction: Benjamini-Yekutieli (default) or -Hochberg")
-    g.add_argument("--predictions", metavar="FILE", help="write the unlabeled items' mixture answers and selection (JSONL)")
+    g.add_argument(
+        "--procedure", choices=("by", "bh"), help="selective prediction: Benjamini-Yekutieli (default) or -Hochberg"
+    )
+    g.add_argument(
+        "--predictions", metavar="FILE", help="write the unlabeled items' mixture answers and selection (JSONL)"
+    )
 
 
 def given_flags(args: argparse.Namespace) -> list[str]:

@@ -256,9 +256,14 @@ def read_input_records(path: str | Path, fmt: str | None = "auto") -> tuple[list
 
 def load_input(args: argparse.Namespace) -> EnsembleData:
     if args.example:
-        given = [flag for flag, value in (("--embeddings", args.embeddings), ("--prompt-set", args.prompt_set)) if value]
+        given = [
+            flag for flag, value in (("--embeddings", args.embeddings), ("--prompt-set", args.prompt_set)) if value
+        ]
         if given:  # the example has its own: a file given with it would be ignored
-            raise InputError(f"{' and '.join(given)} {'go' if len(given) > 1 else 'goes'} with a RECORDS file, not --example (it has its own)")
+            raise InputError(
+                f"{' and '.join(given)} {'go' if len(given) > 1 else 'goes'} with a RECORDS file, not --example (it "
+                "has its own)"
+            )
         sim = simulate_prompt_judge(2000, 20, 4, random_state=0)
         records, vectors = simulated_records(sim, labeled_fraction=0.8, random_state=0)
         return read_ensemble_records(records, embeddings=vectors)
@@ -327,7 +332,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m judgecp.kinds.ensemble.evaluate``, the same as ``judgecp evaluate --kind ensemble``; the exit status."""
+    """``python -m judgecp.kinds.ensemble.evaluate``, the same as ``judgecp evaluate --kind ensemble``; the exit
+    status."""
     args = build_parser().parse_args(argv)
     try:
         return run(args)

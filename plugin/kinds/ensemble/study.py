@@ -57,7 +57,11 @@ def study_settings(values: Mapping[str, Any], *, where: str = "metadata", strict
         raise InputError(f"{unknown[0]!r} is not a setting of the ensemble datasets ({', '.join(STUDY_SETTINGS)})")
     out = {k: v if values.get(k) is None else values[k] for k, v in STUDY_SETTINGS.items()}
     try:
-        out["validation"], out["clusters"], out["alpha"] = int(out["validation"]), int(out["clusters"]), float(out["alpha"])
+        out["validation"], out["clusters"], out["alpha"] = (
+            int(out["validation"]),
+            int(out["clusters"]),
+            float(out["alpha"]),
+        )
     except (TypeError, ValueError) as exc:
         raise InputError(f"{where} validation, clusters and alpha must be numbers ({exc})") from None
     seeds = out["seeds"]
@@ -142,7 +146,9 @@ def sample_items(items: list[PreferenceItem], max_items: Any, data_seed: Any) ->
     try:
         k, seed = int(max_items), int(data_seed)
     except (TypeError, ValueError):
-        raise InputError(f"metadata max_items and data_seed must be integers, got {max_items!r}, {data_seed!r}") from None
+        raise InputError(
+            f"metadata max_items and data_seed must be integers, got {max_items!r}, {data_seed!r}"
+        ) from None
     if k < 0:
         raise InputError(f"metadata max_items must be positive (0: all), got {max_items!r}")
     if k >= len(items):

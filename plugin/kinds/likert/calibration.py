@@ -40,7 +40,9 @@ class LikertCalibration(Calibration):
 
     def proxy_and_target(self, data: Any) -> tuple[Any, Any]:
         """The judge's expected score ``sum_k k p_k`` and the human score."""
-        return expected_score(judge_probabilities(data.logprobs, data.scale), data.scale), data.labels.astype(np.float64)
+        return expected_score(judge_probabilities(data.logprobs, data.scale), data.scale), data.labels.astype(
+            np.float64
+        )
 
     def drift_statistic(self, data: Any, signal: str) -> tuple[str, Any]:
         return "expected_score", self.proxy_and_target(data)[0]

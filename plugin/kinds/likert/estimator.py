@@ -134,15 +134,23 @@ class ScoreIntervals:
                                                 where=reader.path("mondrian"))
             est.method_ = est._new_method(scale, None)
         else:
-            est.method_ = method_class.from_state(reader.get("method"), alpha=alpha, scale=scale,
-                                                  n_calibration=n_calibration, params=params, where=reader.path("method"))
+            est.method_ = method_class.from_state(
+                reader.get("method"),
+                alpha=alpha,
+                scale=scale,
+                n_calibration=n_calibration,
+                params=params,
+                where=reader.path("method"),
+            )
             est.mondrian_ = None
         reader.finish()
         return est
 
     def predict(self, X: ScoreData | ArrayLike, *, groups: ArrayLike | str | None = None) -> Prediction:
         """Intervals (interval methods) and label sets for new rows, labeled or not."""
-        if not hasattr(self, "method_") or (self.mondrian_ is None and not getattr(self.method_, "conformalized_", False)):
+        if not hasattr(self, "method_") or (
+            self.mondrian_ is None and not getattr(self.method_, "conformalized_", False)
+        ):
             raise NotCalibratedError("ScoreIntervals: call calibrate() (or fit() and conformalize()) first")
         Xa = X.X if isinstance(X, ScoreData) else np.asarray(X, dtype=np.float64)
         if self.mondrian_ is not None:

@@ -84,7 +84,13 @@ def reliability_map(runs: Sequence[Run], focus: str) -> Result:
     w = 0.8 / len(have)
     for j, (run, c) in enumerate(zip(have, colors(len(have)), strict=True)):
         pos = x - 0.4 + w * (j + 0.5)
-        ax.bar(pos, [widths[j].get(g, np.nan) for g in groups], width=w, color=c, label=_series_label(run, focus, len(have)))
+        ax.bar(
+            pos,
+            [widths[j].get(g, np.nan) for g in groups],
+            width=w,
+            color=c,
+            label=_series_label(run, focus, len(have)),
+        )
         if intervals[j]:
             ax.plot(pos, [intervals[j].get(g, np.nan) for g in groups], linestyle="none", marker="D", ms=3.5,
                     color="black", label="interval width (continuous)" if j == 0 else "_nolegend_")
@@ -96,7 +102,12 @@ def reliability_map(runs: Sequence[Run], focus: str) -> Result:
     field = have[0].report["protocol"].get("mondrian") or have[0].report["protocol"].get("group")
     ax.set(xlabel=f"group ({field})", ylabel="mean width (scale points)", title=title)
     ax.grid(axis="y", alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=legend_columns(figure_labels(fig), min(len(have) + 2, 4)), fontsize=8, frameon=False)
+    fig.legend(
+        loc="outside lower center",
+        ncols=legend_columns(figure_labels(fig), min(len(have) + 2, 4)),
+        fontsize=8,
+        frameon=False,
+    )
     alpha = have[0].alpha
     cap = (f"Method {focus}, α = {alpha:g}: mean label-set width per group, test rows of every split pooled"
            + ("; diamonds: the continuous interval's width" if any(intervals) else "")
@@ -117,19 +128,25 @@ def _rank_agreement(have: Sequence[Run], widths: Sequence[dict[str, float]]) -> 
         if len(common) >= 3 and len({widths[0][g] for g in common}) > 1 and len({other[g] for g in common}) > 1:
             rho = float(spearmanr([widths[0][g] for g in common], [other[g] for g in common]).statistic)
             parts.append(f"{run.name} ρ = {rho:.2f}")
-    return f" Spearman rank correlation of the groups' widths with {have[0].name}'s: {', '.join(parts)}." if parts else ""
+    return (
+        f" Spearman rank correlation of the groups' widths with {have[0].name}'s: {', '.join(parts)}." if parts else ""
+    )
 
 
 def group_coverage(runs: Sequence[Run], focus: str) -> Result:
     fid, title = "group_coverage", "Coverage per group: pooled and Mondrian calibration"
-    have = [r for r in runs if r.report.get("groups") and any(focus in g["methods"] for g in r.report["groups"].values())]
+    have = [
+        r for r in runs if r.report.get("groups") and any(focus in g["methods"] for g in r.report["groups"].values())
+    ]
     if not have:
         return Missing(fid, title, "no per-group table (`groups`): run `judgecp evaluate` with `--group FIELD` "
                        "(pooled calibration) or `--mondrian FIELD` (per-group calibration)")
     modes = {r.calibration for r in have}
     if len(modes) == 1:
         title = f"Coverage per group ({next(iter(modes))} calibration)"
-    groups = sorted({g for r in have for g in r.report["groups"]}, key=lambda g: (_group_coverage(have[0], g, focus, 2.0), g))
+    groups = sorted(
+        {g for r in have for g in r.report["groups"]}, key=lambda g: (_group_coverage(have[0], g, focus, 2.0), g)
+    )
     fig = new_figure(max(WIDTH, 0.42 * len(groups) * max(1, len(have)) ** 0.5 + 2), 4.4)
     ax = fig.subplots()
     x = np.arange(len(groups))
@@ -145,7 +162,12 @@ def group_coverage(runs: Sequence[Run], focus: str) -> Result:
     ax.set(xlabel=f"group ({have[0].report['protocol'].get('mondrian') or have[0].report['protocol'].get('group')})",
            ylabel="coverage of the label sets", title=title)
     ax.grid(axis="y", alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=legend_columns(figure_labels(fig), min(len(have) + 1, 4)), fontsize=8, frameon=False)
+    fig.legend(
+        loc="outside lower center",
+        ncols=legend_columns(figure_labels(fig), min(len(have) + 1, 4)),
+        fontsize=8,
+        frameon=False,
+    )
     cap = (f"Method {focus}, α = {alpha:g}, test rows of every split pooled per group. Pooled calibration "
            "promises 1 − α on average over groups only; Mondrian calibration promises it in each group."
            + absent(runs, have, "per-group table"))
@@ -267,8 +289,10 @@ def rsg(runs: Sequence[Run], focus: str) -> Result:
             and any(focus in g["methods"] and "rsg" in g["methods"][focus] for g in r.report["groups"].values())]
     if not have:
         return Missing(fid, title, "no per-group `rsg` (needs `--group` or `--mondrian`)")
-    groups = sorted({g for r in have for g in r.report["groups"]},
-                    key=lambda g: (have[0].report["groups"].get(g, {}).get("methods", {}).get(focus, {}).get("rsg") or 0.0, g))
+    groups = sorted(
+        {g for r in have for g in r.report["groups"]},
+        key=lambda g: (have[0].report["groups"].get(g, {}).get("methods", {}).get(focus, {}).get("rsg") or 0.0, g),
+    )
     fig = new_figure(max(WIDTH, 0.42 * len(groups) + 2), 4.4)
     ax = fig.subplots()
     x = np.arange(len(groups))
@@ -282,7 +306,12 @@ def rsg(runs: Sequence[Run], focus: str) -> Result:
     ax.set_xticks(x, groups, rotation=40, ha="right", fontsize=8)
     ax.set(xlabel="group", ylabel="RSG = |ρ| − (1 − w / (K − 1))", title=title)
     ax.grid(axis="y", alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=legend_columns(figure_labels(fig), min(len(have), 4)), fontsize=8, frameon=False)
+    fig.legend(
+        loc="outside lower center",
+        ncols=legend_columns(figure_labels(fig), min(len(have), 4)),
+        fontsize=8,
+        frameon=False,
+    )
     cap = ("Positive: the judge ranks the group's items better than its intervals are narrow (ρ: Pearson correlation "
            f"of judge and human scores in the group; w: mean width of {focus}'s sets; K: number of labels)."
            + absent(runs, have, "per-group table"))

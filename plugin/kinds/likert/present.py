@@ -61,7 +61,10 @@ def write_detail(report: Mapping[str, Any], name: str, out: TextIO) -> None:
     continuous = m["labels"] is None  # continuous labels: interval widths, labels binned in the tables
     w = out.write
     w(f"\nDiagnostics for {name} ({kind}; pooled over seeds)\n")
-    for title, key in (("by ground-truth label", "coverage_by_label"), ("by judge error |parsed - label|", "coverage_by_error")):
+    for title, key in (
+        ("by ground-truth label", "coverage_by_label"),
+        ("by judge error |parsed - label|", "coverage_by_error"),
+    ):
         cells = "  ".join(f"{k}: {bucket_cell(v, kind)} (n {stratum_count(v['n'])})" for k, v in m[key].items())
         w(f"  coverage/width {title}:  {cells}\n")
     inf = m["informativeness"]
@@ -73,7 +76,10 @@ def write_detail(report: Mapping[str, Any], name: str, out: TextIO) -> None:
     mid = m["midpoint"]
     w(
         "  point estimate  raw score: pearson {} MAE {}   interval midpoint: pearson {} MAE {}\n".format(
-            fmt(mid["raw"]["pearson"]), fmt(mid["raw"]["mae"]), fmt(mid["midpoint"]["pearson"]), fmt(mid["midpoint"]["mae"])
+            fmt(mid["raw"]["pearson"]),
+            fmt(mid["raw"]["mae"]),
+            fmt(mid["midpoint"]["pearson"]),
+            fmt(mid["midpoint"]["mae"]),
         )
     )
 
@@ -90,7 +96,10 @@ def write_table(report: Mapping[str, Any], out: TextIO, *, max_group_methods: in
     if cols:
         lp = cols.get("logprobs")
         lp_text = f"{lp[0]}..{lp[-1]}" if isinstance(lp, list) and lp else str(lp)
-        w(f"  columns: label={cols.get('label')}, logprobs={lp_text}, id={cols.get('id')}, parsed={cols.get('parsed')}\n")
+        w(
+            f"  columns: label={cols.get('label')}, logprobs={lp_text}, id={cols.get('id')}, "
+            f"parsed={cols.get('parsed')}\n"
+        )
     own = report.get("label_scale")
     if own:
         w(f"  {own['map']}" + ("; continuous: interval methods only, label-set columns '-', labels binned to the "
@@ -115,7 +124,8 @@ def write_table(report: Mapping[str, Any], out: TextIO, *, max_group_methods: in
     if "overconfident_99" in p:
         w(f"  max softmax > 0.99: {p['overconfident_99']:.3f}   > 0.999: {p['overconfident_999']:.3f}\n")
     w("\nConformal methods (mean±std over seeds; label set = [ceil l, floor u])\n")
-    header = f"  {'method':34s} {'interval cov':>13s} {'width':>11s} {'label cov':>13s} {'width':>11s} {'size':>5s} {'expanded cov':>13s} {'width':>11s}\n"
+    header = (f"  {'method':34s} {'interval cov':>13s} {'width':>11s} {'label cov':>13s} {'width':>11s} {'size':>5s} "
+              f"{'expanded cov':>13s} {'width':>11s}\n")
     w(header)
     for name, m in report["methods"].items():
         w(
@@ -175,24 +185,59 @@ def likert_tables(runs: Sequence[Run]) -> list[Table]:
         for m, e in r["methods"].items():
             iv = e.get("interval") or {}
             lab = e["labels"] or {}  # continuous labels: no label set
-            rows.append([m, report_cell(iv.get("coverage")), report_cell(iv.get("width"), 2), report_cell(lab.get("coverage")),
-                         report_cell(lab.get("width"), 2), report_cell(lab.get("size"), 2), report_cell(lab.get("empty")), report_cell(e.get("full_range"))])
+            rows.append(
+                [
+                    m,
+                    report_cell(iv.get("coverage")),
+                    report_cell(iv.get("width"), 2),
+                    report_cell(lab.get("coverage")),
+                    report_cell(lab.get("width"), 2),
+                    report_cell(lab.get("size"), 2),
+                    report_cell(lab.get("empty")),
+                    report_cell(e.get("full_range")),
+                ]
+            )
         own = r.get("label_scale") or {}
         note = (f" Continuous labels ({own['map']}): no label set holds them, so coverage and width are the "
                 "intervals' (also in the figures), and the by-label and by-error strata bin each label to its "
                 "nearest scale point." if own.get("continuous") else "")
-        tables.append(Table(["method", "interval cov.", "interval width", "label-set cov.", "label-set width",
-                             "set size", "empty sets", "full range"], rows,
-                            f"Methods at α = {r['alpha']:g} (mean over {len(r['protocol']['seeds'])} splits; widths in scale points)."
-                            + note))
+        tables.append(
+            Table(
+                [
+                    "method",
+                    "interval cov.",
+                    "interval width",
+                    "label-set cov.",
+                    "label-set width",
+                    "set size",
+                    "empty sets",
+                    "full range",
+                ],
+                rows,
+                f"Methods at α = {r['alpha']:g} (mean over {len(r['protocol']['seeds'])} splits; widths in scale "
+                "points)."
+                + note,
+            )
+        )
     else:
         methods = [m for m in runs[0].report["methods"] if all(m in x.report["methods"] for x in runs[1:])]
-        rows = [[r.name] + [f"{report_cell(headline_entry(r.report['methods'][m])['coverage'])} / "
-                            f"{report_cell(headline_entry(r.report['methods'][m])['width'], 2)}" for m in methods] for r in runs]
+        rows = [
+            [r.name]
+            + [
+                f"{report_cell(headline_entry(r.report['methods'][m])['coverage'])} / "
+                f"{report_cell(headline_entry(r.report['methods'][m])['width'], 2)}"
+                for m in methods
+            ]
+            for r in runs
+        ]
         tables.append(Table(["judge", *methods], rows,
                             "Label-set coverage / width (scale points) at each report's α, judges as rows."))
     keys = ("pearson", "spearman", "kendall", "exact_accuracy", "within1_accuracy", "mae", "bias", "max_softmax_mean")
-    rows = [[r.name] + [report_cell(r.report.get("point", {}).get(k)) for k in keys] for r in runs if r.report.get("point")]
+    rows = [
+        [r.name] + [report_cell(r.report.get("point", {}).get(k)) for k in keys] for r in runs if r.report.get("point")
+    ]
     if rows:
-        tables.append(Table(["judge", *keys], rows, "The judge's point metrics (its own score against the human label)."))
+        tables.append(
+            Table(["judge", *keys], rows, "The judge's point metrics (its own score against the human label).")
+        )
     return tables

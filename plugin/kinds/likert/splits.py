@@ -61,7 +61,9 @@ def run_split(data: ScoreData, protocol: Protocol, specs: Sequence[str], seed: i
             if is_group_conditional(spec):  # one pooled fit, a threshold per group (judgecp.stats.methods.variants)
                 groups = data.field(protocol.mondrian or protocol.group or "", "mondrian field")
                 grouped: Any = build_method(spec, alpha=alpha, scale=data.scale, random_state=seed)
-                pred: Prediction = grouped.calibrate(X_cal, y_cal, groups=groups[cal]).predict(X_test, groups=groups[test])
+                pred: Prediction = grouped.calibrate(X_cal, y_cal, groups=groups[cal]).predict(
+                    X_test, groups=groups[test]
+                )
                 insufficient[spec] = list(grouped.pooled_groups_)
             elif protocol.mondrian:
                 groups = data.field(protocol.mondrian, "mondrian field")

@@ -193,7 +193,9 @@ def group_report(
     bins = np.round(data.labels) if data.continuous_labels else None
     for g in sorted(set(groups.tolist())):
         rows = groups == g
-        point = point_metrics(data.parsed[rows], data.labels[rows], scale, P[rows], bins=None if bins is None else bins[rows])
+        point = point_metrics(
+            data.parsed[rows], data.labels[rows], scale, P[rows], bins=None if bins is None else bins[rows]
+        )
         entry: dict[str, Any] = {"n": int(rows.sum()), "point": point, "methods": {}}
         for spec in specs:
             per_seed = []
@@ -206,7 +208,9 @@ def group_report(
                 continue
             summary_ = summary(per_seed)
             summary_["full_range"] = float(np.mean([m.full_range.mean() for m in per_seed]))
-            summary_["insufficient_calibration_seeds"] = int(sum(g in s.insufficient_groups.get(spec, []) for s in splits))
+            summary_["insufficient_calibration_seeds"] = int(
+                sum(g in s.insufficient_groups.get(spec, []) for s in splits)
+            )
             width = (summary_["interval"] or summary_["labels"])["width"]
             summary_["rsg"] = ranking_scoring_gap(point["pearson"], width, scale)
             entry["methods"][spec] = summary_

@@ -66,8 +66,11 @@ class PairwiseCalibration(Calibration):
             section = {"n": int(labeled.sum()), "accepted": int(acc.sum()),
                        "error_among_accepted": float(err.mean()) if acc.any() else None,
                        "risk_level": cal.alpha, "p_value_above_risk": check["p_value"], "check": check}
-        outputs = {f"{pair}|{order}": {"accept": bool(ok)}
-                   for pair, ok in zip(data.pair_ids.tolist(), accept.tolist(), strict=True) for order in ("fwd", "rev")}
+        outputs = {
+            f"{pair}|{order}": {"accept": bool(ok)}
+            for pair, ok in zip(data.pair_ids.tolist(), accept.tolist(), strict=True)
+            for order in ("fwd", "rev")
+        }
         # A pair the calibrator could not use is abstained on (accept false), never accepted unchecked.
         return ApplyParts(summary, section, accept=accept, outputs=outputs, unused={"accept": False})
 

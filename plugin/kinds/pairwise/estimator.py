@@ -49,7 +49,9 @@ class SelectiveJudge:
     ``signal="bpe"`` is the bidirectional preference entropy (both orders).
     """
 
-    def __init__(self, controller: str = "scope", *, risk_level: float = 0.1, signal: str = "bpe", delta: float = 0.1) -> None:
+    def __init__(
+        self, controller: str = "scope", *, risk_level: float = 0.1, signal: str = "bpe", delta: float = 0.1
+    ) -> None:
         self.controller = controller
         self.risk_level = risk_level
         self.signal = signal
@@ -112,7 +114,12 @@ class SelectiveJudge:
         check_threshold(reader, "threshold", threshold, recomputed, tolerance=1e-12)
         reader.finish()
         # The recomputed threshold (the stored one within rounding): an edit below the tolerance changes nothing.
-        est.uncertainty_, est.errors_, est.threshold_, est.n_calibration_ = u, errors.astype(bool), recomputed, n_calibration
+        est.uncertainty_, est.errors_, est.threshold_, est.n_calibration_ = (
+            u,
+            errors.astype(bool),
+            recomputed,
+            n_calibration,
+        )
         return est
 
     def predict(self, data: PairData) -> SelectivePrediction:

@@ -49,7 +49,9 @@ def risk_coverage(runs: Sequence[Run], focus: str) -> Result:
         for run, c in zip(have, colors(len(have)), strict=True):
             sig = run.report.get("protocol", {}).get("signal", "bpe")
             pts = run.report["risk_coverage"].get(sig, [])
-            ax.plot([p["coverage"] for p in pts], [p["risk"] for p in pts], color=c, lw=1.4, label=f"{run.name} ({sig})")
+            ax.plot(
+                [p["coverage"] for p in pts], [p["risk"] for p in pts], color=c, lw=1.4, label=f"{run.name} ({sig})"
+            )
         what = "one curve per report, on its controllers' signal"
     ax.axhline(alpha, label=f"target risk α = {alpha:g}", **TARGET_STYLE)
     ax.set(xlabel="coverage (share of judgments accepted)", ylabel="risk (error rate among accepted)", title=title)
@@ -69,7 +71,9 @@ def _controllers_vs_alpha(runs: Sequence[Run], focus: str, field: str, fid: str,
         series = list(have[0].report["controllers"].items())
         what = "one line per controller"
     else:
-        ctrl = focus if all(focus in r.report["controllers"] for r in have) else next(iter(have[0].report["controllers"]))
+        ctrl = (
+            focus if all(focus in r.report["controllers"] for r in have) else next(iter(have[0].report["controllers"]))
+        )
         series = [(r.name, r.report["controllers"][ctrl]) for r in have if ctrl in r.report["controllers"]]
         what = f"one line per report, controller {ctrl}"
     fig = new_figure(WIDTH + 1.0, 4.0)

@@ -46,12 +46,20 @@ def write_pairwise_table(report: Mapping[str, Any], out: TextIO) -> None:
 
 
 def pairwise_tables(runs: Sequence[Run]) -> list[Table]:
-    ctrls = [c for c in runs[0].report.get("controllers", {}) if all(c in r.report.get("controllers", {}) for r in runs)]
+    ctrls = [
+        c for c in runs[0].report.get("controllers", {}) if all(c in r.report.get("controllers", {}) for r in runs)
+    ]
     rows = []
     for r in runs:
         a = f"{r.alpha:g}"
-        rows.append([r.name, a] + [f"{report_cell(r.report['controllers'][c].get(a, {}).get('risk'))} / "
-                                   f"{report_cell(r.report['controllers'][c].get(a, {}).get('coverage'))}" for c in ctrls])
+        rows.append(
+            [r.name, a]
+            + [
+                f"{report_cell(r.report['controllers'][c].get(a, {}).get('risk'))} / "
+                f"{report_cell(r.report['controllers'][c].get(a, {}).get('coverage'))}"
+                for c in ctrls
+            ]
+        )
     tables = [Table(["judge", "α", *ctrls], rows, "Test risk / accepted share at the headline α, judges as rows.")]
     rows = []
     for r in runs:

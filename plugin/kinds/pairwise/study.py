@@ -164,7 +164,9 @@ class Splits:
     def test_risk(self, thresholds: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.int64], NDArray[np.int64]]:
         """Per split: error rate among accepted test judgments (0 when none), share accepted, accepted, errors."""
         in_pool = np.searchsorted(self.u_pool, thresholds, side="right")
-        in_cal = np.asarray([np.searchsorted(row, t, side="right") for row, t in zip(self.u_sorted, thresholds, strict=True)])
+        in_cal = np.asarray(
+            [np.searchsorted(row, t, side="right") for row, t in zip(self.u_sorted, thresholds, strict=True)]
+        )
         accepted = in_pool - in_cal
         errors = self.pool_cum[in_pool] - self.cal_cum[np.arange(in_cal.size), in_cal]
         risk = np.where(accepted > 0, errors / np.maximum(accepted, 1), 0.0)
@@ -180,7 +182,9 @@ def make_controller(name: str, delta: float = 0.1) -> RiskController:
     return cls(delta=delta) if issubclass(cls, ClopperPearson) else cls()
 
 
-def run_controllers(sig: Signal, labels: NDArray[np.int64], protocol: Protocol) -> dict[str, dict[str, dict[str, float]]]:
+def run_controllers(
+    sig: Signal, labels: NDArray[np.int64], protocol: Protocol
+) -> dict[str, dict[str, dict[str, float]]]:
     """Risk and coverage of every controller at every level over the splits (a block of splits at a time)."""
     ctrls = {name: make_controller(name, protocol.delta) for name in protocol.controller_names()}
     levels = protocol.levels("pairwise")
@@ -188,7 +192,9 @@ def run_controllers(sig: Signal, labels: NDArray[np.int64], protocol: Protocol) 
     bar = progress(protocol.n_splits("pairwise"), "pairwise splits")
     for sp in Splits.blocks(sig, labels, protocol.n_splits("pairwise"), protocol.cal_fraction, protocol.random_state):
         for name, ctrl in ctrls.items():
-            for alpha, thresholds in zip(levels, ctrl.thresholds_at_levels(sp.u_sorted, sp.e_sorted, levels, sig), strict=True):
+            for alpha, thresholds in zip(
+                levels, ctrl.thresholds_at_levels(sp.u_sorted, sp.e_sorted, levels, sig), strict=True
+            ):
                 parts[(name, alpha)].append(sp.test_risk(thresholds))
         bar.update(sp.u_sorted.shape[0])
     bar.close()
@@ -256,8 +262,12 @@ def pairwise_metrics(protocol: Protocol) -> list[Metric]:
     with ``_stderr``."""
     metrics = [
         *count_metrics("n_pairs"),
-        Metric("single_order", lambda r: sum(int(f["count"]) for f in r.get("flags", []) if f.get("flag") == "single_order"),
-               False, always=True),
+        Metric(
+            "single_order",
+            lambda r: sum(int(f["count"]) for f in r.get("flags", []) if f.get("flag") == "single_order"),
+            False,
+            always=True,
+        ),
         Metric("bpe", pick("bpe_mean"), False),
     ]
     for signal in PAIRWISE_SIGNALS:

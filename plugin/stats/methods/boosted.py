@@ -5,7 +5,8 @@ them by gradient boosting so that the interval *after* conformalization is
 short. The loss is the average conformalized length on the boosting data,
 made differentiable with a smoothed quantile; the number of boosting rounds
 is chosen by k-fold cross-validation on the exact (unsmoothed) conformalized
-length (each fold stops after ``patience`` rounds without improvement). Everything happens on the fit part of the calibration split; the
+length (each fold stops after ``patience`` rounds without improvement). Everything happens on the fit part of the
+calibration split; the
 held-out part conformalizes the boosted score, which is what carries the
 coverage guarantee, whatever the boosting did.
 
@@ -129,7 +130,12 @@ class _BoostedMethod(ConformalMethod):
 
     # -- boosting -------------------------------------------------------
     def _boost(
-        self, F: FloatArray, G0: FloatArray, y: FloatArray, rounds: int, eval_sets: list[tuple[FloatArray, FloatArray, FloatArray]] | None = None
+        self,
+        F: FloatArray,
+        G0: FloatArray,
+        y: FloatArray,
+        rounds: int,
+        eval_sets: list[tuple[FloatArray, FloatArray, FloatArray]] | None = None,
     ) -> tuple[list[tuple[Any, Any]], list[list[float]]]:
         from sklearn import config_context
         from sklearn.tree import DecisionTreeRegressor
@@ -248,7 +254,10 @@ class BoostedLCP(_BoostedMethod):
         sigma = np.exp(G[:, 1])
         return G[:, 0] - q * sigma, G[:, 0] + q * sigma
 
-    complexity = ("(n_folds + 1) x max_rounds x 2 depth-limited trees on the fit part, O(n log n) each; O(n rounds) prediction", "O(n)")
+    complexity = (
+        "(n_folds + 1) x max_rounds x 2 depth-limited trees on the fit part, O(n log n) each; O(n rounds) prediction",
+        "O(n)",
+    )
 
 
 class BoostedCQR(_BoostedMethod):

@@ -170,7 +170,9 @@ class Margin(_DeterministicSetMethod):
     """Margin sets: ``{k : max_{j != k} p_j - p_k <= q}``."""
 
     name = "margin"
-    reference = "Angelopoulos & Bates (2021); the margin score of the VLM conformal benchmark (2025), label-dependent form"
+    reference = (
+        "Angelopoulos & Bates (2021); the margin score of the VLM conformal benchmark (2025), label-dependent form"
+    )
     score_function = staticmethod(margin_scores)
     complexity = ("O(n K)", "O(n K)")
 
@@ -278,8 +280,12 @@ class RAPS(_SetMethod):
     def _fitted_state(self) -> dict[str, Any]:
         if not self.fits_model:
             return {}
-        return {"lam": float(self.lam_), "k_reg": int(self.k_reg_), "fit_probabilities": self.fit_probabilities_.tolist(),
-                "fit_labels": (self.fit_index_ + self.scale.minimum).tolist()}
+        return {
+            "lam": float(self.lam_),
+            "k_reg": int(self.k_reg_),
+            "fit_probabilities": self.fit_probabilities_.tolist(),
+            "fit_labels": (self.fit_index_ + self.scale.minimum).tolist(),
+        }
 
     def _load_fitted(self, state: Any, n_fit: int, fit_draw: Any) -> None:
         """lam and k_reg must be what the stored fit part gives (lam: when the search's seed is known)."""

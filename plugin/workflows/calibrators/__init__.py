@@ -1,6 +1,7 @@
 """Calibrate once, apply to every run: fitted estimators saved as data (``judgecp.calibrator/2``).
 
-A *calibrator* is one of the public estimators (``ScoreIntervals``, ``ChoiceSets``, ``SelectiveJudge``: each in its kind's ``estimator`` module)
+A *calibrator* is one of the public estimators (``ScoreIntervals``, ``ChoiceSets``, ``SelectiveJudge``: each in its
+kind's ``estimator`` module)
 (:class:`~judgecp.kinds.likert.estimator.ScoreIntervals` for Likert judges,
 :class:`~judgecp.kinds.choice.estimator.ChoiceSets` for multiple choice,
 :class:`~judgecp.kinds.pairwise.estimator.SelectiveJudge` for pairwise verdicts), fitted on

@@ -112,7 +112,9 @@ def check_compatible(cal: Calibrator, data: Any, *, force: bool = False) -> list
         if want and got and set(got) - set(want):
             problems.append(f"{name} {sorted(set(got) - set(want))} differs from the calibrator's {want}")
     if problems and not force:
-        raise InputError("the calibrator does not fit these records: " + "; ".join(problems) + " (--force to apply anyway)")
+        raise InputError(
+            "the calibrator does not fit these records: " + "; ".join(problems) + " (--force to apply anyway)"
+        )
     return problems
 
 
@@ -170,7 +172,8 @@ def label_check(cal: Calibrator, data: Any, level: float) -> dict[str, Any] | No
 def apply(cal: Calibrator, data: Any, *, force: bool = False, groups: str | None = None,
           drift_level: float = DRIFT_LEVEL, history: str | Path | None = None,
           history_horizon: int = DEFAULT_HORIZON) -> Applied:
-    """Per-item sets / intervals / accept-abstain on ``data`` and the summary (see :mod:`judgecp.workflows.calibrators`).
+    """Per-item sets / intervals / accept-abstain on ``data`` and the summary (see
+    :mod:`judgecp.workflows.calibrators`).
 
     ``history``: a history file (JSONL) to which the run's drift statistic
     is added; the summary's ``history`` is the change detector across all

@@ -79,7 +79,8 @@ class Calibrator:
     source: str = ""
     version: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
-    #: The calibration items' human target and judge proxy (:func:`judgecp.workflows.nightly.runs.proxy_and_target`), for PPI++.
+    # : The calibration items' human target and judge proxy (:func:`judgecp.workflows.nightly.runs.proxy_and_target`),
+    # for PPI++.
     ppi_labels: NDArray[np.float64] | None = None
     ppi_proxy: NDArray[np.float64] | None = None
     #: The calibration items' conformity scores (the scores that set the threshold), where the method has a
@@ -117,9 +118,11 @@ class Calibrator:
             name, values = self.conformity
             out["conformity"] = {"score": name, "n": int(values.size), "quantiles": _quantiles(np.sort(values))}
         if self.ppi_labels is not None and self.ppi_proxy is not None:
-
-            out["ppi"] = {"target": get_kind(self.kind).calibration.ppi_target, "labels": encode_floats(self.ppi_labels),
-                          "proxy": encode_floats(self.ppi_proxy)}
+            out["ppi"] = {
+                "target": get_kind(self.kind).calibration.ppi_target,
+                "labels": encode_floats(self.ppi_labels),
+                "proxy": encode_floats(self.ppi_proxy),
+            }
         out.update(self.extra)
         strict: dict[str, Any] = to_strict(out)
         strict["digest"] = content_digest(strict)

@@ -111,7 +111,8 @@ def default_group(a: Any, b: Any, group: str | None) -> str | None:
 
 def _run_design(run: Run, rows: NDArray[np.int64], keys: NDArray[np.int64], stratify: str,
                 name: str) -> tuple[Design, dict[str, Any], NDArray[np.int64]]:
-    """One run's PPI++ design on ``rows`` (stratified as :func:`judgecp.workflows.nightly.estimate.estimate` is), its stratification, and
+    """One run's PPI++ design on ``rows`` (stratified as :func:`judgecp.workflows.nightly.estimate.estimate` is), its
+    stratification, and
     the rows it keeps (items without a proxy need 2 labeled units)."""
     labeled = ~np.isnan(run.y[rows])
     if labeled.sum() < 2:

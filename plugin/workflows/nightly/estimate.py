@@ -45,7 +45,9 @@ def estimate(data: Any, *, alpha: float = 0.1, groups: str | None = None, lam: f
     by inverse-probability weighting (:func:`judgecp.stats.active.active_mean`).
     """
     if stratify not in ("auto", "yes", "no") or proxy not in ("auto", "judge", "crossfit"):
-        raise InputError(f"stratify is auto, yes or no (got {stratify!r}); proxy auto, judge or crossfit (got {proxy!r})")
+        raise InputError(
+            f"stratify is auto, yes or no (got {stratify!r}); proxy auto, judge or crossfit (got {proxy!r})"
+        )
     f, y, target = proxy_and_target(data)
     labeled = ~np.isnan(y)
     if labeled.sum() < 2:

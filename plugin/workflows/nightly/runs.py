@@ -47,7 +47,9 @@ def off_scale_note(data: Any) -> str:
 
 def item_ids(data: Any) -> NDArray[np.str_]:
     """The ids items are matched by: a pair's ``pair_id``, any other item's ``id``."""
-    out: NDArray[np.str_] = np.asarray(getattr(data, "pair_ids", None) if hasattr(data, "pair_ids") else data.ids).astype(str)
+    out: NDArray[np.str_] = np.asarray(
+        getattr(data, "pair_ids", None) if hasattr(data, "pair_ids") else data.ids
+    ).astype(str)
     return out
 
 

@@ -46,7 +46,13 @@ _AUX = re.compile(r"\b(" + "|".join(_AUXILIARIES) + r")\b(?!\s+not\b)", re.IGNOR
 def prompt_template(variation: str) -> str:
     """The A7.2 prompt of a language variation (``"clean"``: A7.4's question-rephrasing prompt)."""
     name = f"{variation}.txt"
-    return resources.files("judgecp.workflows.parc_build").joinpath("prompts").joinpath(name).read_text(encoding="utf-8").rstrip("\n")
+    return (
+        resources.files("judgecp.workflows.parc_build")
+        .joinpath("prompts")
+        .joinpath(name)
+        .read_text(encoding="utf-8")
+        .rstrip("\n")
+    )
 
 
 def prompt_digest(variation: str) -> str:

@@ -68,7 +68,9 @@ class ImageWriter:
             image = image.convert("RGB")
         image.save(self.out_dir / rel, format="PNG")
 
-    def transformed(self, item: Original, rels: Sequence[str], variation: str, settings: vision.TransformSettings) -> list[str]:
+    def transformed(
+        self, item: Original, rels: Sequence[str], variation: str, settings: vision.TransformSettings
+    ) -> list[str]:
         pil: Any = require("PIL.Image", "parc", "PARC's vision variations")
         out = []
         for k, rel in enumerate(rels):

@@ -151,7 +151,11 @@ class HFRewriter:
             ids = tok(prompt, return_tensors="pt")
         ids = {k: v.to(self.device) for k, v in ids.items()}
         with torch.no_grad():
-            out = self._model.generate(**ids, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                       pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+            out = self._model.generate(
+                **ids,
+                max_new_tokens=self.max_new_tokens,
+                do_sample=False,
+                pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+            )
         new = out[0, ids["input_ids"].shape[1]:]
         return str(tok.decode(new, skip_special_tokens=True))

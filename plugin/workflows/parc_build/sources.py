@@ -242,7 +242,9 @@ def items_from_rows(
             excluded.add("not_an_original", row.get("id") or f"row {i + 1}")
             continue
         id_col = columns.get("id")
-        raw_id = row.get(id_col) if id_col else next((row[c] for c in ID_COLUMNS if c in row and has_text(row[c])), None)
+        raw_id = (
+            row.get(id_col) if id_col else next((row[c] for c in ID_COLUMNS if c in row and has_text(row[c])), None)
+        )
         sid = str(raw_id).strip() if has_text(raw_id) else f"{dataset}-{i:05d}"
         if sid.endswith("/O"):
             sid = sid[:-2]
@@ -257,13 +259,18 @@ def items_from_rows(
             continue
         options = _options(row, columns.get("options"))
         if options is None and any(
-                str(row.get(c) or "").strip().lower() in ("left", "right") for c in (columns.get("answer"), *ANSWER_COLUMNS) if c):
+            str(row.get(c) or "").strip().lower() in ("left", "right")
+            for c in (columns.get("answer"), *ANSWER_COLUMNS)
+            if c
+        ):
             options = {"A": "Left", "B": "Right"}  # CompBench's comparative annotation
         if not options or len(options) < 2:
             excluded.add("options_invalid", sid)
             continue
         a_col = columns.get("answer")
-        raw_answer = row.get(a_col) if a_col else next((row[c] for c in ANSWER_COLUMNS if c in row and has_text(row[c])), None)
+        raw_answer = (
+            row.get(a_col) if a_col else next((row[c] for c in ANSWER_COLUMNS if c in row and has_text(row[c])), None)
+        )
         correct = _answer(raw_answer, options)
         if correct is None:
             excluded.add("answer_missing", sid)
@@ -320,7 +327,9 @@ def _hub_rows(hub_id: str, config: str | None, split: str | None) -> list[dict[s
     if split is None:
         raise InputError(f"{hub_id}: name the split to vary (--split), e.g. dev or validation")
     with from_the_hub(hub_id, OFFLINE_ALTERNATIVE):
-        data = datasets.load_dataset(hub_id, config, split=split) if config else datasets.load_dataset(hub_id, split=split)
+        data = (
+            datasets.load_dataset(hub_id, config, split=split) if config else datasets.load_dataset(hub_id, split=split)
+        )
     return [dict(row) for row in data]
 
 
@@ -366,8 +375,12 @@ def load_originals(
     if path.exists():
         if path.is_dir():
             named = [path / n for n in ("originals.jsonl", "variations.jsonl") if (path / n).is_file()]
-            parquet = sorted(path.rglob(f"{split or '*'}-*.parquet")) + sorted(path.rglob(f"{split}.parquet") if split else [])
-            tables = sorted(p for p in path.iterdir() if p.suffix.lower() in (".jsonl", ".json", ".csv", ".tsv", ".parquet"))
+            parquet = sorted(path.rglob(f"{split or '*'}-*.parquet")) + sorted(
+                path.rglob(f"{split}.parquet") if split else []
+            )
+            tables = sorted(
+                p for p in path.iterdir() if p.suffix.lower() in (".jsonl", ".json", ".csv", ".tsv", ".parquet")
+            )
             if named:
                 file = named[0]
                 rows = _rows_of_file(file, excluded)
@@ -375,7 +388,9 @@ def load_originals(
             elif parquet:
                 splits = sorted({p.name.split("-", 1)[0] for p in parquet})
                 if split is None and len(splits) > 1:
-                    raise InputError(f"{path}: parquet files of several splits ({', '.join(splits)}); name one with --split")
+                    raise InputError(
+                        f"{path}: parquet files of several splits ({', '.join(splits)}); name one with --split"
+                    )
                 rows = list[dict[str, Any] | None](_parquet_rows(parquet))
                 description.update(kind="hub-copy", files=[str(p.relative_to(path)) for p in parquet])
                 file = path / "_"
@@ -384,7 +399,9 @@ def load_originals(
                 rows = _rows_of_file(file, excluded)
                 description.update(kind="table", file=str(file))
             else:
-                raise InputError(f"{path}: no originals.jsonl, variations.jsonl, <split>-*.parquet or single table file in it")
+                raise InputError(
+                    f"{path}: no originals.jsonl, variations.jsonl, <split>-*.parquet or single table file in it"
+                )
             base = path
         else:
             file = path
@@ -395,7 +412,9 @@ def load_originals(
     else:
         hub_id, preset_config, preset_split, preset_name = HUB_PRESETS.get(text.lower(), (text, None, None, None))
         if "/" not in hub_id:
-            raise InputError(f"{text}: not a file or directory, nor a hub dataset id (owner/name) or one of {sorted(HUB_PRESETS)}")
+            raise InputError(
+                f"{text}: not a file or directory, nor a hub dataset id (owner/name) or one of {sorted(HUB_PRESETS)}"
+            )
         config = config or preset_config
         split = split or preset_split
         rows = list[dict[str, Any] | None](_hub_rows(hub_id, config, split))

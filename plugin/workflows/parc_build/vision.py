@@ -64,11 +64,18 @@ class TransformSettings:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "VR-B": {"operation": "PIL.ImageFilter.GaussianBlur", "radius": "max(blur_min_radius, blur_fraction * min(width, height))",
-                     "blur_fraction": self.blur_fraction, "blur_min_radius": self.blur_min_radius},
+            "VR-B": {
+                "operation": "PIL.ImageFilter.GaussianBlur",
+                "radius": "max(blur_min_radius, blur_fraction * min(width, height))",
+                "blur_fraction": self.blur_fraction,
+                "blur_min_radius": self.blur_min_radius,
+            },
             "VR-L": {"operation": "PIL.ImageEnhance.Brightness", "factor": self.brightness_factor},
-            "VR-R": {"operation": "PIL.Image.transpose", "degrees_counterclockwise": self.rotation_degrees,
-                     "expand": True},
+            "VR-R": {
+                "operation": "PIL.Image.transpose",
+                "degrees_counterclockwise": self.rotation_degrees,
+                "expand": True,
+            },
             "settings": asdict(self),
         }
 
@@ -156,7 +163,9 @@ class ExchangeMap:
     source: str = ""
 
     @classmethod
-    def from_entries(cls, entries: Iterable[Mapping[str, Any]], *, min_gap: float = 0.0, source: str = "") -> ExchangeMap:
+    def from_entries(
+        cls, entries: Iterable[Mapping[str, Any]], *, min_gap: float = 0.0, source: str = ""
+    ) -> ExchangeMap:
         beats: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         scores: dict[str, dict[str, float]] = defaultdict(dict)
         for n, entry in enumerate(entries, 1):

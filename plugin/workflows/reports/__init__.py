@@ -57,7 +57,9 @@ def _runs_table(runs: Sequence[Run]) -> Table:
                          f"{lines[0]['level']:g} (drift)", Path(r.path).name])
             continue
         alpha = r.report.get("alpha")
-        alpha = f"{alpha:g}" if isinstance(alpha, (int, float)) else ", ".join(f"{a:g}" for a in r.report.get("alphas", []))
+        alpha = (
+            f"{alpha:g}" if isinstance(alpha, (int, float)) else ", ".join(f"{a:g}" for a in r.report.get("alphas", []))
+        )
         rows.append([r.name, r.kind, str(src), fmt(r.report.get("n")), fmt(alpha), Path(r.path).name])
     return Table(["report", "kind", "input", "n", "alpha", "file"], rows)
 
@@ -158,7 +160,9 @@ def _nightly_section(doc: Document, runs: Sequence[Run]) -> list[Missing]:
             continue  # drawn across nights above
         result = builders[run.report["schema"]](run.report)
         if isinstance(result, Plot):
-            result = Plot(f"{result.id}_{len(doc.blocks)}", f"{result.title}: {run.name}", result.caption, result.figure)
+            result = Plot(
+                f"{result.id}_{len(doc.blocks)}", f"{result.title}: {run.name}", result.caption, result.figure
+            )
             doc.add("h3", result.title)
             doc.add("figure", result)
         else:
@@ -192,7 +196,9 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, names: Sequenc
         if isinstance(value, Plot):
             value.figure.clear()
     figures = sorted((outdir / "figures").glob("*.*"))
-    return Written(md, page, [outdir / "figures" / f"{i}.{e}" for i in pngs for e in ("png", "svg")] or figures, missing)
+    return Written(
+        md, page, [outdir / "figures" / f"{i}.{e}" for i in pngs for e in ("png", "svg")] or figures, missing
+    )
 
 
 __all__ = ["Run", "Written", "build_document", "load_runs", "write_report"]

@@ -177,8 +177,13 @@ def combine_subtasks(group: str, batches: dict[str, Any]) -> Any:
         for b in batches.values():
             excluded.merge(b.excluded)
     first = next(iter(batches.values()))
-    info = {"lm_eval": {"group": group, "subtasks": list(batches),
-                        "samples_files": [b.info.get("lm_eval", {}).get("samples_file", b.source) for b in batches.values()]}}
+    info = {
+        "lm_eval": {
+            "group": group,
+            "subtasks": list(batches),
+            "samples_files": [b.info.get("lm_eval", {}).get("samples_file", b.source) for b in batches.values()],
+        }
+    }
     return RecordBatch(records, f"{group} ({len(batches)} subtasks)", excluded, n_read, info, kind=first.kind)
 
 
@@ -214,7 +219,9 @@ def lm_eval_runs(folder: Path, files: list[Path], root: Path | None,
     return runs, used
 
 
-def collect(paths: Sequence[str | Path], alphas: Sequence[float] | None = None) -> list[tuple[str, Path, dict[str, Any]]]:
+def collect(
+    paths: Sequence[str | Path], alphas: Sequence[float] | None = None
+) -> list[tuple[str, Path, dict[str, Any]]]:
     """``(name, path, report)`` for every report found or made from ``paths``, in order."""
     out: list[tuple[str, Path, dict[str, Any]]] = []
     for arg in paths:

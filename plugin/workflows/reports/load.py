@@ -33,7 +33,9 @@ def read_report(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: {what}, not a report; {TAKES}")
     if infer_kind(report) is None:
         if isinstance(report.get("kind"), str):
-            raise InputError(f"{path}: a {report['kind']} report; judgecp report draws {', '.join(report_kinds())} reports")
+            raise InputError(
+                f"{path}: a {report['kind']} report; judgecp report draws {', '.join(report_kinds())} reports"
+            )
         raise InputError(f"{path}: not a judgecp evaluate report (no kind, methods or controllers)")
     return verified(report, path)
 
@@ -41,7 +43,8 @@ def read_report(path: Path) -> dict[str, Any]:
 
 def load_runs(paths: Sequence[str | Path], names: Sequence[str] | None = None,
               alphas: Sequence[float] | None = None) -> list[Run]:
-    """The reports, in the order given (folders and harness files as :mod:`judgecp.workflows.reports.collect` finds them).
+    """The reports, in the order given (folders and harness files as :mod:`judgecp.workflows.reports.collect` finds
+    them).
 
     A name per report: ``names``, else the file's stem (lm-eval samples: the task).
     """

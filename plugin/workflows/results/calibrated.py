@@ -136,7 +136,8 @@ def apply_metrics(per_item: list[Metric]) -> list[Metric]:
 
 
 def history_metrics() -> list[Metric]:
-    """An apply summary with ``--history``: the change detector across nights (:mod:`judgecp.workflows.nightly.history`).
+    """An apply summary with ``--history``: the change detector across nights
+    (:mod:`judgecp.workflows.nightly.history`).
 
     ``history.alarm`` (1 from the first night the evidence reached the threshold on; ``gate --no-drift``
     fails on it), ``history.evidence`` and ``history.threshold`` (the Shiryaev-Roberts statistic tonight and

@@ -41,7 +41,8 @@ class StudyResult(Result):
 
 
 def report_kinds() -> list[str]:
-    """The kinds ``judgecp report`` shows: those that name figures or tables (:meth:`judgecp.kinds.kind.Presenter.report_figures`)."""
+    """The kinds ``judgecp report`` shows: those that name figures or tables
+    (:meth:`judgecp.kinds.kind.Presenter.report_figures`)."""
     return [name for name in kind_names()
             if get_kind(name).presenter.report_figures()
             or type(get_kind(name).presenter).report_tables is not Presenter.report_tables]

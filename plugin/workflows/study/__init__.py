@@ -73,4 +73,12 @@ def write_report(report: Mapping[str, Any], out: TextIO, *, detail: str | None =
     get_kind(str(report["kind"]), flag="the report's kind").presenter.write_console(report, out, detail=detail)
 
 
-__all__ = ["evaluate", "evaluate_choices", "evaluate_pairs", "evaluate_parc", "evaluate_scores", "labeled_only", "write_report"]
+__all__ = [
+    "evaluate",
+    "evaluate_choices",
+    "evaluate_pairs",
+    "evaluate_parc",
+    "evaluate_scores",
+    "labeled_only",
+    "write_report",
+]

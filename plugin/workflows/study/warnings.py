@@ -67,7 +67,9 @@ def group_warnings(report: dict[str, Any]) -> list[dict[str, Any]]:
     protocol = report.get("protocol") or {}
     test_share = 1.0 - float(protocol.get("cal_fraction", 0.5))
     out = []
-    for g, method, coverage, n, mondrian in get_kind(str(report["kind"]), flag="the report's kind").study.group_coverages(report):
+    for g, method, coverage, n, mondrian in get_kind(
+        str(report["kind"]), flag="the report's kind"
+    ).study.group_coverages(report):
         found = _under(g, method, coverage, target, n * test_share, mondrian)
         if found:
             out.append(found)

@@ -32,8 +32,6 @@ non-empty options), ``answer_missing``, ``answer_not_an_option``,
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -47,6 +45,7 @@ from judgecp.base.textfiles import read_text
 from judgecp.data.choice import LETTERS, has_text
 from judgecp.data.datasources import from_the_hub
 from judgecp.data.tables import read_jsonl, read_table
+from judgecp.workflows.parc_build.images import image_of
 
 #: What to give instead of a hub id when the hub cannot be reached (the error says it).
 OFFLINE_ALTERNATIVE = ("without the hub, give a local source instead: a folder with a copy of the hub's parquet files "
@@ -143,61 +142,6 @@ def _answer(raw: Any, options: Mapping[str, str]) -> list[str] | None:
     return list(dict.fromkeys(out))
 
 
-def _image(cell: Any, base: Path) -> tuple[Any, str] | None:
-    """(a PIL image or a file path, its reference); None when there is no image."""
-    if not has_text(cell):
-        return None
-    if hasattr(cell, "size") and hasattr(cell, "mode"):  # a PIL image (datasets' Image feature)
-        return cell, ""
-    if isinstance(cell, Mapping):
-        if cell.get("bytes"):
-            return _decode(cell["bytes"]), str(cell.get("path") or "")
-        if cell.get("path"):
-            cell = cell["path"]
-        else:
-            return None
-    if isinstance(cell, bytes):
-        return _decode(cell), ""
-    text = str(cell).strip()
-    path = Path(text).expanduser()
-    if not path.is_absolute():
-        path = base / path
-    if len(text) < 1024 and path.is_file():
-        _verify(path)
-        return path, text
-    if len(text) >= 64 and re.fullmatch(r"[A-Za-z0-9+/=\s]+", text[:4096]):
-        try:
-            return _decode(base64.b64decode(text, validate=False)), ""
-        except InputError:
-            raise
-        except Exception:
-            pass
-    raise FileNotFoundError(text)
-
-
-def _verify(path: Path) -> None:
-    """A file that Pillow cannot read is ``image_unreadable`` (checked when Pillow is installed)."""
-    try:
-        from PIL import Image
-    except ImportError:  # a language-only build without the parc extra copies the files unchecked
-        return
-    try:
-        with Image.open(path) as image:
-            image.verify()
-    except Exception as exc:
-        raise ValueError(f"not an image ({type(exc).__name__})") from None
-
-
-def _decode(data: bytes) -> Any:
-    image_mod: Any = require("PIL.Image", "parc", "reading images")
-    try:
-        image = image_mod.open(io.BytesIO(data))
-        image.load()
-        return image
-    except Exception as exc:
-        raise ValueError(f"not an image ({exc})") from None
-
-
 def _image_cells(row: Mapping[str, Any], column: str | None) -> list[Any]:
     if column:
         names = [c.strip() for c in column.split(",")]
@@ -282,7 +226,7 @@ def items_from_rows(
         refs: list[str] = []
         try:
             for k, cell in enumerate(_image_cells(row, columns.get("image"))):
-                found = _image(cell, base)
+                found = image_of(cell, base)
                 if found is None:
                     continue
                 images.append(found[0])

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 from hypothesis import settings
+
+# A shell without job control starts background commands with SIGINT ignored (`make test &`, a CI runner's
+# script), and child processes inherit that: the Ctrl-C tests (tests/test_interrupts.py, tests/test_outputs.py)
+# would then see no KeyboardInterrupt. The suite restores Python's own handler, which its subprocesses get too.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Hypothesis in CI (`make test` sets JUDGECP_HYPOTHESIS_PROFILE=ci): derandomized, so two runs of one commit
 # try the same examples (each test's seed is a digest of the test itself, fixed until its code changes), and

@@ -63,6 +63,10 @@ def test_report_schema(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert "Conformal methods" in out and "naive" in out
 
 
+#: Every interval and set method, the fitted ones at a test's size.
+EVERY_METHOD = "naive,lac,aps,chr,r2ccp(epochs=5),boosted_cqr(max_rounds=10),boosted_lcp(max_rounds=10),raps,lvd,cqr"
+
+
 def test_same_seed_same_bytes(judge_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     outs = []
     for i, jobs in enumerate(("1", "1", "2")):
@@ -72,7 +76,7 @@ def test_same_seed_same_bytes(judge_csv: Path, tmp_path: Path, capsys: pytest.Ca
                 "evaluate",
                 str(judge_csv),
                 "--methods",
-                "naive,lac,aps,chr,r2ccp(epochs=5),boosted_cqr(max_rounds=10),boosted_lcp(max_rounds=10),raps,lvd,cqr",
+                EVERY_METHOD,
                 "--seeds",
                 "2",
                 "--jobs",
@@ -91,7 +95,7 @@ def test_same_seed_same_bytes(judge_csv: Path, tmp_path: Path, capsys: pytest.Ca
             "evaluate",
             str(judge_csv),
             "--methods",
-            "naive,lac,aps,chr,r2ccp(epochs=5),boosted_cqr(max_rounds=10),boosted_lcp(max_rounds=10),raps,lvd,cqr",
+            EVERY_METHOD,
             "--seeds",
             "5,6",
             "--json",

@@ -299,8 +299,21 @@ def test_cqr_and_asymmetric_cqr_are_named_correctly() -> None:
 def test_min_calibration_size_where_float_ranks_drift_from_the_exact_ones() -> None:
     """At alpha near 1e-14 the float rank is off the exact one by up to 1e11 sizes: the old walk by ones did not
     return (docs/testing.md); the bisection gives the smallest size whose float rank fits."""
-    from judgecp.stats.conformal import conformal_rank, min_calibration_size
+    import judgecp.stats.conformal as conformal
+
+    rank = conformal.conformal_rank
+    calls = 0
+
+    def counted(n: int, alpha: float) -> int:
+        nonlocal calls
+        calls += 1
+        if calls > 500:  # the old walk by ones made ~1e11 calls here: fail instead of hanging
+            raise AssertionError("min_calibration_size walks instead of bisecting")
+        return rank(n, alpha)
 
     for alpha in (2.764369719954072e-14, 1e-13, 3e-15):
-        n = min_calibration_size(alpha)
-        assert conformal_rank(n, alpha) <= n and conformal_rank(n - 1, alpha) > n - 1, alpha
+        calls = 0
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(conformal, "conformal_rank", counted)
+            n = conformal.min_calibration_size(alpha)
+        assert rank(n, alpha) <= n and rank(n - 1, alpha) > n - 1, alpha

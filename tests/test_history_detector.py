@@ -437,3 +437,45 @@ def test_log_mean_exp_by_row_and_online_pvalues_of_ties() -> None:
     u = np.random.default_rng(4).uniform(size=5)
     assert online_pvalues(np.zeros(5), np.random.default_rng(4)) == pytest.approx(u, rel=1e-12)
     assert cell_counts(np.array([0.0, 0.5, 1.0]), depth=1).tolist() == [1, 2]
+
+
+def _martingale_by_loops(calibration: np.ndarray, run: np.ndarray, level: float, seed: int) -> dict[str, Any]:
+    """martingale_test's path recomputed item by item: the same seeded order and tie-breaking uniforms, each
+    p-value counted by comparisons, each power martingale multiplied out with math.fsum of logs, the mixture
+    averaged over the exponents and both signs."""
+    rng = np.random.default_rng(seed)
+    seq = [*rng.permutation(calibration).tolist(), *rng.permutation(run).tolist()]
+    paths = []
+    for sign in (1.0, -1.0):
+        u = rng.uniform(size=len(seq))
+        signed = [sign * a for a in seq]
+        logs = [0.0] * EPSILONS.size
+        path = []
+        for i in range(calibration.size, len(seq)):
+            before = signed[: i + 1]
+            p = (sum(b > signed[i] for b in before) + u[i] * sum(b == signed[i] for b in before)) / (i + 1)
+            bets = [math.log(e) + (e - 1.0) * math.log(max(p, 1e-300)) for e in EPSILONS]
+            logs = [math.fsum((lg, bet)) for lg, bet in zip(logs, bets, strict=True)]
+            path.append(logs)
+        paths.append(path)
+    values = [sum(math.exp(v) for v in paths[0][k] + paths[1][k]) / (2 * EPSILONS.size) for k in range(run.size)]
+    first = next((k + 1 for k, v in enumerate(values) if v >= 1.0 / level), None)
+    return {"max": max(values), "final": values[-1], "first_alarm": first}
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.8, 2.0])
+def test_the_martingale_path_and_its_first_alarm_against_loops(shift: float) -> None:
+    """The martingale's first alarm, maximum and final value against an item-by-item recomputation
+    (:func:`_martingale_by_loops`): a mutation testing survivor reported the first alarm one item late, which
+    no test pinned. Runs shifted by 0, 0.8 and 2 standard deviations: no alarm, an alarm part-way, an early one."""
+    rng = np.random.default_rng(11)
+    cal = rng.normal(size=60).round(1)  # rounded: ties, broken by the uniforms
+    run = (rng.normal(size=40) + shift).round(1)
+    got = martingale_test(cal, run, level=0.05, seed=3)
+    want = _martingale_by_loops(cal, run, level=0.05, seed=3)
+    assert got["first_alarm"] == want["first_alarm"]
+    assert got["alarm"] is (want["first_alarm"] is not None)
+    assert got["max"] == pytest.approx(want["max"], rel=1e-9)
+    assert got["final"] == pytest.approx(want["final"], rel=1e-9)
+    if shift == 2.0:
+        assert want["first_alarm"] is not None and want["first_alarm"] < run.size

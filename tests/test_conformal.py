@@ -65,8 +65,15 @@ def test_min_calibration_size_is_the_smallest_finite_rank_by_search() -> None:
         return n
 
     for alpha in (0.999, 0.6, 0.5, 0.4, 1 / 3, 0.26, 0.25, 0.2, 0.1, 0.05, 0.011, 0.01, 0.0033):
-        assert min_calibration_size(alpha) == search(alpha), alpha
+        got = min_calibration_size(alpha)
+        assert type(got) is int and got == search(alpha), alpha
     assert min_calibration_size(1e-20) == pytest.approx(1e20 * (1 - 1e-9), rel=1e-12)
+    # Beyond 2**52 float ranks no longer count by ones: the exact closed form is the answer, an int.
+    for alpha in (1e-17, 1e-20, 1e-300):
+        got = min_calibration_size(alpha)
+        assert type(got) is int and got == math.ceil((1 - Fraction(alpha) - Fraction(1e-9)) / Fraction(alpha))
+    # Near alpha = 1 the rank of size 0 is 0 too; the smallest calibration set is still one item.
+    assert min_calibration_size(1 - 1e-10) == 1 and conformal_rank(0, 1 - 1e-10) == 0
     # Below about 1e-7 the float rank and the rationals part ways and the loops step (down 1,988 and
     # 592,321 steps for the first two levels, up one for the other two: found by search); the answer
     # is still the smallest n whose rank fits.
@@ -316,4 +323,4 @@ def test_min_calibration_size_where_float_ranks_drift_from_the_exact_ones() -> N
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(conformal, "conformal_rank", counted)
             n = conformal.min_calibration_size(alpha)
-        assert rank(n, alpha) <= n and rank(n - 1, alpha) > n - 1, alpha
+        assert type(n) is int and rank(n, alpha) <= n and rank(n - 1, alpha) > n - 1, alpha

@@ -65,22 +65,21 @@ def conformal_rank(n: int, alpha: float) -> int:
 def min_calibration_size(alpha: float) -> int:
     """Smallest ``n`` for which the split-conformal threshold is finite (``conformal_rank(n, alpha) <= n``):
     ``n >= (1 - alpha - 1e-9) / alpha`` in exact rationals, then :func:`conformal_rank`'s float rounding settled
-    by a bracketing bisection. Logarithmic time at any level (about ``1e300`` at ``alpha = 1e-300``)."""
+    by bisection. Logarithmic time at any level (about ``1e300`` at ``alpha = 1e-300``)."""
     alpha = check_alpha(alpha)
     n = max(1, math.ceil((1 - Fraction(alpha) - Fraction(1e-9)) / Fraction(alpha)))
     if n >= 2**52:  # no data set is this large, and float ranks no longer count by ones
         return n
+
     def fits(m: int) -> bool:  # monotone: (m + 1)(1 - alpha) - m falls as m grows
         return conformal_rank(m, alpha) <= m
 
-    step, hi = 1, n  # bracket by doubling steps (float ranks drift by up to 1e11 sizes near 1e-14), then bisect
+    lo, hi = 0, n  # the answer is in (lo, hi] once fits(hi): float ranks drift by up to 1e11 sizes near 1e-14
     while not fits(hi):
-        hi, step = n + step, step * 2
-    step, lo = 1, hi - 1
-    while lo >= 1 and fits(lo):
-        lo, step = max(hi - step, 0), step * 2
-    while hi - lo > 1:  # fits(hi); lo == 0 or not fits(lo)
-        hi, lo = (mid, lo) if fits(mid := (lo + hi) // 2) else (hi, mid)
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:  # bisect
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
     return hi
 
 

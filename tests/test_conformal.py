@@ -68,8 +68,9 @@ def test_min_calibration_size_is_the_smallest_finite_rank_by_search() -> None:
         got = min_calibration_size(alpha)
         assert type(got) is int and got == search(alpha), alpha
     assert min_calibration_size(1e-20) == pytest.approx(1e20 * (1 - 1e-9), rel=1e-12)
-    # Beyond 2**52 float ranks no longer count by ones: the exact closed form is the answer, an int.
-    for alpha in (1e-17, 1e-20, 1e-300):
+    # From 2**52 on float ranks no longer count by ones: the exact closed form is the answer, an int (the first
+    # level is the one whose closed form is exactly 2**52; the float search answers far below it).
+    for alpha in (2.2204460470298666e-16, 1.5e-16, 1e-17, 1e-20, 1e-300):
         got = min_calibration_size(alpha)
         assert type(got) is int and got == math.ceil((1 - Fraction(alpha) - Fraction(1e-9)) / Fraction(alpha))
     # Near alpha = 1 the rank of size 0 is 0 too; the smallest calibration set is still one item.

@@ -92,7 +92,7 @@ def beta_binomial_pvalue(counts: Sequence[GroupCount]) -> dict[str, Any]:
     for c in tested:
         pmf = np.convolve(pmf, betabinom.pmf(np.arange(c.m + 1), c.m, c.rank, c.n + 1 - c.rank))
     p_sum = float(min(1.0, pmf[: sum(c.covered for c in tested) + 1].sum()))
-    p_min = min(1.0, len(tested) * min(per_group.values()))
+    p_min = len(tested) * min(per_group.values())  # above 1 only where p_sum <= 1 is the smaller
     out.update(p_value=min(1.0, 2.0 * min(p_sum, p_min)), p_value_sum=p_sum, p_value_groups=per_group,
                combination="Bonferroni of the sum law and the smallest group p-value (times the groups)")
     return out

@@ -172,7 +172,7 @@ def ppi_mean(
     strata = keys = None
     if groups_labeled is not None and groups_unlabeled is not None:
         gl, gu = np.asarray(groups_labeled).astype(str), np.asarray(groups_unlabeled).astype(str)
-        missing = sorted(set(gu) - set(gl))
+        missing = sorted(set(gu.tolist()) - set(gl.tolist()))
         if missing:
             raise InputError(f"PPI: stratum {missing[:5]} has unlabeled items but no labeled ones")
         strata = np.concatenate([gl, gu])

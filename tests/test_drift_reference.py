@@ -1,0 +1,53 @@
+"""Mutation testing's survivors of judgecp.stats.drift (issue 37, docs/testing.md): the martingale test's whole
+result, the online p-values' path for long runs, and the tilts' normalisers, against references computed another
+way."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from judgecp.stats import drift
+from judgecp.stats.drift import TILTS, _log_tilt_normalisers, martingale_test, pvalues_after
+from tests.test_history_detector import _martingale_by_loops
+
+
+def test_the_martingale_tests_whole_result_with_its_defaults() -> None:
+    """Every field of the result of a call with the defaults (level 0.01, seed 0), against the loop reference."""
+    rng = np.random.default_rng(12)
+    cal, run = rng.normal(size=50).round(1), (rng.normal(size=30) + 1.2).round(1)
+    want = _martingale_by_loops(cal, run, level=0.01, seed=0)
+    got = martingale_test(cal.tolist(), run.tolist())
+    assert got == {"test": "conformal test martingale", "order": "seeded random", "level": 0.01, "n_run": 30,
+                   "max": pytest.approx(want["max"], rel=1e-9), "final": pytest.approx(want["final"], rel=1e-9),
+                   "alarm": want["first_alarm"] is not None, "first_alarm": want["first_alarm"]}
+    assert want["first_alarm"] is not None
+    assert martingale_test(cal, np.zeros(0)) == {"test": "conformal test martingale", "order": "seeded random",
+                                                 "level": 0.01, "n_run": 0, "max": None, "final": None,
+                                                 "alarm": None, "first_alarm": None}
+
+
+def test_long_runs_rank_their_items_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond _SQUARE_LIMIT new items are ranked by insertion into a sorted list instead of one square comparison:
+    the same p-values, counted here by comparisons (the limit set to 0 so that a small run takes that path)."""
+    monkeypatch.setattr(drift, "_SQUARE_LIMIT", 0)
+    seen = [1.0, 2.0, 2.0, 3.5]
+    seq = [2.0, 0.5, 2.0, 4.0, 3.5, 2.0, 0.5]
+    u = [0.3, 0.9, 0.5, 0.1, 0.7, 0.2, 0.6]
+    want = []
+    for i, a in enumerate(seq):
+        before = seen + seq[: i + 1]
+        want.append((sum(b > a for b in before) + u[i] * sum(b == a for b in before)) / len(before))
+    got = pvalues_after(np.array(seen), np.array(seq), np.array(u))
+    assert got.tolist() == pytest.approx(want, rel=1e-12)
+
+
+def test_the_tilts_normalisers_by_their_closed_form() -> None:
+    """log Z(a) = log((e^a - 1) / a) for each tilt, 0 at a = 0 (its limit), from the function itself (the module
+    constant is computed at import, before a mutant is switched on)."""
+    got = _log_tilt_normalisers()
+    assert got.shape == TILTS.shape and (TILTS == 0).any()
+    for a, z in zip(TILTS.tolist(), got.tolist(), strict=True):
+        assert z == (0.0 if a == 0 else pytest.approx(math.log(math.expm1(a) / a), rel=1e-12))

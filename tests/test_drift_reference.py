@@ -51,3 +51,11 @@ def test_the_tilts_normalisers_by_their_closed_form() -> None:
     assert got.shape == TILTS.shape and (TILTS == 0).any()
     for a, z in zip(TILTS.tolist(), got.tolist(), strict=True):
         assert z == (0.0 if a == 0 else pytest.approx(math.log(math.expm1(a) / a), rel=1e-12))
+
+
+def test_overwhelming_evidence_is_reported_capped_at_exp_700() -> None:
+    """A run far above its calibration piles up more than e^700 of evidence: the maximum and final value are
+    reported as e^700 (finite in JSON), not e^701."""
+    out = martingale_test(np.arange(20000.0), 1e5 + np.arange(2000.0))
+    assert out["alarm"] is True
+    assert out["max"] == math.exp(700.0) and out["final"] == math.exp(700.0)

@@ -59,3 +59,22 @@ def test_overwhelming_evidence_is_reported_capped_at_exp_700() -> None:
     out = martingale_test(np.arange(20000.0), 1e5 + np.arange(2000.0))
     assert out["alarm"] is True
     assert out["max"] == math.exp(700.0) and out["final"] == math.exp(700.0)
+
+
+def _lbeta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+def test_the_polya_tree_against_its_closed_form() -> None:
+    """log LR of cell counts under the Polya tree whose level-j nodes split with Beta(j^2, j^2), against the
+    uniform: sum over levels and nodes of log B(left + j^2, right + j^2) - log B(j^2, j^2), plus n D log 2, worked
+    with math.lgamma node by node (each level's own prior: a table of another level is caught)."""
+    counts = [3, 0, 1, 5, 2, 2, 0, 7]
+    depth, want = 3, sum(counts) * 3 * math.log(2.0)
+    level_counts = counts
+    for j in range(depth, 0, -1):
+        a = float(j * j)
+        pairs = list(zip(level_counts[::2], level_counts[1::2], strict=True))
+        want += math.fsum(_lbeta(left + a, right + a) - _lbeta(a, a) for left, right in pairs)
+        level_counts = [left + right for left, right in pairs]
+    assert float(drift.polya_log_lr(np.array(counts))) == pytest.approx(want, rel=1e-12)

@@ -168,13 +168,22 @@ def run_splits(data: ScoreData, protocol: Protocol, specs: Sequence[str]) -> lis
 
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel the splits not started and end the workers at once (leaving the pool's ``with`` block would
-    otherwise wait for every queued split: 23 s for ``--jobs 2`` on the example)."""
-    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
-    if terminate is not None:
-        terminate()
-        return
-    # No public way before 3.14; taken before shutdown(), which forgets them.
+    otherwise wait for every queued split: 23 s for ``--jobs 2`` on the example).
+
+    A worker ended while it was writing a split's result leaves part of a message in the results pipe, and
+    the pool's own thread waiting for the rest of it; at exit Python joins that thread, so the command hung
+    (3 of 12 Ctrl-Cs on a loaded machine). Once the workers are gone, this process holds the pipe's only
+    write end: closing it ends that wait (end of file: the pool marks itself broken and its thread stops).
+    Python 3.14's ``terminate_workers`` does not close it either, so one path serves every version.
+    """
+    # Private attributes (no public way to reach the workers before 3.14), taken before shutdown() forgets them.
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    results = getattr(pool, "_result_queue", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
+    for process in processes:
+        process.join()
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        writer.close()

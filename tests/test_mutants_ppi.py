@@ -80,3 +80,17 @@ def test_ppi_mean_refusals_and_its_smallest_sample() -> None:
     assert out["n_labeled"] == 2 and out["n_unlabeled"] == 3
     with pytest.raises(InputError, match="at least 2 labeled items"):
         ppi_mean([1.0], [1.0], [1.0, 2.0])
+
+
+def test_automatic_strata_count_labeled_clusters_not_items() -> None:
+    """Mutation testing's survivors (docs/testing.md): with clusters, ``--stratify auto`` counts a group's labeled
+    clusters (its labels within one cluster are not independent), not its labeled items. Group ``a``: 30 labels
+    in 2 clusters, below the 10 a stratum needs, so it is merged and nothing is stratified; counting items (``units``
+    not passed on) would keep both strata."""
+    col = np.array(["a"] * 30 + ["b"] * 30)
+    labeled = np.ones(60, dtype=bool)
+    units = np.array([f"a{i % 2}" for i in range(30)] + [f"b{i}" for i in range(30)])
+    strata, info = stratification(col, labeled, "auto", units=units)
+    assert strata is None and info["stratified"] is False
+    by_items, info_items = stratification(col, labeled, "auto")
+    assert by_items is not None and info_items["stratified"] is True and set(by_items.tolist()) == {"a", "b"}

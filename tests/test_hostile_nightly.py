@@ -517,6 +517,7 @@ HALF_WRITTEN = """
 import concurrent.futures as cf
 import multiprocessing
 import os
+import signal
 import struct
 import sys
 import time
@@ -524,7 +525,9 @@ import time
 from judgecp.kinds.likert.splits import _stop
 
 
-def half_written(wrote: str) -> None:
+def half_written(wrote: str, deaf: bool) -> None:
+    if deaf:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     results = sys._getframe(1).f_locals["result_queue"]  # the worker loop's own queue: the pool's results pipe
     os.write(results._writer.fileno(), struct.pack("!i", 1 << 20) + b"the start of a result")
     open(wrote, "w").close()
@@ -533,7 +536,7 @@ def half_written(wrote: str) -> None:
 
 if __name__ == "__main__":
     pool = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-    pool.submit(half_written, sys.argv[1])
+    pool.submit(half_written, sys.argv[1], sys.argv[2] == "deaf")
     while not os.path.exists(sys.argv[1]):
         time.sleep(0.05)
     _stop(pool)
@@ -541,14 +544,16 @@ if __name__ == "__main__":
 """
 
 
-def test_stopping_workers_mid_result_does_not_hang_the_exit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("worker", ["plain", "deaf"])
+def test_stopping_workers_mid_result_does_not_hang_the_exit(tmp_path: Path, worker: str) -> None:
     """CI hung here once (the Ctrl-C test above, 3 of 12 tries on a loaded machine): a worker ended while it wrote
     a split's result left part of a message in the pool's results pipe; the pool's thread waited for the rest, and
     Python's exit waits for that thread. Made certain: the worker writes a message's header and part of it, then
-    :func:`_stop` ends it. The process must exit (a hang check: it takes about a second)."""
+    :func:`_stop` ends it; a ``deaf`` worker ignores SIGTERM (a handler from a caller's script), so it is killed
+    after 5 s. The process must exit (a hang check: it takes about a second, 6 s for the deaf worker)."""
     script = tmp_path / "half_written.py"
     script.write_text(HALF_WRITTEN)
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "wrote")], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "wrote"), worker], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=300)

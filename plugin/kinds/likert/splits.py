@@ -183,7 +183,10 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         process.terminate()
     for process in processes:
-        process.join()
+        process.join(5.0)
+        if process.is_alive():  # SIGTERM caught (a handler a caller's script installed): SIGKILL is not
+            process.kill()
+            process.join()
     writer = getattr(results, "_writer", None)
     if writer is not None:
         writer.close()

@@ -13,7 +13,7 @@ prints each module's kill rate and every surviving mutant's diff.
 
 It works in ``build/mutate`` (``judgecp`` there is a link to ``plugin/``, the
 tests a copy): mutmut names a mutant by the module its file path gives, and
-the tests import ``judgecp``. A full run takes about an hour on a busy 2-core
+the tests import ``judgecp``. A full run takes 17 to 30 minutes on a 2-core
 machine (docs/testing.md has the last one); ``--modules`` runs a part.
 Mutants are counted as mutmut reports them: killed (a test failed), survived
 (every test that runs the function passed), timeout (counted as killed: the

@@ -179,7 +179,7 @@ def test_jobs_from_a_script_without_main_guard_fails_fast(tmp_path: Path) -> Non
         encoding="utf-8",
     )
     try:
-        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
                               cwd=tmp_path)
     except subprocess.TimeoutExpired:
         pytest.fail("evaluate with jobs=2 from a script without a main guard hung")

@@ -184,7 +184,7 @@ def test_a_signal_while_the_command_imports(w: Path, command: str, sig: signal.S
             time.sleep(0.001)
         assert proc.poll() is None, "the command ended before numpy was loaded"
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -505,7 +505,7 @@ def test_evaluate_with_jobs_stops_its_workers_on_ctrl_c(tmp_path: Path) -> None:
         assert ready.exists() and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         time.sleep(1.0)  # the workers are running splits
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -70,7 +70,7 @@ def test_a_seed_the_shuffling_thread_refuses_reaches_the_caller() -> None:
             "        list(rows)\n"
             "except ValueError:\n"
             "    print('raised')\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.stdout.strip() == "raised", proc.stderr
 
 

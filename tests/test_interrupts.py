@@ -48,7 +48,7 @@ def interrupt(tmp_path: Path, sig: signal.Signals, output: Path, *args: str) -> 
             time.sleep(0.1)
         assert ready.exists(), f"never paused: {proc.poll()} {proc.stderr.read() if proc.stderr else ''}"
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()

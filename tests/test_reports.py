@@ -272,7 +272,7 @@ def open_in_chromium(browser: str, page: Path, shot: Path) -> tuple[list[str], n
     """Console messages (errors included) and the screenshot's RGB pixels of ``page`` in headless chromium."""
     cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr",
            "--v=0", f"--screenshot={shot}", "--window-size=1200,2400", page.resolve().as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     from matplotlib.image import imread

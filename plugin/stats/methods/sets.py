@@ -73,10 +73,8 @@ def margin_scores(P: FloatArray) -> FloatArray:
     either empty or all options. We use the standard form instead.
     """
     top2 = -np.partition(-P, 1, axis=1)[:, :2]  # largest, second largest
+    # A label at the maximum has the second largest as its best rival (the maximum again when two labels tie there).
     best_other = np.where(P >= top2[:, :1], top2[:, 1:2], top2[:, :1])
-    # A label tied with the maximum has the other (equal) maximum as its best rival.
-    ties = (P == top2[:, :1]).sum(axis=1, keepdims=True) > 1
-    best_other = np.where(ties & (P == top2[:, :1]), top2[:, :1], best_other)
     out: FloatArray = best_other - P
     return out
 

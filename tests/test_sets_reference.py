@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from judgecp.stats.methods.sets import APS, RAPS, SCORE_TOLERANCE, aps_scores, margin_scores, sets_at
+from judgecp.base.scale import LikertScale
+from judgecp.stats.methods.sets import APS, RAPS, SCORE_TOLERANCE, Margin, aps_scores, margin_scores, sets_at
 
 
 def _rows() -> np.ndarray:
@@ -29,6 +30,29 @@ def test_margin_scores_by_loops() -> None:
     np.testing.assert_allclose(margin_scores(P), want, rtol=0, atol=1e-15)
     for i in range(P.shape[0]):
         np.testing.assert_allclose(margin_scores(P[i : i + 1]), [want[i]], rtol=0, atol=1e-15)
+
+
+def test_margin_scores_and_sets_on_a_pass_fail_scale() -> None:
+    """On two labels the margin score of each label is the other's probability less its own (worked by hand), and
+    Margin calibrates and predicts on a 0..1 scale: the threshold is the ceil((n + 1)(1 - alpha))-th smallest
+    true-label score and a set holds the labels scoring at most it. Kills ``np.partition(-P, 2)`` for
+    ``np.partition(-P, 1)`` (out of bounds with two labels)."""
+    P = np.array([[0.7, 0.3], [0.5, 0.5], [0.0, 1.0], [0.25, 0.75]])
+    np.testing.assert_allclose(margin_scores(P), [[-0.4, 0.4], [0.0, 0.0], [1.0, -1.0], [0.5, -0.5]],
+                               rtol=0, atol=1e-15)
+
+    rng = np.random.default_rng(3)
+    n_cal, n_test, alpha = 30, 12, 0.2
+    p1 = rng.beta(2.0, 2.0, size=n_cal + n_test)
+    P = np.column_stack([1.0 - p1, p1])
+    y = (rng.random(n_cal) < p1[:n_cal]).astype(np.int64)
+    method = Margin(alpha, scale=LikertScale(0, 1), random_state=0).conformalize(np.log(P[:n_cal]), y)
+    true_scores = [float(P[i, 1 - y[i]] - P[i, y[i]]) for i in range(n_cal)]
+    np.testing.assert_allclose(method.scores_, true_scores, rtol=0, atol=1e-12)
+    threshold = sorted(true_scores)[math.ceil((n_cal + 1) * (1 - alpha)) - 1]
+    want = [[float(P[i, 1 - k] - P[i, k]) <= threshold + SCORE_TOLERANCE for k in range(2)]
+            for i in range(n_cal, n_cal + n_test)]
+    assert method.predict(np.log(P[n_cal:])).sets.tolist() == want
 
 
 def _aps_by_hand(row: list[float], u: float | None, lam: float, k_reg: int) -> list[float]:
@@ -70,17 +94,22 @@ def test_uniforms_only_for_randomized_methods() -> None:
         np.random.default_rng(0).uniform(size=3).tolist()
 
 
-def _tune_by_loops(P: np.ndarray, index: np.ndarray, alpha: float, seed: int, randomized: bool) -> tuple[float, int]:
-    """RAPS's tuning replayed: k_reg the ceil((n + 1)(1 - alpha))-th smallest true-label rank (K if that rank
-    exceeds n); then, for each lam of the grid in order, a threshold from half of the items (a seeded permutation)
-    and the mean set size on the other half; the first lam with the smallest size."""
-    rows, n = P.tolist(), P.shape[0]
+def _rank_quantile_by_loops(P: np.ndarray, index: np.ndarray, alpha: float) -> int:
+    """The ceil((n + 1)(1 - alpha))-th smallest rank of the true label (ties in label order); K if it exceeds n."""
     ranks = []
-    for row, y in zip(rows, index.tolist(), strict=True):
+    for row, y in zip(P.tolist(), index.tolist(), strict=True):
         order = sorted(range(len(row)), key=lambda k: (-row[k], k))
         ranks.append(order.index(y) + 1)
-    r = math.ceil((n + 1) * (1 - alpha) - 1e-9)
-    k_reg = sorted(ranks)[r - 1] if r <= n else P.shape[1]
+    r = math.ceil((len(ranks) + 1) * (1 - alpha) - 1e-9)
+    return sorted(ranks)[r - 1] if r <= len(ranks) else P.shape[1]
+
+
+def _tune_by_loops(P: np.ndarray, index: np.ndarray, alpha: float, seed: int, randomized: bool) -> tuple[float, int]:
+    """RAPS's tuning replayed: k_reg from :func:`_rank_quantile_by_loops`; then, for each lam of the grid in order, a
+    threshold from half of the items (a seeded permutation) and the mean set size on the other half; the first lam
+    with the smallest size."""
+    rows, n = P.tolist(), P.shape[0]
+    k_reg = _rank_quantile_by_loops(P, index, alpha)
     rng = np.random.default_rng(seed)
     perm = rng.permutation(n).tolist()
     a, b = perm[: n // 2], perm[n // 2 :]
@@ -99,16 +128,21 @@ def _tune_by_loops(P: np.ndarray, index: np.ndarray, alpha: float, seed: int, ra
     return best_lam, k_reg
 
 
+def _tuning_case(seed: int, temperature: float) -> tuple[np.ndarray, np.ndarray]:
+    """41 items of 6 labels: softmax probabilities at ``temperature`` and true labels drawn from them."""
+    rng = np.random.default_rng(seed + 100)
+    logits = rng.normal(size=(41, 6)) / temperature
+    P = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    return P, np.array([rng.choice(6, p=row) for row in P])
+
+
 @pytest.mark.parametrize(("seed", "randomized", "alpha", "temperature"),
                          [(0, True, 0.1, 1.0), (1, False, 0.2, 1.0), (5, True, 0.3, 0.3), (7, False, 0.1, 3.0),
                           (2, False, 0.05, 0.5), (3, True, 0.2, 2.0), (4, False, 0.3, 1.0), (6, True, 0.05, 0.7)])
 def test_raps_tuning_against_a_replay_by_loops(seed: int, randomized: bool, alpha: float, temperature: float) -> None:
     """RAPS's tuned (lam, k_reg) on 41 items of 6 labels against :func:`_tune_by_loops` (same seeded draws); and
     on 5 items at alpha 0.1, whose rank ceil(6 x 0.9) = 6 exceeds them: k_reg is then the number of labels."""
-    rng = np.random.default_rng(seed + 100)
-    logits = rng.normal(size=(41, 6)) / temperature
-    P = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    index = np.array([rng.choice(6, p=row) for row in P])
+    P, index = _tuning_case(seed, temperature)
     method = RAPS(alpha, randomized=randomized)
     assert method._tune(P, index, seed) == _tune_by_loops(P, index, alpha, seed, randomized)
     assert RAPS(0.1, randomized=randomized)._tune(P[:5], index[:5], seed) == \
@@ -121,7 +155,23 @@ def test_raps_keeps_a_given_lambda_and_tunes_only_k_reg() -> None:
     P = rng.dirichlet(np.ones(4), size=30)
     index = rng.integers(0, 4, 30)
     lam, k_reg = RAPS(0.1, lam=0.3)._tune(P, index, 0)
-    assert lam == 0.3 and k_reg == _tune_by_loops(P, index, 0.1, 0, True)[1]
+    assert lam == 0.3 and k_reg == _rank_quantile_by_loops(P, index, 0.1)
+
+
+def test_raps_keeps_a_given_k_reg_while_it_tunes_lambda() -> None:
+    """``RAPS(k_reg=3)`` with lambda left to tune fits k_reg 3, not the data's (1 - alpha) rank quantile (here 5),
+    and its label scores carry ``lam * max(0, rank - 3)``. Kills ``k = None`` for ``k = self.k_reg`` in ``_tune``
+    (it had been argued equivalent)."""
+    rng = np.random.default_rng(9)
+    n, alpha = 40, 0.1
+    P = rng.dirichlet(np.ones(5), size=n)
+    y = rng.integers(1, 6, size=n)
+    assert _rank_quantile_by_loops(P, y - 1, alpha) == 5
+    method = RAPS(alpha, k_reg=3, randomized=False, random_state=2).fit(np.log(P), y)
+    assert method.k_reg_ == 3
+    assert method.lam_ in RAPS.LAMBDA_GRID
+    want = [_aps_by_hand(row, None, method.lam_, 3) for row in P[:3].tolist()]
+    np.testing.assert_allclose(method._label_scores(P[:3], None), want, rtol=0, atol=1e-12)
 
 
 def test_raps_tuning_picks_a_lambda_other_than_the_first() -> None:
@@ -129,10 +179,7 @@ def test_raps_tuning_picks_a_lambda_other_than_the_first() -> None:
     picked = set()
     for seed, randomized, alpha, temperature in [(0, True, 0.1, 1.0), (1, False, 0.2, 1.0), (5, True, 0.3, 0.3),
                                                  (7, False, 0.1, 3.0)]:
-        rng = np.random.default_rng(seed + 100)
-        logits = rng.normal(size=(41, 6)) / temperature
-        P = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-        index = np.array([rng.choice(6, p=row) for row in P])
+        P, index = _tuning_case(seed, temperature)
         picked.add(_tune_by_loops(P, index, alpha, seed, randomized)[0])
     assert picked - {RAPS.LAMBDA_GRID[0]}
 
